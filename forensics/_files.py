@@ -1,0 +1,171 @@
+"""Finding and reading input files: directory walk, gzip, binary sniffing, decoding.
+
+Bad input is normal input here. Nothing in this module raises for a bad file: each
+problem becomes a `Skipped` record (file left out, with the reason) or a note on the
+file (read, with a caveat such as "truncated gzip").
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+GZIP_MAGIC = b"\x1f\x8b"
+SNIFF_BYTES = 64 * 1024
+SEGMENT_CHARS = 32 * 1024 * 1024
+"""Files larger than this are parsed in newline-aligned segments to bound memory."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A path that contributed no lines, and why."""
+
+    file: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """A regular file to read. `rel` is relative to the root it was found under."""
+
+    path: Path
+    rel: str
+    size: int
+    mtime: float
+
+
+def discover(paths: list[Path]) -> tuple[list[InputFile], list[Skipped]]:
+    """Walk `paths` (files or directories) and return regular files sorted by relative path.
+
+    Symlinks are followed, but each real file is read once (CRI's
+    `/var/log/containers/*.log` links point at `/var/log/pods/...`: reading both would
+    count every line twice) and directory cycles are cut.
+    """
+    found: dict[str, InputFile] = {}
+    skipped: list[Skipped] = []
+    seen_real: dict[str, str] = {}
+    multi = len(paths) > 1
+    for root in paths:
+        label = root.name if multi else ""
+        if not root.exists():
+            reason = "broken symlink" if root.is_symlink() else "does not exist"
+            skipped.append(Skipped(str(root), reason))
+            continue
+        if root.is_file():
+            _add(root, _join(label, root.name) if multi else root.name, found, seen_real, skipped)
+            continue
+        visited: set[str] = set()
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+            real_dir = os.path.realpath(dirpath)
+            if real_dir in visited:
+                dirnames[:] = []
+                rel = Path(dirpath).relative_to(root).as_posix()
+                skipped.append(Skipped(_join(label, rel), "symlink loop: directory already visited"))
+                continue
+            visited.add(real_dir)
+            dirnames.sort()
+            for name in sorted(filenames):
+                p = Path(dirpath) / name
+                _add(p, _join(label, p.relative_to(root).as_posix()), found, seen_real, skipped)
+    skipped.sort(key=lambda s: s.file)
+    return sorted(found.values(), key=lambda f: f.rel), skipped
+
+
+def _join(prefix: str, rel: str) -> str:
+    return f"{prefix}/{rel}" if prefix else rel
+
+
+def _add(p: Path, rel: str, found: dict, seen_real: dict, skipped: list) -> None:
+    try:
+        st = p.stat()
+    except OSError as e:
+        reason = "broken symlink" if p.is_symlink() else f"cannot stat: {e.strerror}"
+        skipped.append(Skipped(rel, reason))
+        return
+    if not stat.S_ISREG(st.st_mode):
+        skipped.append(Skipped(rel, "not a regular file"))
+        return
+    real = os.path.realpath(p)
+    if real in seen_real:
+        skipped.append(Skipped(rel, f"same file as {seen_real[real]} (symlink); read once"))
+        return
+    seen_real[real] = rel
+    found[rel] = InputFile(p, rel, st.st_size, st.st_mtime)
+
+
+def read_bytes(f: InputFile) -> tuple[bytes | None, list[str], str | None]:
+    """Read a file, transparently gunzipping. Returns (data, notes, skip_reason).
+
+    A truncated or corrupt gzip stream yields what was decompressed before the damage,
+    with a note: the lines written just before an outage are the valuable ones.
+    """
+    try:
+        with open(f.path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        return None, [], f"unreadable: {e.strerror or e}; check its permissions (chmod, or run as its owner)"
+    notes: list[str] = []
+    if data[:2] == GZIP_MAGIC:
+        data, note = _gunzip_tolerant(data)
+        if note:
+            notes.append(note)
+    return data, notes, None
+
+
+def _gunzip_tolerant(data: bytes) -> tuple[bytes, str | None]:
+    """Decompress every gzip member; on damage keep what came out before it."""
+    out: list[bytes] = []
+    pos = 0
+    while pos < len(data):
+        d = zlib.decompressobj(wbits=31)
+        try:
+            out.append(d.decompress(data[pos:]))
+        except zlib.error as e:
+            kept = sum(map(len, out))
+            return b"".join(out), f"corrupt gzip ({e}); kept the {kept} bytes decompressed before the damage"
+        if not d.eof:
+            out.append(d.flush())
+            kept = sum(map(len, out))
+            return b"".join(out), f"truncated gzip: the stream ends early; kept {kept} decompressed bytes"
+        rest = d.unused_data
+        if not rest.startswith(GZIP_MAGIC):
+            break
+        pos = len(data) - len(rest)
+    return b"".join(out), None
+
+
+def is_binary(data: bytes) -> bool:
+    """True when the head of `data` looks like binary rather than text (NULs, control bytes)."""
+    head = data[:SNIFF_BYTES]
+    if not head:
+        return False
+    if head.count(b"\x00") > max(1, len(head) // 200):
+        return True
+    control = sum(head.count(bytes([b])) for b in (*range(0, 8), *range(14, 27), *range(28, 32)))
+    return control > len(head) * 0.05
+
+
+def decode(data: bytes) -> tuple[str, bool]:
+    """Decode UTF-8, replacing invalid bytes with U+FFFD. Returns (text, had_invalid_bytes)."""
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace"), True
+
+
+def split_segments(text: str, segment_chars: int = SEGMENT_CHARS) -> Iterator[str]:
+    """Yield pieces of `text` of about `segment_chars`, each ending at a newline."""
+    n = len(text)
+    start = 0
+    while start < n:
+        end = start + segment_chars
+        nl = text.find("\n", end) if end < n else -1
+        if nl == -1:
+            yield text[start:]
+            return
+        yield text[start : nl + 1]
+        start = nl + 1

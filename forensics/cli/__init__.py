@@ -1,0 +1,60 @@
+"""The `forensics` command line: a thin layer over the library API.
+
+Exit codes: 0 success; 1 an analysis error the user can act on (message + hint);
+2 usage error (typer's default); 101 a bug in forensics (traceback printed).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import typer
+
+from forensics.cli import ingest as _ingest_cmd
+
+app = typer.Typer(
+    name="forensics",
+    help="Incident postmortems from vLLM, NCCL and Kubernetes logs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("ingest")(_ingest_cmd.ingest)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    ctx: typer.Context,
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
+) -> None:
+    """Incident postmortems from vLLM, NCCL and Kubernetes logs."""
+    if version:
+        from forensics import __version__
+
+        typer.echo(f"forensics {__version__}")
+        raise typer.Exit()
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
+        raise typer.Exit()
+
+
+EXIT_ANALYSIS_ERROR = 1
+EXIT_BUG = 101
+
+
+def main() -> None:
+    """Entry point: run the app, mapping errors to the documented exit codes."""
+    from forensics.errors import ForensicsError
+
+    try:
+        app()  # standalone: usage errors print and exit 2, --help exits 0
+    except ForensicsError as e:
+        print(f"error: {e.message}", file=sys.stderr)
+        if e.hint:
+            print(f"hint: {e.hint}", file=sys.stderr)
+        sys.exit(EXIT_ANALYSIS_ERROR)
+    except Exception:  # noqa: BLE001 - the last line of defence: report our bug
+        traceback.print_exc()
+        print("\nforensics hit an internal error (a bug). Please report it with the traceback above.", file=sys.stderr)
+        sys.exit(EXIT_BUG)

@@ -1,0 +1,81 @@
+"""Rich rendering shared by the commands: progress bars and summaries."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+console = Console(stderr=False, highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+@contextlib.contextmanager
+def progress(quiet: bool) -> Iterator:
+    """A byte-based progress bar on stderr; yields a `(done, total, name)` callback."""
+    if quiet or not err_console.is_terminal:
+        yield None
+        return
+    with Progress(
+        TextColumn("[bold]reading[/]"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[name]}", style="dim"),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("ingest", total=None, name="")
+
+        def report(done: int, total: int, name: str) -> None:
+            bar.update(task, completed=done, total=total, name=name[-60:])
+
+        yield report
+
+
+def print_ingest_summary(result, written: dict[str, Path]) -> None:
+    """Files by format, line accounting, time span, hosts and pods, skipped files."""
+    ev = result.events
+    by_format: Counter[str] = Counter()
+    lines_by_format: Counter[str] = Counter()
+    for f in result.files:
+        key = f.formats[0] if f.formats else "-"
+        if f.wrapper:
+            key = f"{key} ({f.wrapper})"
+        by_format[key] += 1
+        lines_by_format[key] += f.lines
+    t = Table(title="Files by detected format", title_justify="left")
+    t.add_column("format")
+    t.add_column("files", justify="right")
+    t.add_column("lines", justify="right")
+    for k in sorted(by_format):
+        t.add_row(k, str(by_format[k]), f"{lines_by_format[k]:,}")
+    console.print(t)
+    lo, hi = result.time_span()
+    pct = (100.0 * result.unparsed / result.lines) if result.lines else 0.0
+    console.print(
+        f"[bold]{result.lines:,}[/] lines in {len(result.files)} files: "
+        f"{result.parsed:,} parsed, {result.folded:,} folded into multi-line events, "
+        f"{result.unparsed:,} unparsed ({pct:.1f}%) -> {ev.height:,} events, {result.metrics.height:,} metric samples"
+    )
+    if lo is not None:
+        console.print(f"time span: {lo:%Y-%m-%d %H:%M:%S} -> {hi:%Y-%m-%d %H:%M:%S} UTC")
+    hosts = sorted(h for h in ev["host"].drop_nulls().unique().to_list())
+    pods = sorted(p for p in ev["pod"].drop_nulls().unique().to_list())
+    if hosts:
+        console.print(f"hosts ({len(hosts)}): " + ", ".join(hosts[:12]) + (" ..." if len(hosts) > 12 else ""))
+    if pods:
+        console.print(f"pods ({len(pods)}): " + ", ".join(pods[:12]) + (" ..." if len(pods) > 12 else ""))
+    for f in result.files:
+        for n in f.notes:
+            console.print(f"[yellow]note[/] {f.file}: {n}")
+    for k in result.skipped:
+        console.print(f"[yellow]skipped[/] {k.file}: {k.reason}")
+    for w in result.warnings:
+        console.print(f"[yellow]warning[/] {w}")
+    console.print("wrote " + ", ".join(str(p) for p in written.values()))

@@ -1,0 +1,41 @@
+"""`forensics ingest LOGDIR --out DIR`: parse logs into events/metrics Parquet and print a summary."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from forensics.cli import _console
+
+
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Log directories or files (gzip is read transparently).")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Where to write events.parquet, metrics.parquet, ingest.json.")
+    ] = Path("forensics-ingest"),
+    year: Annotated[
+        int | None, typer.Option(help="Year for timestamps without one, when no dated log is beside them.")
+    ] = None,
+    tz: Annotated[str, typer.Option(help="Zone of local-time formats (vLLM, c10, klog, NCCL).")] = "UTC",
+    captured_at: Annotated[
+        datetime | None,
+        typer.Option(help="When `kubectl get events`/`describe` output was captured (resolves ages like 5m)."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary, no progress bar.")] = False,
+) -> None:
+    """Parse every line of every log into the events and metrics tables."""
+    from forensics.ingestion import ingest as run_ingest
+    from forensics.ingestion import write_tables
+
+    if captured_at is not None and captured_at.tzinfo is None:
+        from datetime import UTC
+
+        captured_at = captured_at.replace(tzinfo=UTC)
+    with _console.progress(quiet) as report:
+        result = run_ingest(paths, year=year, tz=tz, captured_at=captured_at, progress=report)
+    written = write_tables(result, out)
+    if not quiet:
+        _console.print_ingest_summary(result, written)

@@ -1,0 +1,654 @@
+"""Ingest: a directory of incident logs -> the events and metrics tables.
+
+Stages: discover files -> read (gzip, binary sniff, decode) -> route whole-file
+documents (Kubernetes event lists; request traces are set aside for replay) -> batch
+the lines of many files -> `parsers.lines.parse_lines` -> resolve timestamps across
+the directory -> account for every line.
+
+Accounting invariant, per file: lines read = parsed + folded + unparsed, where *parsed*
+lines head an event of a recognised format, *folded* lines were joined into an event
+(continuations, blank lines, table headers, CRI partial pieces) and *unparsed* lines
+became events of source `unknown`. Nothing is dropped without being counted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+
+import polars as pl
+
+from forensics import _files
+from forensics import schema as s
+from forensics.errors import NoInputError
+from parsers import k8s, vllm
+from parsers.lines import parse_lines
+from parsers.wrappers import syslog_time_parts
+
+BATCH_CHARS = 32 * 1024 * 1024
+"""Lines of many small files are parsed together up to this many characters."""
+BATCH_FILES = 4000
+MAX_LINE_CHARS = 1024 * 1024
+"""Longer lines are cut here (with a marker), as Loki does, so one 50 MB line cannot stall parsing."""
+TRUNC_MARK = " …[line truncated by forensics: {n} more bytes]"
+TRACE_KEYS = (
+    {"hash_ids"},
+    {"input_length", "output_length"},
+    {"prompt_tokens", "arrival_time"},
+    {"arrival_time", "prompt_len"},
+)
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """What ingest did with one file. `lines == parsed + folded + unparsed` always."""
+
+    file: str
+    formats: tuple[str, ...]
+    """Sources found in the file, most frequent first (`vllm`, `nccl`, `k8s-event`, ...)."""
+    wrapper: str | None
+    """Outer layer: `cri`, `kubectl`, `docker-json`, `journald`, `k8s-events-json`/`-yaml`, or None."""
+    lines: int
+    parsed: int
+    folded: int
+    unparsed: int
+    events: int
+    notes: tuple[str, ...] = ()
+
+
+@dataclass
+class IngestResult:
+    """The output of `ingest()`: both tables, per-file accounting, skipped paths, warnings."""
+
+    events: pl.DataFrame
+    metrics: pl.DataFrame
+    files: list[FileReport]
+    skipped: list[_files.Skipped]
+    traces: list[str] = field(default_factory=list)
+    """Request-trace files found (inputs for `forensics replay`), relative paths."""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def lines(self) -> int:
+        return sum(f.lines for f in self.files)
+
+    @property
+    def parsed(self) -> int:
+        return sum(f.parsed for f in self.files)
+
+    @property
+    def folded(self) -> int:
+        return sum(f.folded for f in self.files)
+
+    @property
+    def unparsed(self) -> int:
+        return sum(f.unparsed for f in self.files)
+
+    def time_span(self) -> tuple[datetime | None, datetime | None]:
+        ts = self.events[s.TS].drop_nulls()
+        return (ts.min(), ts.max()) if len(ts) else (None, None)
+
+    def accounting(self) -> dict:
+        """The JSON sidecar: totals, per-file accounting and every skipped path with its reason."""
+        return {
+            "schema_version": s.SCHEMA_VERSION,
+            "files": len(self.files),
+            "lines": self.lines,
+            "parsed": self.parsed,
+            "folded": self.folded,
+            "unparsed": self.unparsed,
+            "events": self.events.height,
+            "metrics": self.metrics.height,
+            "per_file": [f.__dict__ | {"formats": list(f.formats), "notes": list(f.notes)} for f in self.files],
+            "skipped": [{"file": k.file, "reason": k.reason} for k in self.skipped],
+            "traces": self.traces,
+            "warnings": self.warnings,
+        }
+
+
+@dataclass(frozen=True)
+class _Meta:
+    """Per-file hints from the path layout (CRI, cluster-info dump, file name)."""
+
+    rel: str
+    pod: str | None
+    namespace: str | None
+    container: str | None
+    mtime: float
+
+
+Progress = Callable[[int, int, str], None]
+"""Callback(bytes_done, bytes_total, current_file) for progress bars."""
+
+
+def ingest(
+    paths: list[Path] | Path,
+    *,
+    year: int | None = None,
+    tz: str = "UTC",
+    captured_at: datetime | None = None,
+    progress: Progress | None = None,
+) -> IngestResult:
+    """Parse every line under `paths` into the events and metrics tables.
+
+    Args:
+        paths: directories and/or files.
+        year: year for formats without one when no fully qualified timestamp exists in
+            the same directory tree (kubectl/CRI prefixes, event documents).
+        tz: zone of local-time formats (vLLM, c10, klog, NCCL, Python logging).
+        captured_at: when `kubectl get events` / `describe` output was captured; resolves
+            their relative ages (`5m`). Without it those rows have no time.
+
+    Raises:
+        NoInputError: when nothing at all could be ingested.
+
+    >>> r = ingest(Path("samples/cache-corruption"))  # doctest: +SKIP
+    >>> r.events.select("source").unique().height > 3  # doctest: +SKIP
+    True
+    """
+    roots = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
+    files, skipped = _files.discover(roots)
+    total = sum(f.size for f in files) or 1
+    done = 0
+    metas: list[_Meta] = []
+    notes: dict[int, list[str]] = {}
+    lines_read: dict[int, int] = {}
+    doc_rows: list[dict] = []
+    doc_files: dict[int, str] = {}
+    traces: list[str] = []
+    batch: list[tuple[int, int, int, list[str]]] = []
+    batch_chars = 0
+    parsed_batches: list[pl.DataFrame] = []
+
+    def flush() -> None:
+        nonlocal batch, batch_chars
+        if batch:
+            parsed_batches.append(_parse_batch(batch))
+        batch, batch_chars = [], 0
+
+    for f in files:
+        if progress:
+            progress(done, total, f.rel)
+        done += f.size
+        data, fnotes, reason = _files.read_bytes(f)
+        if reason:
+            skipped.append(_files.Skipped(f.rel, reason))
+            continue
+        if not data:
+            skipped.append(_files.Skipped(f.rel, "empty file" + (f" ({'; '.join(fnotes)})" if fnotes else "")))
+            continue
+        if _files.is_binary(data):
+            skipped.append(_files.Skipped(f.rel, f"binary file ({len(data)} bytes), not a text log"))
+            continue
+        text, invalid = _files.decode(data)
+        del data
+        if invalid:
+            fnotes.append("invalid UTF-8 bytes replaced with U+FFFD")
+        fid = len(metas)
+        metas.append(_meta(f))
+        kind = k8s.sniff_event_document(text)
+        if kind:
+            rows, err = k8s.parse_event_document(text, kind)
+            if err is None:
+                for r in rows:
+                    r["_fid"] = fid
+                doc_rows.extend(rows)
+                doc_files[fid] = f"k8s-events-{kind}"
+                lines_read[fid] = text.count("\n") + (0 if text.endswith("\n") else 1)
+                notes[fid] = fnotes
+                continue
+            fnotes.append(err)
+        why = _not_a_log(text, f.rel)
+        if why:
+            metas[-1] = _meta(f)
+            skipped.append(_files.Skipped(f.rel, why))
+            if why.startswith("request trace"):
+                traces.append(f.rel)
+            continue
+        notes[fid] = fnotes
+        first = 1
+        for seg_no, seg in enumerate(_files.split_segments(text)):
+            lines = seg.split("\n")
+            if seg.endswith("\n"):
+                lines.pop()
+            batch.append((fid, seg_no, first, lines))
+            first += len(lines)
+            batch_chars += len(seg)
+            if batch_chars >= BATCH_CHARS or len(batch) >= BATCH_FILES:
+                flush()
+        lines_read[fid] = first - 1
+        del text
+    flush()
+    if progress:
+        progress(total, total, "")
+
+    events = _assemble(parsed_batches, doc_rows, metas)
+    if events is None and not doc_rows:
+        if not lines_read:
+            raise NoInputError(
+                "no log lines could be read from " + ", ".join(map(str, roots)),
+                hint="check the path; every file was skipped: "
+                + "; ".join(f"{k.file}: {k.reason}" for k in skipped[:5]),
+            )
+    warnings: list[str] = []
+    events = _resolve_time(events, metas, year=year, tz=tz, captured_at=captured_at, warnings=warnings)
+    reports = _account(events, metas, lines_read, notes, doc_files)
+    events = _finish(events, metas)
+    metrics = vllm.metrics(events)
+    skipped.sort(key=lambda k: k.file)
+    return IngestResult(events, metrics, reports, skipped, sorted(traces), warnings)
+
+
+def _meta(f: _files.InputFile) -> _Meta:
+    """Pod/namespace/container from the path: CRI `/var/log/pods/<ns>_<pod>_<uid>/<c>/N.log`,
+    cluster-info dump `<ns>/<pod>/logs.txt`, else the file name (`vllm-0.log` -> `vllm-0`)."""
+    parts = PurePosixPath(f.rel).parts
+    for i, p in enumerate(parts[:-2]):
+        bits = p.split("_")
+        if len(bits) == 3 and len(bits[2]) >= 32 and "-" in bits[2]:
+            return _Meta(f.rel, bits[1], bits[0], parts[i + 1], f.mtime)
+    if parts[-1] == "logs.txt" and len(parts) >= 3:
+        return _Meta(f.rel, parts[-2], parts[-3], None, f.mtime)
+    name = parts[-1]
+    for suffix in (".gz", ".log", ".txt", ".out", ".err"):
+        name = name.removesuffix(suffix)
+    name = name.split(".log.")[0]
+    for suffix in ("-previous", "_previous", ".previous"):
+        name = name.removesuffix(suffix)
+    return _Meta(f.rel, name or None, None, None, f.mtime)
+
+
+def _not_a_log(text: str, rel: str) -> str | None:
+    """A reason to set the file aside when it is a data document rather than a log."""
+    head = text.lstrip()[:4096]
+    first = head.split("\n", 1)[0].strip()
+    if first.startswith("{") and first.endswith("}") and not first.startswith('{"log":'):
+        try:
+            obj = json.loads(first)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and any(k <= obj.keys() for k in TRACE_KEYS):
+            return "request trace (JSON lines), not a log; replay it with `forensics replay`"
+    low = first.lower()
+    if "contexttokens" in low and "generatedtokens" in low:
+        return "request trace (Azure CSV), not a log; replay it with `forensics replay`"
+    if head.startswith(("{", "[")) and not head.startswith(('{"log":', "[rank", "[20", "[I ", "[E ", "[W ", "[F ")):
+        try:
+            json.loads(text)
+        except ValueError:
+            return None
+        return "JSON document that is not a Kubernetes event list (not a log)"
+    return None
+
+
+def _parse_batch(batch: list[tuple[int, int, int, list[str]]]) -> pl.DataFrame:
+    fids, segs, starts, bodies = [], [], [], []
+    for fid, seg, first, lines in batch:
+        n = len(lines)
+        fids.append(pl.repeat(fid, n, dtype=pl.UInt32, eager=True))
+        segs.append(pl.repeat(seg, n, dtype=pl.UInt32, eager=True))
+        starts.append(pl.int_range(first, first + n, dtype=pl.Int64, eager=True))
+        bodies.append(pl.Series(lines, dtype=pl.String))
+    df = pl.DataFrame(
+        {
+            "_fid": pl.concat(fids),
+            "_seg": pl.concat(segs),
+            s.LINE: pl.concat(starts),
+            "body": pl.concat(bodies),
+        }
+    )
+    nbytes = pl.col("body").str.len_bytes()
+    if df.select((nbytes > MAX_LINE_CHARS).any()).item():
+        df = df.with_columns(
+            pl.when(nbytes > MAX_LINE_CHARS)
+            .then(
+                pl.concat_str(
+                    [
+                        pl.col("body").str.slice(0, MAX_LINE_CHARS),
+                        pl.lit(" …[line truncated by forensics: "),
+                        (nbytes - MAX_LINE_CHARS).cast(pl.String),
+                        pl.lit(" more bytes]"),
+                    ]
+                )
+            )
+            .otherwise(pl.col("body"))
+            .alias("body"),
+            (nbytes > MAX_LINE_CHARS).alias("_truncated"),
+        )
+    df = _split_glued(df)
+    return parse_lines(df)
+
+
+def _split_glued(df: pl.DataFrame) -> pl.DataFrame:
+    """Split physical lines holding several glued vLLM records; extra records get `_extra`."""
+    hit = df.select(pl.col("body").str.contains(vllm.GLUED)).to_series()
+    if not hit.any():
+        return df.with_columns(pl.lit(False).alias("_extra"))
+    glued = df.filter(hit)
+    rows = []
+    for row in glued.iter_rows(named=True):
+        for i, part in enumerate(vllm.split_glued([row["body"]])):
+            rows.append(row | {"body": part, "_extra": i > 0})
+    return pl.concat(
+        [
+            df.filter(~hit).with_columns(pl.lit(False).alias("_extra")),
+            pl.DataFrame(rows, schema=df.schema | {"_extra": pl.Boolean}),
+        ],
+        how="diagonal_relaxed",
+    ).sort("_fid", "_seg", s.LINE, "_extra")
+
+
+def _assemble(batches: list[pl.DataFrame], doc_rows: list[dict], metas: list[_Meta]) -> pl.DataFrame | None:
+    frames = [b for b in batches if b.height]
+    if doc_rows:
+        docs = pl.DataFrame(doc_rows, schema_overrides={s.TS: pl.Datetime("us", "UTC"), "_fid": pl.UInt32})
+        docs = docs.with_columns(
+            pl.col(s.TS).alias("_outer_ts"),
+            pl.lit(0, pl.UInt32).alias("_seg"),
+            pl.lit(0, pl.UInt32).alias("_nfold"),
+            pl.lit(False).alias("_drop"),
+            pl.lit(False).alias("_extra"),
+            pl.lit("k8s_doc").alias("_kind"),
+        ).drop(s.TS)
+        frames.append(docs)
+    if not frames:
+        return None
+    return pl.concat(frames, how="diagonal_relaxed")
+
+
+def _resolve_time(
+    ev: pl.DataFrame | None,
+    metas: list[_Meta],
+    *,
+    year: int | None,
+    tz: str,
+    captured_at: datetime | None,
+    warnings: list[str],
+) -> pl.DataFrame | None:
+    """Give every event a UTC `ts` and a `ts_quality` (see `schema.TsQuality`).
+
+    Order of preference: the wrapper's RFC3339 time (exact); a full local date-time
+    from the line (exact, in `tz`); month/day/time from the line with the year taken
+    from the nearest fully qualified timestamp in the same directory tree, choosing the
+    year that puts the line closest to it (Dec->Jan rollover); a relative age with
+    `captured_at`; the previous timed event of the same file (inherited).
+    """
+    if ev is None:
+        return None
+    for c in ("_Y", "_mo", "_d", "_H", "_M", "_S", "_us"):
+        if c not in ev.columns:
+            ev = ev.with_columns(pl.lit(None, pl.Int32).alias(c))
+    for c, t in (("_syslog", pl.String), ("_age_s", pl.Float64), ("_outer_ts", pl.Datetime("us", "UTC"))):
+        if c not in ev.columns:
+            ev = ev.with_columns(pl.lit(None, t).alias(c))
+    # Syslog/journald time where the line itself has none.
+    syslog = syslog_time_parts()
+    ev = ev.with_columns(
+        [
+            pl.when(pl.col("_mo").is_null() & pl.col("_syslog").is_not_null())
+            .then(e)
+            .otherwise(pl.col(e.meta.output_name()))
+            .alias(e.meta.output_name())
+            for e in syslog
+        ]
+    )
+    local_full = _local_to_utc(pl.col("_Y"), tz)
+    ev = ev.with_columns(local_full.alias("_full"))
+    exact = pl.coalesce(pl.col("_outer_ts"), pl.col("_full"))
+    ev = ev.with_columns(exact.alias("_exact"))
+    # Reference time per file: its own exact times, else its directory's, else an ancestor's.
+    per_file = ev.group_by("_fid").agg(pl.col("_exact").drop_nulls().median().alias("ref"))
+    ref_of = {r[0]: r[1] for r in per_file.iter_rows() if r[1] is not None}
+    by_dir: dict[str, list[datetime]] = {}
+    for fid, t in ref_of.items():
+        d = str(PurePosixPath(metas[fid].rel).parent)
+        while True:
+            by_dir.setdefault(d, []).append(t)
+            if d in ("", "."):
+                break
+            d = str(PurePosixPath(d).parent)
+    needs = ev.filter(pl.col("_exact").is_null() & pl.col("_mo").is_not_null())["_fid"].unique().to_list()
+    refs: dict[int, datetime] = {}
+    fallback_year: dict[int, int] = {}
+    for fid in needs:
+        if fid in ref_of:
+            refs[fid] = ref_of[fid]
+            continue
+        d = str(PurePosixPath(metas[fid].rel).parent)
+        while d not in by_dir and d not in ("", "."):
+            d = str(PurePosixPath(d).parent)
+        if d in by_dir:
+            ts_list = sorted(by_dir[d])
+            refs[fid] = ts_list[len(ts_list) // 2]
+        elif year is not None:
+            fallback_year[fid] = year
+        else:
+            y = datetime.fromtimestamp(metas[fid].mtime, UTC).year
+            fallback_year[fid] = y
+            warnings.append(
+                f"{metas[fid].rel}: no year in its timestamps and no dated log beside it; assumed {y} from the file's "
+                "modification time (pass --year to set it)"
+            )
+    ref_df = pl.DataFrame(
+        {"_fid": list(refs), "_ref": list(refs.values())},
+        schema={"_fid": pl.UInt32, "_ref": pl.Datetime("us", "UTC")},
+    )
+    fy_df = pl.DataFrame(
+        {"_fid": list(fallback_year), "_fy": list(fallback_year.values())}, schema={"_fid": pl.UInt32, "_fy": pl.Int32}
+    )
+    ev = ev.join(ref_df, on="_fid", how="left").join(fy_df, on="_fid", how="left")
+    ref_year = pl.col("_ref").dt.year().cast(pl.Int32)
+    cands = [_local_to_utc(ref_year + k, tz) for k in (-1, 0, 1)]
+    dist = [(c - pl.col("_ref")).abs() for c in cands]
+    closest = (
+        pl.when(
+            dist[1]
+            <= pl.min_horizontal(dist[0].fill_null(pl.duration(days=99999)), dist[2].fill_null(pl.duration(days=99999)))
+        )
+        .then(cands[1])
+        .when(dist[0].fill_null(pl.duration(days=99999)) <= dist[2].fill_null(pl.duration(days=99999)))
+        .then(cands[0])
+        .otherwise(cands[2])
+    )
+    # With only --year: roll the year over when the month falls back (Dec -> Jan) within a file.
+    rollover = (
+        (pl.col("_mo") < pl.col("_mo").forward_fill().shift(1).over("_fid", order_by=["_seg", s.LINE]) - 6)
+        .fill_null(False)
+        .cast(pl.Int32)
+        .cum_sum()
+        .over("_fid", order_by=["_seg", s.LINE])
+    )
+    with_year = _local_to_utc(pl.col("_fy") + rollover, tz)
+    inferred = pl.when(pl.col("_mo").is_not_null() & pl.col("_Y").is_null()).then(
+        pl.when(pl.col("_ref").is_not_null()).then(closest).otherwise(with_year)
+    )
+    relative = (
+        pl.lit(captured_at).cast(pl.Datetime("us", "UTC"))
+        - pl.duration(microseconds=(pl.col("_age_s") * 1e6).cast(pl.Int64))
+        if captured_at is not None
+        else pl.lit(None, pl.Datetime("us", "UTC"))
+    )
+    ev = ev.with_columns(inferred.alias("_inf"), relative.alias("_rel"))
+    quality = (
+        pl.when(pl.col("_exact").is_not_null())
+        .then(pl.lit("exact"))
+        .when(pl.col("_inf").is_not_null())
+        .then(pl.lit("inferred-year"))
+        .when(pl.col("_rel").is_not_null())
+        .then(pl.lit("relative"))
+    )
+    ev = ev.with_columns(pl.coalesce("_exact", "_inf", "_rel").alias(s.TS), quality.alias(s.TS_QUALITY))
+    inherited = pl.col(s.TS).forward_fill().over("_fid", order_by=["_seg", s.LINE])
+    ev = ev.with_columns(
+        pl.when(pl.col(s.TS).is_null() & inherited.is_not_null())
+        .then(pl.lit("inherited"))
+        .otherwise(pl.col(s.TS_QUALITY))
+        .fill_null("none")
+        .alias(s.TS_QUALITY),
+        pl.coalesce(pl.col(s.TS), inherited).alias(s.TS),
+    )
+    return ev
+
+
+def _local_to_utc(year: pl.Expr, tz: str) -> pl.Expr:
+    """Naive local date-time from time parts and `year`, interpreted in `tz`, as UTC."""
+    naive = pl.datetime(
+        year,
+        pl.col("_mo").clip(1, 12),
+        pl.col("_d").clip(1, 31),
+        pl.col("_H").fill_null(0).clip(0, 23),
+        pl.col("_M").fill_null(0).clip(0, 59),
+        pl.col("_S").fill_null(0).clip(0, 59),
+        pl.col("_us").fill_null(0),
+        time_unit="us",
+    )
+    valid = year.is_not_null() & pl.col("_mo").is_between(1, 12) & pl.col("_d").is_between(1, 31)
+    out = naive.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC")
+    return pl.when(valid).then(out)
+
+
+def _account(
+    ev: pl.DataFrame | None, metas: list[_Meta], lines_read: dict[int, int], notes: dict, doc_files: dict
+) -> list[FileReport]:
+    stats: dict[int, dict] = {}
+    if ev is not None:
+        agg = (
+            ev.filter(~pl.col("_extra").fill_null(False))
+            .group_by("_fid")
+            .agg(
+                ((pl.col(s.SOURCE) != "unknown") & ~pl.col("_drop").fill_null(False)).sum().alias("parsed"),
+                ((pl.col(s.SOURCE) == "unknown") & ~pl.col("_drop").fill_null(False)).sum().alias("unparsed"),
+                (pl.col("_nfold").fill_null(0) + pl.col("_drop").fill_null(False).cast(pl.UInt32) * 0)
+                .sum()
+                .alias("folded"),
+                pl.col("_outer_ts").is_not_null().mean().alias("outer"),
+                pl.col(s.STREAM).is_not_null().mean().alias("stream"),
+                pl.col("_syslog").is_not_null().mean().alias("syslog")
+                if "_syslog" in ev.columns
+                else pl.lit(0.0).alias("syslog"),
+            )
+        )
+        stats = {r["_fid"]: r for r in agg.iter_rows(named=True)}
+        fmts = (
+            ev.filter(~pl.col("_drop").fill_null(False))
+            .group_by("_fid", s.SOURCE)
+            .len()
+            .sort("_fid", "len", s.SOURCE, descending=[False, True, False])
+        )
+        fmt_of: dict[int, list[str]] = {}
+        for fid, src, _n in fmts.iter_rows():
+            fmt_of.setdefault(fid, []).append(src)
+        n_events = dict(ev.filter(~pl.col("_drop").fill_null(False)).group_by("_fid").len().iter_rows())
+    reports = []
+    for fid, meta in enumerate(metas):
+        if fid not in lines_read:
+            continue
+        n = lines_read[fid]
+        st = stats.get(fid, {})
+        if fid in doc_files:
+            parsed, folded, unparsed = n, 0, 0
+            wrapper = doc_files[fid]
+        else:
+            parsed, folded, unparsed = int(st.get("parsed", 0)), int(st.get("folded", 0)), int(st.get("unparsed", 0))
+            wrapper = _wrapper(st)
+        assert parsed + folded + unparsed == n, (
+            f"ingest accounting bug in {meta.rel}: {parsed}+{folded}+{unparsed} != {n} lines read"
+        )
+        reports.append(
+            FileReport(
+                meta.rel,
+                tuple(fmt_of.get(fid, [])) if ev is not None else (),
+                wrapper,
+                n,
+                parsed,
+                folded,
+                unparsed,
+                int(n_events.get(fid, 0)) if ev is not None else 0,
+                tuple(notes.get(fid, [])),
+            )
+        )
+    return reports
+
+
+def _wrapper(st: dict) -> str | None:
+    if st.get("outer", 0) > 0.5:
+        return "cri" if st.get("stream", 0) > 0.5 else "kubectl"
+    if st.get("syslog", 0) > 0.5:
+        return "journald"
+    return None
+
+
+def _finish(ev: pl.DataFrame | None, metas: list[_Meta]) -> pl.DataFrame:
+    """Attach file names and path hints, derive rank/pid, drop working columns, sort."""
+    if ev is None:
+        return s.empty_events()
+    ev = ev.filter(~pl.col("_drop").fill_null(False))
+    mt = pl.DataFrame(
+        {
+            "_fid": pl.Series(range(len(metas)), dtype=pl.UInt32),
+            s.FILE: [m.rel for m in metas],
+            "_hpod": [m.pod for m in metas],
+            "_hns": [m.namespace for m in metas],
+            "_hcont": [m.container for m in metas],
+        }
+    )
+    ev = ev.join(mt, on="_fid", how="left")
+    for c, t in (
+        ("_dump_pod", pl.String),
+        ("_dump_ns", pl.String),
+        ("_dump_container", pl.String),
+        ("_rank", pl.String),
+        ("_line_rank", pl.Int32),
+        ("_pid", pl.String),
+    ):
+        if c not in ev.columns:
+            ev = ev.with_columns(pl.lit(None, t).alias(c))
+    for c in s.EVENT_COLUMNS:
+        if c not in ev.columns:
+            ev = ev.with_columns(pl.lit(None, s.EVENT_DTYPES[c]).alias(c))
+    order = ["_seg", s.LINE]
+    dump = {
+        c: pl.col(c).forward_fill().over("_fid", order_by=order).replace("", None)
+        for c in ("_dump_pod", "_dump_ns", "_dump_container")
+    }
+    ev = ev.with_columns(**dump)
+    node_sources = ["kubelet", "klog", "k8s-event", "syslog"]
+    container_log = ~pl.col(s.SOURCE).is_in(node_sources)
+    ev = ev.with_columns(
+        pl.coalesce(pl.col(s.POD), pl.col("_dump_pod"), pl.when(container_log).then(pl.col("_hpod"))).alias(s.POD),
+        pl.coalesce(pl.col(s.NAMESPACE), pl.col("_dump_ns"), pl.col("_hns")).alias(s.NAMESPACE),
+        pl.coalesce(
+            pl.col(s.CONTAINER), pl.col("_dump_container"), pl.when(container_log).then(pl.col("_hcont"))
+        ).alias(s.CONTAINER),
+        pl.coalesce(
+            pl.col("_rank").cast(pl.Int32, strict=False),
+            pl.col("_line_rank"),
+            pl.col(s.PROCESS).str.extract(r"rank=(\d+)", 1).cast(pl.Int32, strict=False),
+        ).alias(s.RANK),
+        pl.col("_pid").cast(pl.Int64, strict=False).alias(s.PID),
+        pl.col(s.MESSAGE).fill_null(""),
+    )
+    ev = s.conform(ev, s.EVENT_DTYPES)
+    return ev.sort(s.FILE, s.LINE, maintain_order=True)
+
+
+def write_tables(result: IngestResult, out: Path) -> dict[str, Path]:
+    """Write events.parquet, metrics.parquet and ingest.json (the accounting sidecar) to `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "events": out / "events.parquet",
+        "metrics": out / "metrics.parquet",
+        "accounting": out / "ingest.json",
+    }
+    result.events.write_parquet(paths["events"], statistics=False)
+    result.metrics.write_parquet(paths["metrics"], statistics=False)
+    paths["accounting"].write_text(json.dumps(result.accounting(), indent=2, default=str) + "\n")
+    return paths
+
+
+__all__ = ["FileReport", "IngestResult", "ingest", "write_tables"]
+_ = os

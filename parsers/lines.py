@@ -1,0 +1,186 @@
+"""Turn a frame of physical lines into events: peel wrappers, classify, parse, fold.
+
+Input: `_fid` (file id), `_seg` (segment of a large file), `line` (1-based), `body`.
+Output: one row per event with the parsers' columns, time parts and accounting flags.
+
+Why partitions: every producer regex is run only on the lines classified as that
+producer, by cheap anchored `DETECT` patterns tried in order of frequency on the lines
+still unclaimed. Polars strings are views, so each filter is cheap, and a directory of
+mostly vLLM lines never pays for the klog or Kubernetes regexes.
+
+Folding (multi-line events): within a *stream* — same file segment, process prefix,
+pid and rank — a line is folded into the previous event when it is
+
+* blank, or a header row of an events table (no text of its own);
+* a traceback/C++ stack body (`  File ...`, `Traceback ...`, `frame #3:`, `^^^^`);
+* a bare exception line (`ValueError: ...`) while a traceback is open;
+* an unrecognised line after an event whose message opens a block (ends with `:`);
+* a vLLM line repeating the previous line's header (NewLineFormatter's continuation),
+  when the previous line ended in `\\r` or this one looks like a traceback body.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics import schema as s
+from parsers import k8s, nccl, pylog, torch, uvicorn, vllm, wrappers
+from parsers._common import TIME_PARTS
+
+CONT = (
+    r"^(?:\s|Traceback \(most recent call last\)|frame #\d+:|Exception raised from |terminate called |"
+    r"The above exception was|During handling of the above|Last error:|\^+\s*$|Process [\w\-]+:$)"
+)
+CONT_MSG = r"^(?:\s|Traceback \(most recent call last\)|\^+\s*$)"
+
+KINDS: list[tuple[str, str]] = [
+    ("vllm", vllm.DETECT),
+    ("uvicorn", uvicorn.DETECT),
+    ("nccl", nccl.DETECT),
+    ("blank", r"^\s*$"),
+    ("torch", torch.DETECT),
+    ("klog", k8s.DETECT_KLOG),
+    ("vllm_custom", vllm.DETECT_CUSTOM),
+    ("pylog", pylog.DETECT),
+    ("k8s_describe", k8s.DETECT_DESCRIBE),
+    ("k8s_table", k8s.DETECT_TABLE),
+    ("k8s_header", k8s.DETECT_TABLE_HEADER),
+    ("dump", k8s.DETECT_DUMP),
+    ("exc", pylog.DETECT_EXC),
+    ("cont", CONT),
+]
+"""(kind, detect regex), tried in this order on the lines not yet claimed."""
+
+PARSERS = {
+    "vllm": vllm.parse,
+    "vllm_custom": lambda d: vllm.parse(d, custom=True),
+    "uvicorn": uvicorn.parse,
+    "nccl": nccl.parse,
+    "torch": torch.parse,
+    "klog": k8s.parse_klog,
+    "pylog": pylog.parse,
+    "k8s_describe": k8s.parse_describe,
+    "k8s_table": k8s.parse_table,
+    "k8s_header": k8s.parse_structure,
+    "dump": k8s.parse_dump_marker,
+    "exc": pylog.parse_exception,
+}
+
+STREAM_KEY = ["_fid", "_seg", s.PROCESS, "_pid", "_rank"]
+
+
+def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
+    """Parse a frame of physical lines (see module docstring) into an events frame."""
+    df = lines.with_columns((pl.col("body").str.ends_with("\r") | pl.col("body").str.ends_with("^M")).alias("_cr"))
+    df = wrappers.peel(df)
+    if "_pfold" not in df.columns:
+        df = df.with_columns(pl.lit(0, pl.UInt32).alias("_pfold"))
+    parts: list[pl.DataFrame] = []
+    pending = df
+    for kind, detect in KINDS:
+        if pending.is_empty():
+            break
+        hit = pending.select(pl.col("body").str.contains(detect)).to_series()
+        if not hit.any():
+            continue
+        claimed = pending.filter(hit)
+        pending = pending.filter(~hit)
+        parser = PARSERS.get(kind)
+        if parser is None:
+            parts.append(claimed.with_columns(pl.lit(kind).alias("_kind")))
+            continue
+        parsed = parser(claimed)
+        ok = parsed[s.SOURCE].is_not_null()
+        parts.append(parsed.filter(ok).with_columns(pl.lit(kind).alias("_kind")))
+        if not ok.all():
+            pending = pl.concat([pending, claimed.filter(~ok)], how="diagonal_relaxed")
+    parts.append(pending.with_columns(pl.lit("other").alias("_kind")))
+    df = pl.concat(parts, how="diagonal_relaxed").sort("_fid", "_seg", s.LINE)
+    return _fold(df)
+
+
+def _ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:
+    missing = [pl.lit(None, t).alias(c) for c, t in cols.items() if c not in df.columns]
+    return df.with_columns(missing) if missing else df
+
+
+def _fold(df: pl.DataFrame) -> pl.DataFrame:
+    """Fold continuation lines into their events; see the module docstring for the rules."""
+    df = _ensure(
+        df,
+        {
+            s.MESSAGE: pl.String,
+            s.SOURCE: pl.String,
+            "_hdr": pl.String,
+            **{c: pl.Int32 for c in TIME_PARTS},
+        },
+    )
+    kind = pl.col("_kind")
+    msg = pl.col(s.MESSAGE)
+    text = pl.when(kind.is_in(["other", "cont", "blank", "k8s_header"])).then(pl.col("body")).otherwise(msg)
+    is_open = (
+        kind.is_in(["cont", "exc"])
+        | text.str.strip_chars_end().str.ends_with(":")
+        | msg.str.starts_with("Traceback (most recent")
+    )
+    df = df.with_columns(text.alias("_text"), is_open.alias("_open"))
+    prev = lambda c: pl.col(c).shift(1).over(STREAM_KEY, order_by=s.LINE)  # noqa: E731
+    prev_open_ff = (
+        pl.when(kind.is_in(["other", "blank", "k8s_header"]).not_())
+        .then(pl.col("_open"))
+        .shift(1)
+        .forward_fill()
+        .over(STREAM_KEY, order_by=s.LINE)
+        .fill_null(False)
+    )
+    has_prev = pl.col(s.LINE).cum_count().over(STREAM_KEY, order_by=s.LINE) > 1
+    same_hdr = kind.is_in(["vllm", "vllm_custom"]) & pl.col("_hdr").is_not_null() & (pl.col("_hdr") == prev("_hdr"))
+    fold = (
+        kind.is_in(["blank", "k8s_header"])
+        | ((kind == "cont") & has_prev)
+        | ((kind == "exc") & prev_open_ff)
+        | ((kind == "other") & prev_open_ff)
+        | (same_hdr & (prev("_cr").fill_null(False) | msg.str.contains(CONT_MSG) | prev("_open").fill_null(False)))
+    )
+    df = df.with_columns(fold.fill_null(False).alias("_fold"))
+    df = df.with_columns((~pl.col("_fold")).cum_sum().over(STREAM_KEY, order_by=s.LINE).alias("_ev"))
+    keep_text = ~kind.is_in(["blank", "k8s_header"])
+    first_cols = [c for c in df.columns if c not in (*STREAM_KEY, "_ev", "_text", "_fold", "_pfold", s.LINE)]
+    events = (
+        df.group_by([*STREAM_KEY, "_ev"], maintain_order=True)
+        .agg(
+            pl.col(s.LINE).first(),
+            pl.col("_text").filter(keep_text).str.join("\n").alias(s.MESSAGE),
+            (pl.len() + pl.col("_pfold").sum()).cast(pl.UInt32).alias(s.RAW_LINES),
+            (pl.col("_fold").sum() + pl.col("_pfold").sum()).cast(pl.UInt32).alias("_nfold"),
+            pl.col("_fold").first().alias("_orphan"),
+            *[pl.col(c).first() for c in first_cols if c != s.MESSAGE],
+        )
+        .sort("_fid", "_seg", s.LINE)
+    )
+    # A group that starts with a folded line has no header of its own (stream starts with
+    # blank lines or a traceback fragment): keep it as an event unless it is all blank.
+    orphan = pl.col("_orphan")
+    blank_only = orphan & (pl.col(s.MESSAGE).fill_null("").str.strip_chars() == "")
+    events = events.with_columns(
+        pl.when(orphan & ~blank_only)
+        .then(
+            pl.when(pl.col(s.MESSAGE).str.contains(r"Traceback|^\s+File |frame #"))
+            .then(pl.lit("python"))
+            .otherwise(pl.lit("unknown"))
+        )
+        .otherwise(pl.col(s.SOURCE))
+        .alias(s.SOURCE),
+        # An orphan's first line was counted as folded; it heads the event instead.
+        pl.when(orphan & ~blank_only).then(pl.col("_nfold") - 1).otherwise(pl.col("_nfold")).alias("_nfold"),
+        blank_only.alias("_drop"),
+    )
+    traceback_head = pl.col(s.MESSAGE).str.contains(r"^(?:Traceback|\s+File |frame #|Exception raised from)")
+    return events.with_columns(
+        pl.when(pl.col(s.SOURCE).is_not_null())
+        .then(pl.col(s.SOURCE))
+        .when(traceback_head)
+        .then(pl.lit("python"))
+        .otherwise(pl.lit("unknown"))
+        .alias(s.SOURCE)
+    )

@@ -1,0 +1,59 @@
+"""NCCL debug output (`NCCL_DEBUG=INFO|WARN|TRACE`), all layouts from 2.18 to 2.30.
+
+    host:pid:tid [dev] NCCL INFO ...                                   # INFO: no time
+    host:pid:tid [dev] transport/net_ib.cc:1295 NCCL WARN NET/IB : ... # WARN <= 2.25
+    [2025-04-01 12:34:56] host:pid:tid [dev] misc/socket.cc:49 NCCL WARN ...  # >= 2.26
+    host:pid:tid [dev] misc/socket.cc:49 (socketProgress) NCCL WARN ...        # >= 2.30.7
+    host:pid:tid [dev] NCCL INFO transport/net.cc:1302 -> 6 [Proxy Thread]    # propagation
+
+`host` is the short hostname (a pod name in Kubernetes), `[dev]` the CUDA device.
+The `-> N` propagation lines carry an ncclResult_t, named with `schema.NCCL_RESULT_NAMES`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics import schema as s
+from parsers._common import frac_to_us, level_from_word, to_i32
+
+DETECT = r" NCCL (?:INFO|WARN|TRACE|CALL) |^NCCL version "
+PATTERN = (
+    r"^(?:\[(?P<Y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[ _](?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})(?:\.(?P<frac>\d+))?\] ?)?"
+    r"(?:\[\d+\] )?(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+) (?:\[(?P<dev>\d+)\] )?"
+    r"(?:(?P<elapsed>\d+\.\d+) )?(?:(?P<file>[^\s:]+):(?P<lno>\d+) (?:\((?P<func>[^)]*)\) )?)?"
+    r"NCCL (?P<level>INFO|WARN|TRACE|CALL) ?(?P<msg>.*)$"
+)
+VERSION = r"^NCCL version (?P<msg>\S+.*)$"
+PROPAGATE = r"^(?P<file>[\w./\-]+):(?P<lno>\d+) -> (?P<code>\d+)"
+
+
+def parse(df: pl.DataFrame) -> pl.DataFrame:
+    """Parse NCCL lines; propagation lines get `nccl_code` and its name."""
+    m = pl.col("_m").struct.field
+    df = df.with_columns(pl.col("body").str.extract_groups(PATTERN).alias("_m"))
+    ver = pl.col("body").str.extract(VERSION, 1)
+    ok = m("msg").is_not_null() | ver.is_not_null()
+    df = df.with_columns(
+        pl.when(ok).then(pl.lit("nccl")).alias(s.SOURCE),
+        pl.coalesce(level_from_word(m("level")), pl.when(ver.is_not_null()).then(pl.lit("INFO"))).alias(s.LEVEL),
+        to_i32(m("Y")).alias("_Y"),
+        to_i32(m("mo")).alias("_mo"),
+        to_i32(m("d")).alias("_d"),
+        to_i32(m("H")).alias("_H"),
+        to_i32(m("M")).alias("_M"),
+        to_i32(m("S")).alias("_S"),
+        frac_to_us(m("frac")).alias("_us"),
+        pl.coalesce(m("host"), pl.col(s.HOST)).alias(s.HOST),
+        pl.coalesce(m("pid"), pl.col("_pid")).alias("_pid"),
+        to_i32(m("dev")).alias(s.CUDA_DEV),
+        m("file").alias(s.COMPONENT),
+        pl.coalesce(m("msg"), pl.concat_str([pl.lit("NCCL version "), ver])).alias(s.MESSAGE),
+    ).drop("_m")
+    p = pl.col(s.MESSAGE).str.extract_groups(PROPAGATE)
+    code = p.struct.field("code").cast(pl.Int32, strict=False)
+    return df.with_columns(
+        code.alias(s.NCCL_CODE),
+        code.replace_strict(s.NCCL_RESULT_NAMES, default=None, return_dtype=pl.String).alias(s.NCCL_CODE_NAME),
+        pl.coalesce(pl.col(s.COMPONENT), p.struct.field("file")).alias(s.COMPONENT),
+    )

@@ -1,0 +1,84 @@
+"""Python-logging family: LMCache (the KV store beside vLLM), torch elastic, Ray, generic, exceptions.
+
+    [2025-05-04 05:25:03,029] LMCache ERROR: Cache corruption detected ... (storage.py:88:lmcache.x)
+    [2024-03-18 17:38:50,208] torch.distributed.elastic.multiprocessing.api: [ERROR] failed
+    [2023-12-07 06:56:42,105 E 409240 409362] logging.cc:97: ...
+    2024-06-01 10:00:00,123 - some.module - WARNING - text
+    torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ...        # exception line
+
+The generic form is a fallback that keeps time and level for any logger using
+`%(asctime)s`; these timestamps have a year but no zone (`--tz`, default UTC).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics import schema as s
+from parsers._common import frac_to_us, level_from_letter, level_from_word, no_time, to_i32
+
+DETECT = r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"
+STAMP = (
+    r"^\[?(?P<Y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[ T](?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})(?:[,.](?P<frac>\d{1,9}))?"
+    r"(?P<ray> [DIWEF] \d+ \d+)?\]?[ ,:\-|]*(?P<rest>.*)$"
+)
+LMCACHE = (
+    r"^(?P<app>LMCache|Mooncake\w*|KVStore|kv_store|kvstore)\s*:?\s*(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s*:\s*"
+    r"(?P<msg>.*?)(?: \((?P<file>[\w./\-]+\.py):(?P<lno>\d+)(?::(?P<logger>[\w.]+))?\))?\s*$"
+)
+LEVEL_IN_TEXT = r"(?:^|[\s\[|\-])(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)(?:[\s\]:|\-]|$)"
+DETECT_EXC = r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault)(?::|$)"
+EXC = r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault))(?::\s?(?P<msg>.*))?$"
+
+
+def parse(df: pl.DataFrame) -> pl.DataFrame:
+    """Parse timestamped Python-logging lines; LMCache-style lines become source `kv-store`."""
+    m = pl.col("_m").struct.field
+    df = df.with_columns(pl.col("body").str.extract_groups(STAMP).alias("_m"))
+    rest = m("rest")
+    kv = rest.str.extract_groups(LMCACHE)
+    k = kv.struct.field
+    ray = m("ray").str.strip_chars()
+    level_txt = rest.str.slice(0, 80).str.extract(LEVEL_IN_TEXT, 1)
+    source = (
+        pl.when(rest.is_null())
+        .then(None)
+        .when(k("msg").is_not_null())
+        .then(pl.lit("kv-store"))
+        .when(ray.is_not_null())
+        .then(pl.lit("ray"))
+        .when(rest.str.starts_with("torch."))
+        .then(pl.lit("torch"))
+        .otherwise(pl.lit("python"))
+    )
+    return df.with_columns(
+        source.alias(s.SOURCE),
+        pl.coalesce(
+            level_from_word(k("level")),
+            level_from_letter(ray.str.slice(0, 1)),
+            level_from_word(level_txt),
+        ).alias(s.LEVEL),
+        to_i32(m("Y")).alias("_Y"),
+        to_i32(m("mo")).alias("_mo"),
+        to_i32(m("d")).alias("_d"),
+        to_i32(m("H")).alias("_H"),
+        to_i32(m("M")).alias("_M"),
+        to_i32(m("S")).alias("_S"),
+        frac_to_us(m("frac")).alias("_us"),
+        pl.coalesce(k("file"), rest.str.extract(r"^([\w.]+):\s", 1)).alias(s.COMPONENT),
+        pl.coalesce(k("msg"), rest).alias(s.MESSAGE),
+    ).drop("_m")
+
+
+def parse_exception(df: pl.DataFrame) -> pl.DataFrame:
+    """A bare `pkg.SomeError: message` line (end of a traceback, or pasted alone)."""
+    m = pl.col("_m").struct.field
+    df = df.with_columns(pl.col("body").str.extract_groups(EXC).alias("_m"))
+    return df.with_columns(
+        pl.when(m("exc").is_not_null()).then(pl.lit("python")).alias(s.SOURCE),
+        pl.lit("ERROR").alias(s.LEVEL),
+        m("exc").alias(s.COMPONENT),
+        pl.col("body").str.strip_chars_end().alias(s.MESSAGE),
+        pl.lit(True).alias("_exc"),
+        *no_time(),
+    ).drop("_m")

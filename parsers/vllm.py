@@ -1,0 +1,152 @@
+"""vLLM's own logger lines, and the metrics and request ids inside their messages.
+
+Formats (shared docs, log-formats §1)::
+
+    INFO 08-15 03:15:51 metrics.py:396] Avg prompt throughput: ...        # <= 0.4: no `[`
+    INFO 07-28 06:40:59 [loggers.py:118] Engine 000: Avg prompt ...      # >= 0.5
+    DEBUG 09-02 08:46:23 [v1/metrics/loggers.py:271] ...                 # DEBUG: path fileinfo
+    WARNING 11-03 23:14 [serving_chat.py:1145] ...                       # seconds missing
+    2024-12-19 21:40:35 WARNING 56542 [model_runner_base.py:143] ...     # custom logging config
+
+No year, no zone: time parts go to `_mo _d _H _M _S` and the year is inferred later.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics import schema as s
+from parsers._common import frac_to_us, level_from_word, to_i32
+
+LEVEL_WORD = r"DEBUG|INFO|WARNING|ERROR|CRITICAL"
+DETECT = rf"^(?:\(VLLM\) )?(?:{LEVEL_WORD}) +\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}"
+PATTERN = (
+    rf"^(?:\(VLLM\) )?(?P<level>{LEVEL_WORD}) +(?P<mo>\d{{2}})-(?P<d>\d{{2}}) "
+    r"(?P<H>\d{2}):(?P<M>\d{2})(?::(?P<S>\d{2}))?(?:[.,](?P<ms>\d{3}))? +"
+    r"\[?(?P<file>[\w./\-]+\.py):(?P<lno>\d+)\] ?(?P<msg>.*)$"
+)
+DETECT_CUSTOM = rf"^\d{{4}}-\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d+)? (?:{LEVEL_WORD}) \d+ \["
+PATTERN_CUSTOM = (
+    r"^(?P<Y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2}) (?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})(?:[.,](?P<ms>\d+))? "
+    rf"(?P<level>{LEVEL_WORD}) (?P<pid>\d+) \[(?P<file>[\w./\-]+\.py):(?P<lno>\d+)\] ?(?P<msg>.*)$"
+)
+GLUED = rf"\S(?:{LEVEL_WORD}) \d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}} \[?[\w./\-]+\.py:\d+\]"
+"""Two records glued on one physical line (lost newline between processes)."""
+GLUED_SPLIT = rf"(?=(?:{LEVEL_WORD}) \d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}} \[?[\w./\-]+\.py:\d+\])"
+
+REQUEST = r"(?:Received|Added|Finished|Aborted|Generated response for|Generated response) request (?P<rid>[\w\-.:]+?)[.:,]?(?:\s|$)"
+REQUEST_ANY = r"^(?:Received request|Added request|Finished request|Aborted request|Generated response) (?P<rid>[\w\-.]+?)[.:,]?(?:\s|$)"
+
+
+def parse(df: pl.DataFrame, custom: bool = False) -> pl.DataFrame:
+    """Parse rows whose `body` is a vLLM logger line; rows that do not match get null `source`."""
+    m = pl.col("_m").struct.field
+    df = df.with_columns(pl.col("body").str.extract_groups(PATTERN_CUSTOM if custom else PATTERN).alias("_m"))
+    ok = m("msg").is_not_null()
+    out = df.with_columns(
+        pl.when(ok).then(pl.lit("vllm")).alias(s.SOURCE),
+        level_from_word(m("level")).alias(s.LEVEL),
+        (to_i32(m("Y")) if custom else pl.lit(None, pl.Int32)).alias("_Y"),
+        to_i32(m("mo")).alias("_mo"),
+        to_i32(m("d")).alias("_d"),
+        to_i32(m("H")).alias("_H"),
+        to_i32(m("M")).alias("_M"),
+        to_i32(m("S")).fill_null(0).alias("_S"),
+        frac_to_us(m("ms")).alias("_us"),
+        m("file").alias(s.COMPONENT),
+        m("msg").alias(s.MESSAGE),
+        (pl.coalesce(m("pid"), pl.col("_pid")) if custom else pl.col("_pid")).alias("_pid"),
+        pl.col("body").alias("_hdr_probe"),
+    )
+    # Header identity for NewLineFormatter continuation lines: same level, time and file:line.
+    out = out.with_columns(
+        pl.concat_str(
+            [m("level"), m("mo"), m("d"), m("H"), m("M"), m("S"), m("file"), m("lno")], separator=" ", ignore_nulls=True
+        ).alias("_hdr")
+    )
+    out = out.with_columns(
+        pl.col(s.MESSAGE).str.extract(REQUEST_ANY, 1).alias(s.REQUEST_ID),
+    )
+    return out.drop("_m", "_hdr_probe")
+
+
+def split_glued(lines: list[str]) -> list[str]:
+    """Split a physical line holding several glued vLLM records (rare; plain Python)."""
+    import re
+
+    rx = re.compile(GLUED_SPLIT)
+    out: list[str] = []
+    for line in lines:
+        parts = [p for p in rx.split(line) if p]
+        out.extend(parts if parts else [line])
+    return out
+
+
+# --- metrics --------------------------------------------------------------------
+METRICS_PROBE = "Avg prompt throughput:"
+_PAIRS: dict[str, tuple[str, float]] = {
+    "prompt_tokens_per_s": (r"Avg prompt throughput: ([\d.]+) tokens/s", 1.0),
+    "generation_tokens_per_s": (r"Avg generation throughput: ([\d.]+) tokens/s", 1.0),
+    "running": (r"Running: (\d+) reqs", 1.0),
+    "waiting": (r"(?:Waiting|Pending): (\d+) reqs", 1.0),
+    "swapped": (r"Swapped: (\d+) reqs", 1.0),
+    "deferred": (r"Deferred: (\d+) reqs", 1.0),
+    "preemptions": (r"Preemptions: (\d+)", 1.0),
+    "gpu_kv_cache_usage": (r"GPU KV cache usage: ([\d.]+)%", 0.01),
+    "cpu_kv_cache_usage": (r"CPU KV cache usage: ([\d.]+)%", 0.01),
+    "prefix_cache_hit_rate": (r"(?:^|[^l] )Prefix cache hit rate: ([\d.]+)%", 0.01),
+    "external_prefix_cache_hit_rate": (r"External prefix cache hit rate: ([\d.]+)%", 0.01),
+    "corrupted": (r"Corrupted: (\d+) reqs", 1.0),
+}
+PREFIX_V0 = r"Prefix cache hit rate: GPU: ([\d.]+)%, CPU: ([\d.]+)%"
+ENGINE = r"^(?:Engine (\d+)|(\d+) Engines Aggregated):"
+
+
+def metrics(events: pl.DataFrame) -> pl.DataFrame:
+    """Rows of the metrics table from vLLM metrics lines among `events` (any vLLM version).
+
+    The V1 line is parsed as `Key: value` pairs rather than one rigid regex per version,
+    because each release adds or drops optional parts (Deferred, Preemptions, Corrupted).
+    Idle engines log this line at DEBUG only, so a gap in the series is not a dead engine.
+    """
+    src = events.filter(
+        (pl.col(s.SOURCE) == "vllm")
+        & (
+            pl.col(s.MESSAGE).str.contains(METRICS_PROBE, literal=True)
+            | pl.col(s.MESSAGE).str.starts_with("Prefix cache hit rate: GPU")
+        )
+    )
+    if src.is_empty():
+        return s.empty_metrics()
+    msg = pl.col(s.MESSAGE)
+    eng = msg.str.extract_groups(ENGINE)
+    base = src.select(
+        s.TS,
+        s.TS_QUALITY,
+        s.HOST,
+        s.POD,
+        s.FILE,
+        s.LINE,
+        pl.when(eng.struct.field("1").is_not_null())
+        .then(eng.struct.field("1"))
+        .when(eng.struct.field("2").is_not_null())
+        .then(pl.lit("aggregated"))
+        .otherwise(pl.col(s.PROCESS))
+        .alias(s.ENGINE),
+        s.MESSAGE,
+    )
+    cols = {
+        name: (msg.str.extract(rx, 1).cast(pl.Float64, strict=False) * scale) for name, (rx, scale) in _PAIRS.items()
+    }
+    cols["prefix_cache_hit_rate"] = pl.coalesce(
+        cols["prefix_cache_hit_rate"], msg.str.extract(PREFIX_V0, 1).cast(pl.Float64, strict=False) * 0.01
+    )
+    cols["cpu_prefix_cache_hit_rate"] = msg.str.extract(PREFIX_V0, 2).cast(pl.Float64, strict=False) * 0.01
+    wide = base.with_columns(**cols).drop(s.MESSAGE)
+    long = wide.unpivot(
+        index=[s.TS, s.TS_QUALITY, s.HOST, s.POD, s.ENGINE, s.FILE, s.LINE],
+        on=list(cols),
+        variable_name=s.METRIC,
+        value_name=s.VALUE,
+    ).drop_nulls(s.VALUE)
+    return s.conform(long.sort(s.FILE, s.LINE, s.METRIC), s.METRIC_DTYPES)
