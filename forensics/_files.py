@@ -139,22 +139,39 @@ def _gunzip_tolerant(data: bytes) -> tuple[bytes, str | None]:
 
 
 def is_binary(data: bytes) -> bool:
-    """True when the head of `data` looks like binary rather than text (NULs, control bytes)."""
+    """True when the head of `data` looks like binary rather than text.
+
+    NUL bytes are set aside first, so a text log with NUL padding left by a crash
+    mid-write stays text (`decode` drops the NULs). What remains is binary when more
+    than 10% of it is control bytes or 30% is not valid UTF-8 (core dumps, images,
+    Parquet), or when nothing but NULs is left.
+    """
     head = data[:SNIFF_BYTES]
     if not head:
         return False
-    if head.count(b"\x00") > max(1, len(head) // 200):
-        return True
-    control = sum(head.count(bytes([b])) for b in (*range(0, 8), *range(14, 27), *range(28, 32)))
-    return control > len(head) * 0.05
+    rest = head.replace(b"\x00", b"")
+    if not rest.strip():
+        return len(head) >= 64
+    control = sum(rest.count(bytes([b])) for b in (*range(1, 8), *range(14, 27), *range(28, 32)))
+    invalid = len(rest) - len(rest.decode("utf-8", "ignore").encode("utf-8"))
+    return control > len(rest) * 0.10 or invalid > len(rest) * 0.30
 
 
-def decode(data: bytes) -> tuple[str, bool]:
-    """Decode UTF-8, replacing invalid bytes with U+FFFD. Returns (text, had_invalid_bytes)."""
+def decode(data: bytes) -> tuple[str, list[str]]:
+    """Decode UTF-8, replacing invalid bytes with U+FFFD and dropping NUL padding.
+
+    Returns (text, notes) where notes say what was repaired.
+    """
+    notes = []
+    if b"\x00" in data:
+        n = data.count(b"\x00")
+        data = data.replace(b"\x00", b"")
+        notes.append(f"{n} NUL bytes removed (padding left by an interrupted write?)")
     try:
-        return data.decode("utf-8"), False
+        return data.decode("utf-8"), notes
     except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace"), True
+        notes.append("invalid UTF-8 bytes replaced with U+FFFD")
+        return data.decode("utf-8", errors="replace"), notes
 
 
 def split_segments(text: str, segment_chars: int = SEGMENT_CHARS) -> Iterator[str]:

@@ -184,10 +184,9 @@ def ingest(
         if _files.is_binary(data):
             skipped.append(_files.Skipped(f.rel, f"binary file ({len(data)} bytes), not a text log"))
             continue
-        text, invalid = _files.decode(data)
+        text, repairs = _files.decode(data)
         del data
-        if invalid:
-            fnotes.append("invalid UTF-8 bytes replaced with U+FFFD")
+        fnotes.extend(repairs)
         fid = len(metas)
         metas.append(_meta(f))
         kind = k8s.sniff_event_document(text)
@@ -299,6 +298,7 @@ def _parse_batch(batch: list[tuple[int, int, int, list[str]]]) -> pl.DataFrame:
             "_seg": pl.concat(segs),
             s.LINE: pl.concat(starts),
             "body": pl.concat(bodies),
+            "_extra": pl.repeat(False, sum(len(b) for b in bodies), dtype=pl.Boolean, eager=True),
         }
     )
     nbytes = pl.col("body").str.len_bytes()
@@ -319,27 +319,7 @@ def _parse_batch(batch: list[tuple[int, int, int, list[str]]]) -> pl.DataFrame:
             .alias("body"),
             (nbytes > MAX_LINE_CHARS).alias("_truncated"),
         )
-    df = _split_glued(df)
     return parse_lines(df)
-
-
-def _split_glued(df: pl.DataFrame) -> pl.DataFrame:
-    """Split physical lines holding several glued vLLM records; extra records get `_extra`."""
-    hit = df.select(pl.col("body").str.contains(vllm.GLUED)).to_series()
-    if not hit.any():
-        return df.with_columns(pl.lit(False).alias("_extra"))
-    glued = df.filter(hit)
-    rows = []
-    for row in glued.iter_rows(named=True):
-        for i, part in enumerate(vllm.split_glued([row["body"]])):
-            rows.append(row | {"body": part, "_extra": i > 0})
-    return pl.concat(
-        [
-            df.filter(~hit).with_columns(pl.lit(False).alias("_extra")),
-            pl.DataFrame(rows, schema=df.schema | {"_extra": pl.Boolean}),
-        ],
-        how="diagonal_relaxed",
-    ).sort("_fid", "_seg", s.LINE, "_extra")
 
 
 def _assemble(batches: list[pl.DataFrame], doc_rows: list[dict], metas: list[_Meta]) -> pl.DataFrame | None:

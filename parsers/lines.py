@@ -66,13 +66,18 @@ PARSERS = {
     "exc": pylog.parse_exception,
 }
 
-STREAM_KEY = ["_fid", "_seg", s.PROCESS, "_pid", "_rank"]
+FILE_KEY = ["_fid", "_seg"]
+PREFIX_KEY = ["_fid", "_seg", s.PROCESS, "_pid", "_rank"]
+"""Lines with a process or rank prefix continue that prefix's stream; un-prefixed lines
+(C-level writes such as NCCL or `terminate called ...`, which bypass Python's prefixing)
+continue the physically previous event of the file."""
 
 
 def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
     """Parse a frame of physical lines (see module docstring) into an events frame."""
     df = lines.with_columns((pl.col("body").str.ends_with("\r") | pl.col("body").str.ends_with("^M")).alias("_cr"))
     df = wrappers.peel(df)
+    df = _split_glued(df)
     if "_pfold" not in df.columns:
         df = df.with_columns(pl.lit(0, pl.UInt32).alias("_pfold"))
     parts: list[pl.DataFrame] = []
@@ -99,6 +104,25 @@ def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
     return _fold(df)
 
 
+def _split_glued(df: pl.DataFrame) -> pl.DataFrame:
+    """Split physical lines holding several glued vLLM records; extra records get `_extra`."""
+    hit = df.select(pl.col("body").str.contains(vllm.GLUED)).to_series()
+    if not hit.any():
+        return df
+    glued = df.filter(hit)
+    rows = []
+    for row in glued.iter_rows(named=True):
+        for i, part in enumerate(vllm.split_glued([row["body"]])):
+            rows.append(row | {"body": part, "_extra": i > 0})
+    return pl.concat(
+        [
+            df.filter(~hit),
+            pl.DataFrame(rows, schema=df.schema),
+        ],
+        how="diagonal_relaxed",
+    ).sort("_fid", "_seg", s.LINE, "_extra")
+
+
 def _ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:
     missing = [pl.lit(None, t).alias(c) for c, t in cols.items() if c not in df.columns]
     return df.with_columns(missing) if missing else df
@@ -115,8 +139,10 @@ def _fold(df: pl.DataFrame) -> pl.DataFrame:
             **{c: pl.Int32 for c in TIME_PARTS},
         },
     )
+    df = df.with_row_index("_row")
     kind = pl.col("_kind")
     msg = pl.col(s.MESSAGE)
+    prefixed = pl.col(s.PROCESS).is_not_null() | pl.col("_rank").is_not_null()
     text = pl.when(kind.is_in(["other", "cont", "blank", "k8s_header"])).then(pl.col("body")).otherwise(msg)
     is_open = (
         kind.is_in(["cont", "exc"])
@@ -124,60 +150,69 @@ def _fold(df: pl.DataFrame) -> pl.DataFrame:
         | msg.str.starts_with("Traceback (most recent")
     )
     df = df.with_columns(text.alias("_text"), is_open.alias("_open"))
-    prev = lambda c: pl.col(c).shift(1).over(STREAM_KEY, order_by=s.LINE)  # noqa: E731
-    prev_open_ff = (
-        pl.when(kind.is_in(["other", "blank", "k8s_header"]).not_())
-        .then(pl.col("_open"))
-        .shift(1)
-        .forward_fill()
-        .over(STREAM_KEY, order_by=s.LINE)
-        .fill_null(False)
-    )
-    has_prev = pl.col(s.LINE).cum_count().over(STREAM_KEY, order_by=s.LINE) > 1
+
+    def over_stream(e: pl.Expr) -> pl.Expr:
+        return pl.when(prefixed).then(e.over(PREFIX_KEY, order_by="_row")).otherwise(e.over(FILE_KEY, order_by="_row"))
+
+    def prev(c: str) -> pl.Expr:
+        return over_stream(pl.col(c).shift(1))
+
+    silent = kind.is_in(["other", "blank", "k8s_header"])
+    prev_open_ff = over_stream(pl.when(~silent).then(pl.col("_open")).shift(1).forward_fill()).fill_null(False)
+    has_prev = over_stream(pl.col("_row").cum_count()) > 1
     same_hdr = kind.is_in(["vllm", "vllm_custom"]) & pl.col("_hdr").is_not_null() & (pl.col("_hdr") == prev("_hdr"))
     fold = (
         kind.is_in(["blank", "k8s_header"])
         | ((kind == "cont") & has_prev)
         | ((kind == "exc") & prev_open_ff)
         | ((kind == "other") & prev_open_ff)
-        | (same_hdr & (prev("_cr").fill_null(False) | msg.str.contains(CONT_MSG) | prev("_open").fill_null(False)))
+        | (
+            same_hdr
+            & (
+                prev("_cr").fill_null(False)
+                | msg.str.contains(CONT_MSG)
+                | msg.str.contains(pylog.DETECT_EXC)
+                | prev("_open").fill_null(False)
+            )
+        )
     )
     df = df.with_columns(fold.fill_null(False).alias("_fold"))
-    df = df.with_columns((~pl.col("_fold")).cum_sum().over(STREAM_KEY, order_by=s.LINE).alias("_ev"))
+    # Target event of each row: itself, or the last un-folded row of its stream. Rows
+    # folded before any event of their stream (an orphan run) share one group.
+    head = pl.when(~pl.col("_fold")).then(pl.col("_row").cast(pl.Int64))
+    target = over_stream(head.forward_fill())
+    orphan_id = -1 - over_stream(pl.col("_row").cast(pl.Int64).min())
+    df = df.with_columns(pl.coalesce(target, orphan_id).alias("_ev"))
     keep_text = ~kind.is_in(["blank", "k8s_header"])
-    first_cols = [c for c in df.columns if c not in (*STREAM_KEY, "_ev", "_text", "_fold", "_pfold", s.LINE)]
+    first_cols = [c for c in df.columns if c not in ("_ev", "_text", "_fold", "_pfold", "_row", s.LINE, s.MESSAGE)]
     events = (
-        df.group_by([*STREAM_KEY, "_ev"], maintain_order=True)
+        df.group_by("_ev")
         .agg(
             pl.col(s.LINE).first(),
             pl.col("_text").filter(keep_text).str.join("\n").alias(s.MESSAGE),
             (pl.len() + pl.col("_pfold").sum()).cast(pl.UInt32).alias(s.RAW_LINES),
             (pl.col("_fold").sum() + pl.col("_pfold").sum()).cast(pl.UInt32).alias("_nfold"),
             pl.col("_fold").first().alias("_orphan"),
-            *[pl.col(c).first() for c in first_cols if c != s.MESSAGE],
+            pl.col("_row").first().alias("_first_row"),
+            *[pl.col(c).first() for c in first_cols],
         )
-        .sort("_fid", "_seg", s.LINE)
+        .sort("_first_row")
+        .drop("_first_row", "_ev")
     )
     # A group that starts with a folded line has no header of its own (stream starts with
     # blank lines or a traceback fragment): keep it as an event unless it is all blank.
     orphan = pl.col("_orphan")
     blank_only = orphan & (pl.col(s.MESSAGE).fill_null("").str.strip_chars() == "")
+    traceback_head = pl.col(s.MESSAGE).str.contains(
+        r"^(?:Traceback|\s+File |frame #|Exception raised from|terminate called)"
+    )
     events = events.with_columns(
-        pl.when(orphan & ~blank_only)
-        .then(
-            pl.when(pl.col(s.MESSAGE).str.contains(r"Traceback|^\s+File |frame #"))
-            .then(pl.lit("python"))
-            .otherwise(pl.lit("unknown"))
-        )
-        .otherwise(pl.col(s.SOURCE))
-        .alias(s.SOURCE),
         # An orphan's first line was counted as folded; it heads the event instead.
         pl.when(orphan & ~blank_only).then(pl.col("_nfold") - 1).otherwise(pl.col("_nfold")).alias("_nfold"),
         blank_only.alias("_drop"),
     )
-    traceback_head = pl.col(s.MESSAGE).str.contains(r"^(?:Traceback|\s+File |frame #|Exception raised from)")
     return events.with_columns(
-        pl.when(pl.col(s.SOURCE).is_not_null())
+        pl.when(pl.col(s.SOURCE).is_not_null() & ~(orphan & ~blank_only))
         .then(pl.col(s.SOURCE))
         .when(traceback_head)
         .then(pl.lit("python"))

@@ -15,6 +15,8 @@ CRI partial lines (`P`) are reassembled with the `F` line that completes them.
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 
 from forensics import schema as s
@@ -133,13 +135,21 @@ def _journald_iso(df: pl.DataFrame) -> pl.DataFrame:
 
 def _docker_json(df: pl.DataFrame) -> pl.DataFrame:
     """Docker's json-file driver: `{"log":"...\\n","stream":"stdout","time":"..."}` per line."""
-    hit = pl.col("body").str.starts_with('{"log":')
-    if not df.select(hit.any()).item():
+    hit = df.select(pl.col("body").str.starts_with('{"log":')).to_series()
+    if not hit.any():
         return df
     dtype = pl.Struct({"log": pl.String, "stream": pl.String, "time": pl.String})
-    df = df.with_columns(pl.when(hit).then(pl.col("body").str.json_decode(dtype, infer_schema_length=None)).alias("_m"))
+    rows = df.filter(hit)
+    decoded = []
+    for body in rows["body"]:
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            obj = None
+        decoded.append(obj if isinstance(obj, dict) else None)
+    rows = rows.with_columns(pl.Series("_m", decoded, dtype=dtype))
     ok = pl.col("_m").struct.field("log").is_not_null()
-    return df.with_columns(
+    rows = rows.with_columns(
         body=pl.when(ok).then(pl.col("_m").struct.field("log").str.strip_suffix("\n")).otherwise(pl.col("body")),
         **{
             s.STREAM: pl.when(ok).then(pl.col("_m").struct.field("stream")).otherwise(pl.col(s.STREAM)),
@@ -148,6 +158,7 @@ def _docker_json(df: pl.DataFrame) -> pl.DataFrame:
             .otherwise(pl.col("_outer_ts")),
         },
     ).drop("_m")
+    return pl.concat([df.filter(~hit), rows]).sort("_fid", "_seg", s.LINE)
 
 
 def _reassemble_partials(df: pl.DataFrame) -> pl.DataFrame:

@@ -1,0 +1,5 @@
+"""`python -m forensics` runs the CLI."""
+
+from forensics.cli import main
+
+main()

@@ -1,0 +1,52 @@
+"""The command line: exit codes, outputs and messages."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import polars as pl
+
+from tests.conftest import write
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "forensics", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_ingest_writes_parquet_and_accounting_and_exits_0(incident_dir, tmp_path):
+    out = tmp_path / "out"
+    p = run("ingest", str(incident_dir), "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "lines in 5 files" in p.stdout and "0 unparsed" in p.stdout
+    assert pl.read_parquet(out / "events.parquet").height > 10
+    assert pl.read_parquet(out / "metrics.parquet").height > 0
+    acc = json.loads((out / "ingest.json").read_text())
+    assert acc["lines"] == acc["parsed"] + acc["folded"] + acc["unparsed"]
+
+
+def test_ingest_reports_skipped_files_and_still_exits_0(tmp_path):
+    write(tmp_path / "logs/core.bin", bytes(range(256)) * 50)
+    write(tmp_path / "logs/ok.log", "INFO 03-02 10:00:00 [x.py:1] fine\n")
+    p = run("ingest", str(tmp_path / "logs"), "--out", str(tmp_path / "out"), "--year", "2025")
+    assert p.returncode == 0, p.stderr
+    assert "skipped core.bin: binary file" in p.stdout
+
+
+def test_ingest_of_nothing_readable_exits_1_with_a_hint(tmp_path):
+    p = run("ingest", str(tmp_path / "missing"), "--out", str(tmp_path / "out"))
+    assert p.returncode == 1
+    assert "error: no log lines could be read" in p.stderr and "hint:" in p.stderr
+
+
+def test_usage_error_exits_2():
+    p = run("ingest")
+    assert p.returncode == 2
+
+
+def test_version_flag_prints_the_version():
+    from forensics import __version__
+
+    p = run("--version")
+    assert p.returncode == 0 and p.stdout.strip() == f"forensics {__version__}"

@@ -1,0 +1,516 @@
+"""Ingest: every format in the real-world shapes, times, folding, metrics and accounting."""
+
+from __future__ import annotations
+
+import gzip
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from forensics import ingest
+from forensics import schema as s
+from tests.conftest import SHARED, write
+
+
+def _row(ev: pl.DataFrame, **eq) -> dict:
+    df = ev
+    for k, v in eq.items():
+        df = df.filter(pl.col(k) == v)
+    assert df.height >= 1, f"no event with {eq}"
+    return df.row(0, named=True)
+
+
+def _balanced(result) -> None:
+    for f in result.files:
+        assert f.lines == f.parsed + f.folded + f.unparsed, f
+
+
+# --- the multi-source incident fixture -----------------------------------------------
+
+
+def test_events_table_has_the_declared_schema(incident_dir):
+    r = ingest(incident_dir)
+    assert dict(r.events.schema) == s.EVENT_DTYPES
+    assert dict(r.metrics.schema) == s.METRIC_DTYPES
+
+
+def test_every_line_of_the_incident_fixture_is_accounted_for(incident_dir):
+    r = ingest(incident_dir)
+    _balanced(r)
+    assert r.unparsed == 0
+    n_lines = sum(len(p.read_text().splitlines()) for p in incident_dir.iterdir())
+    assert r.lines == n_lines
+
+
+def test_kubectl_timestamp_prefix_gives_exact_utc_time(incident_dir):
+    ev = ingest(incident_dir).events
+    row = _row(ev, file="vllm-0.log", line=1)
+    assert row[s.TS] == datetime(2025, 3, 2, 7, 59, 50, tzinfo=UTC)
+    assert row[s.TS_QUALITY] == "exact"
+    assert row[s.SOURCE] == "vllm"
+    assert row[s.PROCESS] == "APIServer" and row[s.PID] == 66
+    assert row[s.MESSAGE] == "vLLM API server version 0.10.2"
+    assert row[s.POD] == "vllm-0"
+
+
+def test_logger_exception_traceback_is_folded_into_its_header_event(incident_dir):
+    ev = ingest(incident_dir).events
+    row = _row(ev, file="vllm-0.log", line=7)
+    assert row[s.LEVEL] == "ERROR" and row[s.PROCESS] == "EngineCore_DP0"
+    assert row[s.RAW_LINES] == 5  # header, Traceback, File, code, RuntimeError (line 9 is another process)
+    assert row[s.MESSAGE].startswith("EngineCore encountered a fatal error.\nTraceback (most recent call last):")
+    assert row[s.MESSAGE].endswith("RuntimeError: Cache corruption detected in block 88123")
+
+
+def test_interleaved_process_lines_are_not_folded_into_another_process(incident_dir):
+    ev = ingest(incident_dir).events
+    access = _row(ev, file="vllm-0.log", line=9)
+    assert access[s.SOURCE] == "uvicorn" and access[s.PROCESS] == "APIServer"
+    assert access[s.HTTP_STATUS] == 200
+
+
+def test_raw_traceback_with_only_a_process_prefix_folds_into_that_process(incident_dir):
+    ev = ingest(incident_dir).events
+    row = _row(ev, file="vllm-0.log", line=13)
+    assert row[s.MESSAGE].startswith("AsyncLLM output_handler failed.\nTraceback")
+    assert "EngineDeadError" in row[s.MESSAGE]
+    assert row[s.RAW_LINES] == 4
+
+
+def test_uvicorn_access_line_gives_method_path_and_status(incident_dir):
+    ev = ingest(incident_dir).events
+    row = _row(ev, file="vllm-0.log", line=17)
+    assert (row[s.HTTP_METHOD], row[s.HTTP_PATH], row[s.HTTP_STATUS]) == ("POST", "/v1/chat/completions", 500)
+
+
+def test_request_id_is_extracted_from_received_request_lines(incident_dir):
+    ev = ingest(incident_dir).events
+    row = _row(ev, file="vllm-0.log", line=5)
+    assert row[s.REQUEST_ID] == "chatcmpl-6f1c0e1e2d8b4f7aa3c59d0b9a6e7f10"
+
+
+def test_v1_metrics_lines_become_metric_rows_keyed_by_engine(incident_dir):
+    m = ingest(incident_dir).metrics
+    first = m.filter(pl.col(s.LINE) == 3)
+    got = dict(zip(first[s.METRIC], first[s.VALUE], strict=True))
+    assert got["prompt_tokens_per_s"] == pytest.approx(5120.4)
+    assert got["generation_tokens_per_s"] == pytest.approx(8210.0)
+    assert got["running"] == 48 and got["waiting"] == 0
+    assert got["gpu_kv_cache_usage"] == pytest.approx(0.713)
+    assert got["prefix_cache_hit_rate"] == pytest.approx(0.42)
+    assert set(first[s.ENGINE]) == {"000"} and set(first[s.POD]) == {"vllm-0"}
+    later = m.filter(pl.col(s.LINE) == 6)
+    assert dict(zip(later[s.METRIC], later[s.VALUE], strict=True))["preemptions"] == 0
+
+
+def test_nccl_warn_keeps_file_device_and_host_and_blank_line_is_folded(incident_dir):
+    r = ingest(incident_dir)
+    ev = r.events
+    warn = _row(ev, file="nccl-worker.log", line=4)
+    assert warn[s.SOURCE] == "nccl" and warn[s.LEVEL] == "WARNING"
+    assert warn[s.HOST] == "vllm-1" and warn[s.CUDA_DEV] == 0 and warn[s.PID] == 2343
+    assert warn[s.COMPONENT] == "transport/net_ib.cc"
+    assert warn[s.MESSAGE].startswith("NET/IB : Got completion from peer 10.0.4.13<44413> with status=12")
+    rep = next(f for f in r.files if f.file == "nccl-worker.log")
+    assert rep.folded >= 3  # three blank lines before WARNs, plus the C++ stack
+
+
+def test_nccl_error_propagation_line_gets_the_result_code_and_name(incident_dir):
+    ev = ingest(incident_dir).events
+    row = _row(ev, file="nccl-worker.log", line=5)
+    assert row[s.NCCL_CODE] == 6 and row[s.NCCL_CODE_NAME] == "ncclRemoteError"
+    assert row[s.COMPONENT] == "transport/net.cc"
+
+
+def test_nccl_226_timestamp_and_230_function_layouts_are_parsed(incident_dir):
+    ev = ingest(incident_dir).events
+    ts_line = _row(ev, file="nccl-worker.log", line=8)
+    assert ts_line[s.TS] == datetime(2025, 3, 2, 8, 0, 15, tzinfo=UTC) and ts_line[s.TS_QUALITY] == "exact"
+    fn_line = _row(ev, file="nccl-worker.log", line=10)
+    assert fn_line[s.SOURCE] == "nccl" and fn_line[s.COMPONENT] == "misc/socket.cc"
+    assert fn_line[s.MESSAGE].startswith("socketProgress: Connection closed")
+
+
+def test_c10_watchdog_timeout_fields_and_three_digit_mmdd(incident_dir):
+    ev = ingest(incident_dir).events
+    row = _row(ev, file="nccl-worker.log", line=11)
+    assert row[s.SOURCE] == "torch" and row[s.LEVEL] == "ERROR" and row[s.RANK] == 1
+    assert (row[s.COLL_OP], row[s.COLL_SEQ], row[s.COLL_TIMEOUT_MS], row[s.COLL_RAN_MS]) == (
+        "ALLREDUCE",
+        5730,
+        600000,
+        600009,
+    )
+    # E302 = March 2nd; the year comes from the dated NCCL WARN in the same directory.
+    assert row[s.TS] == datetime(2025, 3, 2, 8, 10, 12, tzinfo=UTC)
+    assert row[s.TS_QUALITY] == "inferred-year"
+    pg = _row(ev, file="nccl-worker.log", line=12)
+    assert pg[s.PG] == "4"
+
+
+def test_cpp_stack_after_terminate_is_folded(incident_dir):
+    ev = ingest(incident_dir).events
+    row = _row(ev, file="nccl-worker.log", line=12)
+    assert "frame #1:" in row[s.MESSAGE] and row[s.RAW_LINES] == 6
+
+
+def test_kubelet_journal_gives_host_source_and_inferred_year(incident_dir):
+    ev = ingest(incident_dir).events
+    row = _row(ev, file="kubelet.journal", line=2)
+    assert row[s.SOURCE] == "kubelet" and row[s.LEVEL] == "ERROR" and row[s.HOST] == "gpu-node-3"
+    assert row[s.COMPONENT] == "pod_workers.go"
+    assert row[s.TS] == datetime(2025, 3, 2, 8, 0, 21, 844381, tzinfo=UTC)
+    assert row[s.POD] is None
+
+
+def test_k8s_event_json_handles_both_recorder_populations(incident_dir):
+    ev = ingest(incident_dir).events.filter(pl.col(s.SOURCE) == "k8s-event")
+    backoff = _row(ev, k8s_reason="BackOff")
+    assert backoff[s.TS] == datetime(2025, 3, 2, 8, 3, 10, tzinfo=UTC)  # lastTimestamp
+    assert backoff[s.K8S_COUNT] == 4 and backoff[s.K8S_OBJECT] == "pod/vllm-0"
+    assert backoff[s.HOST] == "gpu-node-3" and backoff[s.CONTAINER] == "vllm"
+    assert backoff[s.LEVEL] == "WARNING"
+    sched = _row(ev, k8s_reason="FailedScheduling")
+    assert sched[s.TS] == datetime(2025, 3, 2, 8, 4, 0, 123456, tzinfo=UTC)  # eventTime
+    assert sched[s.COMPONENT] == "default-scheduler" and sched[s.K8S_COUNT] == 1
+
+
+def test_lmcache_lines_are_kv_store_events_with_exact_time(incident_dir):
+    ev = ingest(incident_dir).events
+    row = _row(ev, file="kvstore.log", line=2)
+    assert row[s.SOURCE] == "kv-store" and row[s.LEVEL] == "ERROR"
+    assert row[s.MESSAGE].startswith("Cache corruption detected in block 88123")
+    assert row[s.COMPONENT] == "storage_backend.py"
+    assert row[s.TS] == datetime(2025, 3, 2, 8, 0, 10, 912000, tzinfo=UTC)
+
+
+# --- wrappers ------------------------------------------------------------------------
+
+
+def test_cri_file_layout_and_partial_lines_are_reassembled(tmp_path):
+    pod_dir = tmp_path / "var/log/pods/inference_vllm-0_3f0c2a9e-1111-2222-3333-444455556666/vllm"
+    write(
+        pod_dir / "0.log",
+        "2025-03-02T08:00:00.1Z stdout P INFO 03-02 08:00:00 [logger.py:41] Received request cmpl-1: params: "
+        "SamplingParams(n=1,\n"
+        "2025-03-02T08:00:00.1Z stdout F  temperature=0.7), lora_request: None.\n"
+        "2025-03-02T08:00:01.5+01:00 stderr F WARNING 03-02 08:00:01 [config.py:1] benign warning\n",
+    )
+    r = ingest(tmp_path)
+    _balanced(r)
+    ev = r.events
+    assert ev.height == 2
+    first = ev.row(0, named=True)
+    assert first[s.MESSAGE].endswith("SamplingParams(n=1, temperature=0.7), lora_request: None.")
+    assert first[s.RAW_LINES] == 2 and first[s.STREAM] == "stdout"
+    assert (first[s.NAMESPACE], first[s.POD], first[s.CONTAINER]) == ("inference", "vllm-0", "vllm")
+    second = ev.row(1, named=True)
+    assert second[s.TS] == datetime(2025, 3, 2, 7, 0, 1, 500000, tzinfo=UTC)  # +01:00 offset honoured
+    assert r.files[0].wrapper == "cri"
+
+
+def test_ansi_colours_and_their_residue_are_stripped(tmp_path):
+    write(
+        tmp_path / "ray.log",
+        "\x1b[1;36m(EngineCore_DP0 pid=279)\x1b[0;0m INFO 12-02 15:47:51 [core.py:93] Initializing a V1 LLM engine\n"
+        " [36m(RayWorkerVllm pid=5085) [0m [E ProcessGroupNCCL.cpp:475] [Rank 4] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=20518, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800270 milliseconds before "
+        "timing out. [32m [repeated 6x across cluster] [0m\n",
+    )
+    ev = ingest(tmp_path, year=2024).events
+    a, b = ev.row(0, named=True), ev.row(1, named=True)
+    assert a[s.PROCESS] == "EngineCore_DP0" and a[s.SOURCE] == "vllm" and "\x1b" not in a[s.MESSAGE]
+    assert b[s.PROCESS] == "RayWorkerVllm" and b[s.SOURCE] == "torch" and b[s.RANK] == 4
+    assert b[s.COLL_SEQ] == 20518 and b[s.MESSAGE].endswith("before timing out.")
+
+
+def test_compose_prefix_and_carriage_returns_are_removed(tmp_path):
+    write(
+        tmp_path / "compose.log",
+        "vllm-mxfp4  | INFO 07-28 06:40:59 [loggers.py:118] Engine 000: Avg prompt throughput: 1.0 tokens/s, "
+        "Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.1%, "
+        "Prefix cache hit rate: 0.0%\r\n",
+    )
+    r = ingest(tmp_path, year=2025)
+    assert r.events.row(0, named=True)[s.SOURCE] == "vllm"
+    assert r.metrics.filter(pl.col(s.METRIC) == "generation_tokens_per_s")[s.VALUE].to_list() == [2.0]
+
+
+def test_glued_vllm_records_on_one_line_are_split(tmp_path):
+    write(
+        tmp_path / "glued.log",
+        "INFO 07-28 06:40:59 [loggers.py:118] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+        "throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: "
+        "0.0%INFO 07-28 06:41:19 [loggers.py:118] Engine 000: Avg prompt throughput: 9.0 tokens/s, Avg generation "
+        "throughput: 1.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.5%, Prefix cache hit rate: 0.0%\n",
+    )
+    r = ingest(tmp_path, year=2025)
+    _balanced(r)
+    assert r.events.height == 2 and r.lines == 1
+    assert r.metrics.filter(pl.col(s.METRIC) == "prompt_tokens_per_s")[s.VALUE].to_list() == [0.0, 9.0]
+
+
+def test_v0_metrics_line_has_swapped_pending_and_cpu_cache(tmp_path):
+    write(
+        tmp_path / "v0.log",
+        "INFO 08-15 03:15:51 metrics.py:396] Avg prompt throughput: 1366.2 tokens/s, Avg generation throughput: "
+        "1.5 tokens/s, Running: 3 reqs, Swapped: 1 reqs, Pending: 7 reqs, GPU KV cache usage: 7.2%, CPU KV cache usage: 0.5%.\n"
+        "INFO 08-15 03:15:51 metrics.py:412] Prefix cache hit rate: GPU: 12.50%, CPU: 0.00%\n",
+    )
+    got = {(r[s.LINE], r[s.METRIC]): r[s.VALUE] for r in ingest(tmp_path, year=2024).metrics.iter_rows(named=True)}
+    assert got[(1, "waiting")] == 7 and got[(1, "swapped")] == 1
+    assert got[(1, "cpu_kv_cache_usage")] == pytest.approx(0.005)
+    assert got[(2, "prefix_cache_hit_rate")] == pytest.approx(0.125)
+
+
+def test_describe_events_age_is_resolved_only_with_captured_at(tmp_path):
+    write(
+        tmp_path / "describe.txt",
+        "Events:\n"
+        "  Type     Reason     Age                From     Message\n"
+        "  ----     ------     ----               ----     -------\n"
+        '  Warning  Unhealthy  2m (x12 over 3m)   kubelet  Liveness probe failed: Get "http://10.244.1.7:8000/health": '
+        "dial tcp 10.244.1.7:8000: connect: connection refused\n",
+    )
+    r = ingest(tmp_path)
+    _balanced(r)
+    assert r.unparsed == 0
+    row = _row(r.events, k8s_reason="Unhealthy")
+    assert row[s.K8S_COUNT] == 12 and row[s.TS] is None and row[s.TS_QUALITY] == "none"
+    cap = datetime(2025, 3, 2, 9, 0, tzinfo=UTC)
+    row = _row(ingest(tmp_path, captured_at=cap).events, k8s_reason="Unhealthy")
+    assert row[s.TS] == datetime(2025, 3, 2, 8, 58, tzinfo=UTC) and row[s.TS_QUALITY] == "relative"
+
+
+def test_kubectl_get_events_table_rows_are_events(tmp_path):
+    write(
+        tmp_path / "get-events.txt",
+        "LAST SEEN   TYPE      REASON             OBJECT        MESSAGE\n"
+        "29m         Warning   FailedScheduling   pod/vllm-2    0/1 nodes are available: 1 Insufficient nvidia.com/gpu.\n"
+        '5m2s        Normal    Pulled             pod/vllm-0    Container image "vllm/vllm-openai:v0.10.2" already present\n',
+    )
+    r = ingest(tmp_path)
+    assert r.unparsed == 0
+    row = _row(r.events, k8s_reason="FailedScheduling")
+    assert row[s.K8S_OBJECT] == "pod/vllm-2" and row[s.LEVEL] == "WARNING"
+
+
+def test_cluster_info_dump_markers_set_pod_and_container(tmp_path):
+    write(
+        tmp_path / "dump/default/vllm-0/logs.txt",
+        "==== START logs for container vllm of pod default/vllm-0 ====\n"
+        "INFO 03-02 08:00:00 [api_server.py:1885] vLLM API server version 0.10.2\n"
+        "==== END logs for container vllm of pod default/vllm-0 ====\n",
+    )
+    ev = ingest(tmp_path, year=2025).events
+    row = _row(ev, source="vllm")
+    assert (row[s.NAMESPACE], row[s.POD], row[s.CONTAINER]) == ("default", "vllm-0", "vllm")
+
+
+def test_unknown_lines_are_kept_as_unknown_events_never_dropped(tmp_path):
+    write(tmp_path / "misc.log", "something entirely different\nINFO 03-02 08:00:00 [x.py:1] ok\nmore noise here\n")
+    r = ingest(tmp_path, year=2025)
+    _balanced(r)
+    assert r.unparsed == 2
+    assert r.events.filter(pl.col(s.SOURCE) == "unknown")[s.MESSAGE].to_list() == [
+        "something entirely different",
+        "more noise here",
+    ]
+
+
+# --- time ----------------------------------------------------------------------------
+
+
+def test_year_rolls_over_from_december_to_january_with_a_reference(tmp_path):
+    write(tmp_path / "a.log", "2025-01-01T00:00:30.000000000Z INFO 01-01 00:00:30 [x.py:1] after\n")
+    write(tmp_path / "b.log", "INFO 12-31 23:59:50 [x.py:1] before\nINFO 01-01 00:00:10 [x.py:1] after\n")
+    ev = ingest(tmp_path).events.filter(pl.col(s.FILE) == "b.log")
+    assert ev[s.TS].to_list() == [
+        datetime(2024, 12, 31, 23, 59, 50, tzinfo=UTC),
+        datetime(2025, 1, 1, 0, 0, 10, tzinfo=UTC),
+    ]
+    assert set(ev[s.TS_QUALITY]) == {"inferred-year"}
+
+
+def test_year_rolls_over_within_a_file_with_only_year_option(tmp_path):
+    write(tmp_path / "b.log", "INFO 12-31 23:59:50 [x.py:1] before\nINFO 01-01 00:00:10 [x.py:1] after\n")
+    ev = ingest(tmp_path, year=2024).events
+    assert [t.year for t in ev[s.TS]] == [2024, 2025]
+
+
+def test_tz_option_converts_local_time_formats_to_utc(tmp_path):
+    write(tmp_path / "v.log", "INFO 03-02 10:00:00 [x.py:1] local\n")
+    ev = ingest(tmp_path, year=2025, tz="Europe/Berlin").events
+    assert ev[s.TS][0] == datetime(2025, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def test_lines_without_time_inherit_from_previous_timed_line(tmp_path):
+    write(
+        tmp_path / "v.log",
+        'INFO:     10.0.0.1:1 - "GET /health HTTP/1.1" 200 OK\n'
+        "INFO 03-02 10:00:00 [x.py:1] timed\n"
+        'INFO:     10.0.0.1:2 - "GET /health HTTP/1.1" 200 OK\n',
+    )
+    ev = ingest(tmp_path, year=2025).events
+    assert ev[s.TS_QUALITY].to_list() == ["none", "inferred-year", "inherited"]
+    assert ev[s.TS][2] == ev[s.TS][1]
+
+
+def test_without_any_year_source_the_file_mtime_year_is_used_with_a_warning(tmp_path):
+    p = write(tmp_path / "v.log", "INFO 03-02 10:00:00 [x.py:1] x\n")
+    import os
+
+    os.utime(p, (1_700_000_000, 1_700_000_000))  # 2023-11-14
+    r = ingest(tmp_path)
+    assert r.events[s.TS][0].year == 2023
+    assert any("--year" in w for w in r.warnings)
+
+
+# --- bad input -----------------------------------------------------------------------
+
+
+def test_truncated_gzip_keeps_decompressed_lines_and_notes_it(tmp_path):
+    body = "".join(f"INFO 03-02 10:00:{i % 60:02d} [x.py:1] line {i}\n" for i in range(2000)).encode()
+    blob = gzip.compress(body)
+    write(tmp_path / "cut.log.gz", blob[: len(blob) // 2])
+    write(tmp_path / "ok.log.gz", gzip.compress(b"INFO 03-02 10:00:00 [x.py:1] fine\n"))
+    r = ingest(tmp_path, year=2025)
+    _balanced(r)
+    cut = next(f for f in r.files if f.file == "cut.log.gz")
+    assert 0 < cut.lines < 2000 and any("truncated gzip" in n for n in cut.notes)
+    assert any(f.file == "ok.log.gz" and f.parsed == 1 for f in r.files)
+
+
+def test_binary_and_empty_files_are_skipped_with_reasons(tmp_path):
+    write(tmp_path / "core.bin", bytes(range(256)) * 100)
+    write(tmp_path / "empty.log", "")
+    write(tmp_path / "ok.log", "INFO 03-02 10:00:00 [x.py:1] fine\n")
+    r = ingest(tmp_path, year=2025)
+    reasons = {k.file: k.reason for k in r.skipped}
+    assert reasons["core.bin"].startswith("binary file")
+    assert reasons["empty.log"].startswith("empty file")
+    assert r.parsed == 1
+
+
+def test_invalid_utf8_is_replaced_and_noted(tmp_path):
+    write(tmp_path / "bad.log", b"INFO 03-02 10:00:00 [x.py:1] caf\xe9 \xff\xfe ok\n")
+    r = ingest(tmp_path, year=2025)
+    assert "\ufffd" in r.events[s.MESSAGE][0]
+    assert any("invalid UTF-8" in n for n in r.files[0].notes)
+
+
+def test_a_50_mb_single_line_is_truncated_and_accounted(tmp_path):
+    write(
+        tmp_path / "huge.log",
+        "INFO 03-02 10:00:00 [x.py:1] Received request cmpl-1: prompt: '"
+        + "x" * 50_000_000
+        + "'\nINFO 03-02 10:00:01 [x.py:1] next\n",
+    )
+    r = ingest(tmp_path, year=2025)
+    _balanced(r)
+    assert r.lines == 2 and r.parsed == 2
+    msg = r.events[s.MESSAGE][0]
+    assert len(msg) < 1_100_000 and "line truncated by forensics" in msg
+
+
+def test_unreadable_file_is_skipped_and_the_rest_goes_on(tmp_path, monkeypatch):
+    write(tmp_path / "secret.log", "INFO 03-02 10:00:00 [x.py:1] hidden\n")
+    write(tmp_path / "ok.log", "INFO 03-02 10:00:00 [x.py:1] fine\n")
+    import builtins
+
+    real_open = builtins.open
+
+    def fake_open(path, *a, **k):
+        if str(path).endswith("secret.log"):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    r = ingest(tmp_path, year=2025)
+    assert {k.file: k.reason for k in r.skipped}["secret.log"].startswith("unreadable: Permission denied")
+    assert r.parsed == 1
+
+
+def test_symlinked_file_is_read_once_and_symlink_loops_are_cut(tmp_path):
+    real = write(tmp_path / "pods/vllm-0.log", "INFO 03-02 10:00:00 [x.py:1] once\n")
+    (tmp_path / "containers").mkdir()
+    (tmp_path / "containers/vllm-0_default_vllm-abc.log").symlink_to(real)
+    (tmp_path / "pods/loop").symlink_to(tmp_path / "pods")
+    (tmp_path / "dangling.log").symlink_to(tmp_path / "nowhere.log")
+    r = ingest(tmp_path, year=2025)
+    assert r.parsed == 1
+    reasons = " | ".join(k.reason for k in r.skipped)
+    assert "symlink" in reasons and "loop" in reasons and "broken symlink" in reasons
+
+
+def test_ten_thousand_tiny_files_are_ingested(tmp_path):
+    for i in range(10_000):
+        (tmp_path / f"f{i:05d}.log").write_text(f"INFO 03-02 10:00:00 [x.py:1] file {i}\n")
+    r = ingest(tmp_path, year=2025)
+    assert len(r.files) == 10_000 and r.parsed == 10_000
+
+
+def test_nothing_readable_raises_no_input_error_with_a_hint(tmp_path):
+    from forensics.errors import NoInputError
+
+    write(tmp_path / "core.bin", bytes(range(256)) * 100)
+    with pytest.raises(NoInputError) as e:
+        ingest(tmp_path)
+    assert "binary" in e.value.hint
+
+
+def test_request_traces_and_other_json_documents_are_set_aside(tmp_path):
+    write(tmp_path / "trace.jsonl", '{"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [1]}\n')
+    write(tmp_path / "ground_truth.json", '{"root_cause": {"category": "kv-cache"}}\n')
+    write(tmp_path / "ok.log", "INFO 03-02 10:00:00 [x.py:1] fine\n")
+    r = ingest(tmp_path, year=2025)
+    reasons = {k.file: k.reason for k in r.skipped}
+    assert reasons["trace.jsonl"].startswith("request trace")
+    assert reasons["ground_truth.json"].startswith("JSON document")
+    assert r.traces == ["trace.jsonl"]
+
+
+def test_docker_json_file_lines_are_unwrapped(tmp_path):
+    write(
+        tmp_path / "c-json.log",
+        '{"log":"INFO 03-02 10:00:00 [x.py:1] hello\\n","stream":"stderr","time":"2025-03-02T10:00:00.25Z"}\n',
+    )
+    row = ingest(tmp_path).events.row(0, named=True)
+    assert row[s.MESSAGE] == "hello" and row[s.STREAM] == "stderr" and row[s.TS_QUALITY] == "exact"
+
+
+def test_parquet_round_trip_keeps_the_schema(incident_dir, tmp_path):
+    from forensics.ingestion import write_tables
+
+    paths = write_tables(ingest(incident_dir), tmp_path)
+    assert dict(pl.read_parquet(paths["events"]).schema) == s.EVENT_DTYPES
+    import json
+
+    acc = json.loads(paths["accounting"].read_text())
+    assert acc["lines"] == acc["parsed"] + acc["folded"] + acc["unparsed"]
+
+
+@pytest.mark.skipif(not (SHARED / "reallogs").is_dir(), reason="shared/data/reallogs not present")
+def test_every_real_excerpt_ingests_with_every_line_accounted():
+    r = ingest(SHARED / "reallogs")
+    _balanced(r)
+    assert len(r.files) == len(list((SHARED / "reallogs").glob("*.log")))
+    # Everything but the `# source:` headers and kubectl tables of pods is recognised.
+    unknown = r.events.filter(pl.col(s.SOURCE) == "unknown")
+    assert unknown.filter(~pl.col(s.MESSAGE).str.starts_with("#")).height <= 20
+
+
+def test_ingest_accepts_a_single_file(incident_dir):
+    r = ingest(Path(incident_dir / "kvstore.log"))
+    assert r.parsed == 2 and r.files[0].file == "kvstore.log"
+
+
+def test_nul_padding_after_a_crash_is_removed_and_the_file_still_parsed(tmp_path):
+    write(
+        tmp_path / "v.log",
+        b"INFO 03-02 10:00:00 [x.py:1] before crash\n" + b"\x00" * 4096 + b"\nINFO 03-02 10:01:00 [x.py:1] after\n",
+    )
+    r = ingest(tmp_path, year=2025)
+    assert r.parsed == 2 and any("NUL bytes removed" in n for n in r.files[0].notes)
