@@ -26,6 +26,7 @@ from forensics import _files
 from forensics import schema as s
 from forensics.errors import NoInputError
 from parsers import k8s, vllm
+from parsers._common import apply
 from parsers.lines import parse_lines
 from parsers.wrappers import syslog_time_parts
 
@@ -337,7 +338,7 @@ def _assemble(batches: list[pl.DataFrame], doc_rows: list[dict], metas: list[_Me
         frames.append(docs)
     if not frames:
         return None
-    return pl.concat(frames, how="diagonal_relaxed")
+    return pl.concat(frames, how="diagonal_relaxed").sort("_fid", "_seg", s.LINE)
 
 
 def _resolve_time(
@@ -356,6 +357,8 @@ def _resolve_time(
     from the nearest fully qualified timestamp in the same directory tree, choosing the
     year that puts the line closest to it (Dec->Jan rollover); a relative age with
     `captured_at`; the previous timed event of the same file (inherited).
+
+    Requires `ev` in file order (`_fid`, `_seg`, `line`), as `_assemble` returns it.
     """
     if ev is None:
         return None
@@ -365,23 +368,19 @@ def _resolve_time(
     for c, t in (("_syslog", pl.String), ("_age_s", pl.Float64), ("_outer_ts", pl.Datetime("us", "UTC"))):
         if c not in ev.columns:
             ev = ev.with_columns(pl.lit(None, t).alias(c))
+    ev = ev.with_row_index("_ord")
     # Syslog/journald time where the line itself has none.
-    syslog = syslog_time_parts()
-    ev = ev.with_columns(
-        [
-            pl.when(pl.col("_mo").is_null() & pl.col("_syslog").is_not_null())
-            .then(e)
-            .otherwise(pl.col(e.meta.output_name()))
-            .alias(e.meta.output_name())
-            for e in syslog
-        ]
+    ev = apply(
+        ev, pl.col("_mo").is_null() & pl.col("_syslog").is_not_null(), lambda d: d.with_columns(syslog_time_parts())
     )
-    local_full = _local_to_utc(pl.col("_Y"), tz)
-    ev = ev.with_columns(local_full.alias("_full"))
-    exact = pl.coalesce(pl.col("_outer_ts"), pl.col("_full"))
-    ev = ev.with_columns(exact.alias("_exact"))
-    # Reference time per file: its own exact times, else its directory's, else an ancestor's.
-    per_file = ev.group_by("_fid").agg(pl.col("_exact").drop_nulls().median().alias("ref"))
+    ev = apply(
+        ev,
+        pl.col("_outer_ts").is_null() & pl.col("_Y").is_not_null(),
+        lambda d: d.with_columns(pl.coalesce(pl.col("_outer_ts"), _local_to_utc(pl.col("_Y"), tz)).alias("_outer_ts")),
+    )
+    # `_outer_ts` now holds every exact time. Reference per file: its own median exact
+    # time, else its directory's, else an ancestor directory's.
+    per_file = ev.group_by("_fid").agg(pl.col("_outer_ts").drop_nulls().median().alias("ref"))
     ref_of = {r[0]: r[1] for r in per_file.iter_rows() if r[1] is not None}
     by_dir: dict[str, list[datetime]] = {}
     for fid, t in ref_of.items():
@@ -391,7 +390,7 @@ def _resolve_time(
             if d in ("", "."):
                 break
             d = str(PurePosixPath(d).parent)
-    needs = ev.filter(pl.col("_exact").is_null() & pl.col("_mo").is_not_null())["_fid"].unique().to_list()
+    needs = ev.filter(pl.col("_outer_ts").is_null() & pl.col("_mo").is_not_null())["_fid"].unique().to_list()
     refs: dict[int, datetime] = {}
     fallback_year: dict[int, int] = {}
     for fid in needs:
@@ -413,57 +412,35 @@ def _resolve_time(
                 f"{metas[fid].rel}: no year in its timestamps and no dated log beside it; assumed {y} from the file's "
                 "modification time (pass --year to set it)"
             )
-    ref_df = pl.DataFrame(
-        {"_fid": list(refs), "_ref": list(refs.values())},
-        schema={"_fid": pl.UInt32, "_ref": pl.Datetime("us", "UTC")},
+    ev = apply(
+        ev,
+        pl.col("_outer_ts").is_null() & pl.col("_mo").is_not_null(),
+        lambda d: _infer_year(d, refs, fallback_year, tz),
     )
-    fy_df = pl.DataFrame(
-        {"_fid": list(fallback_year), "_fy": list(fallback_year.values())}, schema={"_fid": pl.UInt32, "_fy": pl.Int32}
-    )
-    ev = ev.join(ref_df, on="_fid", how="left").join(fy_df, on="_fid", how="left")
-    ref_year = pl.col("_ref").dt.year().cast(pl.Int32)
-    cands = [_local_to_utc(ref_year + k, tz) for k in (-1, 0, 1)]
-    dist = [(c - pl.col("_ref")).abs() for c in cands]
-    closest = (
-        pl.when(
-            dist[1]
-            <= pl.min_horizontal(dist[0].fill_null(pl.duration(days=99999)), dist[2].fill_null(pl.duration(days=99999)))
+    if captured_at is not None:
+        rel = pl.lit(captured_at).cast(pl.Datetime("us", "UTC")) - pl.duration(
+            microseconds=(pl.col("_age_s") * 1e6).cast(pl.Int64)
         )
-        .then(cands[1])
-        .when(dist[0].fill_null(pl.duration(days=99999)) <= dist[2].fill_null(pl.duration(days=99999)))
-        .then(cands[0])
-        .otherwise(cands[2])
-    )
-    # With only --year: roll the year over when the month falls back (Dec -> Jan) within a file.
-    rollover = (
-        (pl.col("_mo") < pl.col("_mo").forward_fill().shift(1).over("_fid", order_by=["_seg", s.LINE]) - 6)
-        .fill_null(False)
-        .cast(pl.Int32)
-        .cum_sum()
-        .over("_fid", order_by=["_seg", s.LINE])
-    )
-    with_year = _local_to_utc(pl.col("_fy") + rollover, tz)
-    inferred = pl.when(pl.col("_mo").is_not_null() & pl.col("_Y").is_null()).then(
-        pl.when(pl.col("_ref").is_not_null()).then(closest).otherwise(with_year)
-    )
-    relative = (
-        pl.lit(captured_at).cast(pl.Datetime("us", "UTC"))
-        - pl.duration(microseconds=(pl.col("_age_s") * 1e6).cast(pl.Int64))
-        if captured_at is not None
-        else pl.lit(None, pl.Datetime("us", "UTC"))
-    )
-    ev = ev.with_columns(inferred.alias("_inf"), relative.alias("_rel"))
+        ev = apply(
+            ev,
+            pl.col("_outer_ts").is_null() & pl.col("_age_s").is_not_null(),
+            lambda d: d.with_columns(rel.alias("_rel")),
+        )
+    for c, t in (("_inf", pl.Datetime("us", "UTC")), ("_rel", pl.Datetime("us", "UTC"))):
+        if c not in ev.columns:
+            ev = ev.with_columns(pl.lit(None, t).alias(c))
+    ev = ev.sort("_ord").drop("_ord")
     quality = (
-        pl.when(pl.col("_exact").is_not_null())
+        pl.when(pl.col("_outer_ts").is_not_null())
         .then(pl.lit("exact"))
         .when(pl.col("_inf").is_not_null())
         .then(pl.lit("inferred-year"))
         .when(pl.col("_rel").is_not_null())
         .then(pl.lit("relative"))
     )
-    ev = ev.with_columns(pl.coalesce("_exact", "_inf", "_rel").alias(s.TS), quality.alias(s.TS_QUALITY))
-    inherited = pl.col(s.TS).forward_fill().over("_fid", order_by=["_seg", s.LINE])
-    ev = ev.with_columns(
+    ev = ev.with_columns(pl.coalesce("_outer_ts", "_inf", "_rel").alias(s.TS), quality.alias(s.TS_QUALITY))
+    inherited = pl.col(s.TS).forward_fill().over("_fid")
+    return ev.with_columns(
         pl.when(pl.col(s.TS).is_null() & inherited.is_not_null())
         .then(pl.lit("inherited"))
         .otherwise(pl.col(s.TS_QUALITY))
@@ -471,7 +448,35 @@ def _resolve_time(
         .alias(s.TS_QUALITY),
         pl.coalesce(pl.col(s.TS), inherited).alias(s.TS),
     )
-    return ev
+
+
+def _infer_year(d: pl.DataFrame, refs: dict[int, datetime], fallback_year: dict[int, int], tz: str) -> pl.DataFrame:
+    """Year for month/day/time rows: the one closest to the file's reference, or --year with rollover."""
+    ref_df = pl.DataFrame(
+        {"_fid": list(refs), "_ref": list(refs.values())}, schema={"_fid": pl.UInt32, "_ref": pl.Datetime("us", "UTC")}
+    )
+    fy_df = pl.DataFrame(
+        {"_fid": list(fallback_year), "_fy": list(fallback_year.values())}, schema={"_fid": pl.UInt32, "_fy": pl.Int32}
+    )
+    d = d.sort("_ord").join(ref_df, on="_fid", how="left").join(fy_df, on="_fid", how="left")
+    ref_year = pl.col("_ref").dt.year().cast(pl.Int32)
+    cands = [_local_to_utc(ref_year + k, tz) for k in (-1, 0, 1)]
+    far = pl.duration(days=99999)
+    dist = [(c - pl.col("_ref")).abs().fill_null(far) for c in cands]
+    closest = (
+        pl.when(dist[1] <= pl.min_horizontal(dist[0], dist[2]))
+        .then(cands[1])
+        .when(dist[0] <= dist[2])
+        .then(cands[0])
+        .otherwise(cands[2])
+    )
+    # With only --year: roll the year over when the month falls back (Dec -> Jan) within a file.
+    rollover = (
+        (pl.col("_mo") < pl.col("_mo").shift(1).over("_fid") - 6).fill_null(False).cast(pl.Int32).cum_sum().over("_fid")
+    )
+    with_year = _local_to_utc(pl.col("_fy") + rollover, tz)
+    inferred = pl.when(pl.col("_ref").is_not_null()).then(closest).otherwise(with_year)
+    return d.with_columns(inferred.alias("_inf")).drop("_ref", "_fy")
 
 
 def _local_to_utc(year: pl.Expr, tz: str) -> pl.Expr:
@@ -590,10 +595,8 @@ def _finish(ev: pl.DataFrame | None, metas: list[_Meta]) -> pl.DataFrame:
     for c in s.EVENT_COLUMNS:
         if c not in ev.columns:
             ev = ev.with_columns(pl.lit(None, s.EVENT_DTYPES[c]).alias(c))
-    order = ["_seg", s.LINE]
     dump = {
-        c: pl.col(c).forward_fill().over("_fid", order_by=order).replace("", None)
-        for c in ("_dump_pod", "_dump_ns", "_dump_container")
+        c: pl.col(c).forward_fill().over("_fid").replace("", None) for c in ("_dump_pod", "_dump_ns", "_dump_container")
     }
     ev = ev.with_columns(**dump)
     node_sources = ["kubelet", "klog", "k8s-event", "syslog"]
@@ -612,8 +615,9 @@ def _finish(ev: pl.DataFrame | None, metas: list[_Meta]) -> pl.DataFrame:
         pl.col("_pid").cast(pl.Int64, strict=False).alias(s.PID),
         pl.col(s.MESSAGE).fill_null(""),
     )
-    ev = s.conform(ev, s.EVENT_DTYPES)
-    return ev.sort(s.FILE, s.LINE, maintain_order=True)
+    # Files were numbered in path order and `_assemble` sorted by (file id, segment,
+    # line): (file, line) order holds without sorting on the string column.
+    return s.conform(ev, s.EVENT_DTYPES)
 
 
 def write_tables(result: IngestResult, out: Path) -> dict[str, Path]:

@@ -75,7 +75,9 @@ continue the physically previous event of the file."""
 
 def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
     """Parse a frame of physical lines (see module docstring) into an events frame."""
-    df = lines.with_columns((pl.col("body").str.ends_with("\r") | pl.col("body").str.ends_with("^M")).alias("_cr"))
+    df = lines.with_row_index("_row").with_columns(
+        (pl.col("body").str.ends_with("\r") | pl.col("body").str.ends_with("^M")).alias("_cr")
+    )
     df = wrappers.peel(df)
     df = _split_glued(df)
     if "_pfold" not in df.columns:
@@ -100,13 +102,14 @@ def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
         if not ok.all():
             pending = pl.concat([pending, claimed.filter(~ok)], how="diagonal_relaxed")
     parts.append(pending.with_columns(pl.lit("other").alias("_kind")))
-    df = pl.concat(parts, how="diagonal_relaxed").sort("_fid", "_seg", s.LINE)
+    df = pl.concat(parts, how="diagonal_relaxed").sort("_row")
     return _fold(df)
 
 
 def _split_glued(df: pl.DataFrame) -> pl.DataFrame:
     """Split physical lines holding several glued vLLM records; extra records get `_extra`."""
-    hit = df.select(pl.col("body").str.contains(vllm.GLUED)).to_series()
+    # Only a line starting with a vLLM record can carry a second one glued to it.
+    hit = df.select(pl.col("body").str.contains(vllm.DETECT) & pl.col("body").str.contains(vllm.GLUED)).to_series()
     if not hit.any():
         return df
     glued = df.filter(hit)
@@ -114,13 +117,9 @@ def _split_glued(df: pl.DataFrame) -> pl.DataFrame:
     for row in glued.iter_rows(named=True):
         for i, part in enumerate(vllm.split_glued([row["body"]])):
             rows.append(row | {"body": part, "_extra": i > 0})
-    return pl.concat(
-        [
-            df.filter(~hit),
-            pl.DataFrame(rows, schema=df.schema),
-        ],
-        how="diagonal_relaxed",
-    ).sort("_fid", "_seg", s.LINE, "_extra")
+    out = pl.concat([df.filter(~hit), pl.DataFrame(rows, schema=df.schema)], how="diagonal_relaxed")
+    # `_row` identifies an event head in `_fold`: keep it unique (and in file order) after the split.
+    return out.sort("_row", "_extra").drop("_row").with_row_index("_row")
 
 
 def _ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:
@@ -129,17 +128,15 @@ def _ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:
 
 
 def _fold(df: pl.DataFrame) -> pl.DataFrame:
-    """Fold continuation lines into their events; see the module docstring for the rules."""
+    """Fold continuation lines into their events; see the module docstring for the rules.
+
+    Requires `df` sorted by `_row` (file order). Un-prefixed lines look at the physically
+    previous line of the file; prefixed lines at the previous line of their own prefix
+    stream (`_sid`, a hash of the prefix key).
+    """
     df = _ensure(
-        df,
-        {
-            s.MESSAGE: pl.String,
-            s.SOURCE: pl.String,
-            "_hdr": pl.String,
-            **{c: pl.Int32 for c in TIME_PARTS},
-        },
+        df, {s.MESSAGE: pl.String, s.SOURCE: pl.String, "_hdr": pl.String, **{c: pl.Int32 for c in TIME_PARTS}}
     )
-    df = df.with_row_index("_row")
     kind = pl.col("_kind")
     msg = pl.col(s.MESSAGE)
     prefixed = pl.col(s.PROCESS).is_not_null() | pl.col("_rank").is_not_null()
@@ -149,17 +146,31 @@ def _fold(df: pl.DataFrame) -> pl.DataFrame:
         | text.str.strip_chars_end().str.ends_with(":")
         | msg.str.starts_with("Traceback (most recent")
     )
-    df = df.with_columns(text.alias("_text"), is_open.alias("_open"))
+    same_file = (pl.col("_fid") == pl.col("_fid").shift(1)) & (pl.col("_seg") == pl.col("_seg").shift(1))
+    df = df.with_columns(
+        text.alias("_text"),
+        is_open.alias("_open"),
+        prefixed.alias("_prefixed"),
+        pl.struct(["_fid", "_seg", s.PROCESS, "_pid", "_rank"]).hash(seed=7).alias("_sid"),
+        same_file.fill_null(False).alias("_same_file"),
+    )
+    pre = pl.col("_prefixed")
 
-    def over_stream(e: pl.Expr) -> pl.Expr:
-        return pl.when(prefixed).then(e.over(PREFIX_KEY, order_by="_row")).otherwise(e.over(FILE_KEY, order_by="_row"))
+    def prev(c: str | pl.Expr) -> pl.Expr:
+        e = pl.col(c) if isinstance(c, str) else c
+        return pl.when(pre).then(e.shift(1).over("_sid")).otherwise(pl.when(pl.col("_same_file")).then(e.shift(1)))
 
-    def prev(c: str) -> pl.Expr:
-        return over_stream(pl.col(c).shift(1))
+    def ffill_prev(e: pl.Expr) -> pl.Expr:
+        """The last non-null value of `e` strictly before this row in its stream."""
+        return (
+            pl.when(pre)
+            .then(e.shift(1).forward_fill().over("_sid"))
+            .otherwise(e.shift(1).forward_fill().over(FILE_KEY))
+        )
 
     silent = kind.is_in(["other", "blank", "k8s_header"])
-    prev_open_ff = over_stream(pl.when(~silent).then(pl.col("_open")).shift(1).forward_fill()).fill_null(False)
-    has_prev = over_stream(pl.col("_row").cum_count()) > 1
+    prev_open_ff = ffill_prev(pl.when(~silent).then(pl.col("_open"))).fill_null(False)
+    has_prev = pl.when(pre).then(pl.col("_row").cum_count().over("_sid") > 1).otherwise(pl.col("_same_file"))
     same_hdr = kind.is_in(["vllm", "vllm_custom"]) & pl.col("_hdr").is_not_null() & (pl.col("_hdr") == prev("_hdr"))
     fold = (
         kind.is_in(["blank", "k8s_header"])
@@ -179,25 +190,33 @@ def _fold(df: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(fold.fill_null(False).alias("_fold"))
     # Target event of each row: itself, or the last un-folded row of its stream. Rows
     # folded before any event of their stream (an orphan run) share one group.
-    head = pl.when(~pl.col("_fold")).then(pl.col("_row").cast(pl.Int64))
-    target = over_stream(head.forward_fill())
-    orphan_id = -1 - over_stream(pl.col("_row").cast(pl.Int64).min())
+    row = pl.col("_row").cast(pl.Int64)
+    head = pl.when(~pl.col("_fold")).then(row)
+    target = pl.when(pre).then(head.forward_fill().over("_sid")).otherwise(head.forward_fill().over(FILE_KEY))
+    orphan_id = -1 - pl.when(pre).then(row.min().over("_sid")).otherwise(row.min().over(FILE_KEY))
     df = df.with_columns(pl.coalesce(target, orphan_id).alias("_ev"))
-    keep_text = ~kind.is_in(["blank", "k8s_header"])
-    first_cols = [c for c in df.columns if c not in ("_ev", "_text", "_fold", "_pfold", "_row", s.LINE, s.MESSAGE)]
-    events = (
-        df.group_by("_ev")
-        .agg(
-            pl.col(s.LINE).first(),
-            pl.col("_text").filter(keep_text).str.join("\n").alias(s.MESSAGE),
+    multi_ids = df.filter(pl.col("_fold"))["_ev"].unique()
+    in_multi = pl.col("_ev").is_in(multi_ids.implode())
+    singles = df.filter(~in_multi).with_columns(
+        pl.col("_text").alias(s.MESSAGE),
+        (1 + pl.col("_pfold")).cast(pl.UInt32).alias(s.RAW_LINES),
+        pl.col("_pfold").cast(pl.UInt32).alias("_nfold"),
+        pl.lit(False).alias("_orphan"),
+    )
+    multi = df.filter(in_multi)
+    if multi.height:
+        keep_text = ~kind.is_in(["blank", "k8s_header"])
+        first_cols = [c for c in df.columns if c not in ("_ev", "_text", "_fold", "_pfold", s.MESSAGE)]
+        multi = multi.group_by("_ev").agg(
+            pl.col("_text").sort_by("_row").filter(keep_text.sort_by(pl.col("_row"))).str.join("\n").alias(s.MESSAGE),
             (pl.len() + pl.col("_pfold").sum()).cast(pl.UInt32).alias(s.RAW_LINES),
             (pl.col("_fold").sum() + pl.col("_pfold").sum()).cast(pl.UInt32).alias("_nfold"),
-            pl.col("_fold").first().alias("_orphan"),
-            pl.col("_row").first().alias("_first_row"),
-            *[pl.col(c).first() for c in first_cols],
+            pl.col("_fold").sort_by("_row").first().alias("_orphan"),
+            *[pl.col(c).sort_by("_row").first() for c in first_cols],
         )
-        .sort("_first_row")
-        .drop("_first_row", "_ev")
+    events = pl.concat([singles, multi], how="diagonal_relaxed").sort("_row")
+    events = events.drop(
+        [c for c in ("_ev", "_text", "_fold", "_sid", "_same_file", "_prefixed") if c in events.columns]
     )
     # A group that starts with a folded line has no header of its own (stream starts with
     # blank lines or a traceback fragment): keep it as an event unless it is all blank.

@@ -15,7 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import frac_to_us, level_from_word, to_i32
+from parsers._common import apply, frac_to_us, level_from_word, no_time, to_i32
 
 DETECT = r" NCCL (?:INFO|WARN|TRACE|CALL) |^NCCL version "
 PATTERN = (
@@ -28,13 +28,45 @@ VERSION = r"^NCCL version (?P<msg>\S+.*)$"
 PROPAGATE = r"^(?P<file>[\w./\-]+):(?P<lno>\d+) -> (?P<code>\d+)"
 
 
+FAST = r"^[^\s:\[\]]+:\d+:\d+ \[\d+\] NCCL INFO "
+"""INFO lines without time or file (the bulk of NCCL_DEBUG=INFO output), parsed positionally."""
+
+
 def parse(df: pl.DataFrame) -> pl.DataFrame:
     """Parse NCCL lines; propagation lines get `nccl_code` and its name."""
+    fast = df.select(pl.col("body").str.contains(FAST)).to_series()
+    if fast.all():
+        out = _parse_fast(df)
+    elif not fast.any():
+        out = _parse_regex(df)
+    else:
+        out = pl.concat([_parse_fast(df.filter(fast)), _parse_regex(df.filter(~fast))], how="diagonal_relaxed")
+    return apply(out, pl.col(s.MESSAGE).str.contains(" -> ", literal=True), _propagation)
+
+
+def _parse_fast(df: pl.DataFrame) -> pl.DataFrame:
+    body = pl.col("body")
+    sp = body.str.find(" ", literal=True)
+    ids = body.str.slice(0, sp).str.splitn(":", 3)
+    close = body.str.find("] ", literal=True)
+    return df.with_columns(
+        pl.lit("nccl").alias(s.SOURCE),
+        pl.lit("INFO").alias(s.LEVEL),
+        *no_time(),
+        ids.struct.field("field_0").alias(s.HOST),
+        ids.struct.field("field_1").alias("_pid"),
+        body.str.slice(sp + 2, close - sp - 2).cast(pl.Int32, strict=False).alias(s.CUDA_DEV),
+        pl.lit(None, pl.String).alias(s.COMPONENT),
+        body.str.slice(close + 12).alias(s.MESSAGE),
+    )
+
+
+def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
     m = pl.col("_m").struct.field
     df = df.with_columns(pl.col("body").str.extract_groups(PATTERN).alias("_m"))
     ver = pl.col("body").str.extract(VERSION, 1)
     ok = m("msg").is_not_null() | ver.is_not_null()
-    df = df.with_columns(
+    return df.with_columns(
         pl.when(ok).then(pl.lit("nccl")).alias(s.SOURCE),
         pl.coalesce(level_from_word(m("level")), pl.when(ver.is_not_null()).then(pl.lit("INFO"))).alias(s.LEVEL),
         to_i32(m("Y")).alias("_Y"),
@@ -50,9 +82,12 @@ def parse(df: pl.DataFrame) -> pl.DataFrame:
         m("file").alias(s.COMPONENT),
         pl.coalesce(m("msg"), pl.concat_str([pl.lit("NCCL version "), ver])).alias(s.MESSAGE),
     ).drop("_m")
+
+
+def _propagation(d: pl.DataFrame) -> pl.DataFrame:
     p = pl.col(s.MESSAGE).str.extract_groups(PROPAGATE)
     code = p.struct.field("code").cast(pl.Int32, strict=False)
-    return df.with_columns(
+    return d.with_columns(
         code.alias(s.NCCL_CODE),
         code.replace_strict(s.NCCL_RESULT_NAMES, default=None, return_dtype=pl.String).alias(s.NCCL_CODE_NAME),
         pl.coalesce(pl.col(s.COMPONENT), p.struct.field("file")).alias(s.COMPONENT),

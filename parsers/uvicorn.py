@@ -11,27 +11,37 @@ from __future__ import annotations
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import level_from_word, no_time
+from parsers._common import apply, level_from_word, no_time
 
 DETECT = r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE): "
 PATTERN = r"^(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE): +(?P<msg>.*)$"
 ACCESS = r'^(?P<client>\S*) - "(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})\b'
 
 
+ACCESS_PROBE = r'^\S* - "[A-Z]+ \S+ HTTP/[\d.]+" \d{3}'
+
+
 def parse(df: pl.DataFrame) -> pl.DataFrame:
-    """Parse uvicorn lines; access lines get method, path and status."""
-    m = pl.col("_m").struct.field
-    df = df.with_columns(pl.col("body").str.extract_groups(PATTERN).alias("_m"))
+    """Parse uvicorn lines positionally; access lines get method, path and status."""
+    body = pl.col("body")
+    colon = body.str.find(":", literal=True)
     df = df.with_columns(
-        pl.when(m("msg").is_not_null()).then(pl.lit("uvicorn")).alias(s.SOURCE),
-        level_from_word(m("level")).alias(s.LEVEL),
-        m("msg").alias(s.MESSAGE),
+        pl.lit("uvicorn").alias(s.SOURCE),
+        level_from_word(body.str.slice(0, colon)).alias(s.LEVEL),
+        body.str.slice(colon + 1).str.strip_chars_start(" ").alias(s.MESSAGE),
         *no_time(),
-    ).drop("_m")
-    a = pl.col(s.MESSAGE).str.extract_groups(ACCESS)
-    return df.with_columns(
-        a.struct.field("method").alias(s.HTTP_METHOD),
-        a.struct.field("path").alias(s.HTTP_PATH),
-        a.struct.field("status").cast(pl.Int32, strict=False).alias(s.HTTP_STATUS),
-        pl.when(a.struct.field("method").is_not_null()).then(pl.lit("access")).alias(s.COMPONENT),
+    )
+    return apply(df, pl.col(s.MESSAGE).str.contains(ACCESS_PROBE), _access)
+
+
+def _access(d: pl.DataFrame) -> pl.DataFrame:
+    msg = pl.col(s.MESSAGE)
+    q = msg.str.find(' "', literal=True)
+    qe = msg.str.find('" ', literal=True)
+    request = msg.str.slice(q + 2, qe - q - 2).str.splitn(" ", 3)
+    return d.with_columns(
+        request.struct.field("field_0").alias(s.HTTP_METHOD),
+        request.struct.field("field_1").alias(s.HTTP_PATH),
+        msg.str.slice(qe + 2, 3).cast(pl.Int32, strict=False).alias(s.HTTP_STATUS),
+        pl.lit("access").alias(s.COMPONENT),
     )

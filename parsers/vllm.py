@@ -16,7 +16,7 @@ from __future__ import annotations
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import frac_to_us, level_from_word, to_i32
+from parsers._common import apply, frac_to_us, level_from_word, to_i32
 
 LEVEL_WORD = r"DEBUG|INFO|WARNING|ERROR|CRITICAL"
 DETECT = rf"^(?:\(VLLM\) )?(?:{LEVEL_WORD}) +\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}"
@@ -34,16 +34,67 @@ GLUED = rf"\S(?:{LEVEL_WORD}) \d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}} \[?[\w./\-
 """Two records glued on one physical line (lost newline between processes)."""
 GLUED_SPLIT = rf"(?=(?:{LEVEL_WORD}) \d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}} \[?[\w./\-]+\.py:\d+\])"
 
-REQUEST = r"(?:Received|Added|Finished|Aborted|Generated response for|Generated response) request (?P<rid>[\w\-.:]+?)[.:,]?(?:\s|$)"
-REQUEST_ANY = r"^(?:Received request|Added request|Finished request|Aborted request|Generated response) (?P<rid>[\w\-.]+?)[.:,]?(?:\s|$)"
+REQUEST_PROBE = r"^(?:Received|Added|Finished|Aborted) request \S"
+
+
+FAST = rf"^(?:{LEVEL_WORD}) \d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}} \[?[\w./\-]+\.py:\d+\](?: |$)"
+"""The common layout, parsed positionally (no capture groups) after this probe."""
 
 
 def parse(df: pl.DataFrame, custom: bool = False) -> pl.DataFrame:
     """Parse rows whose `body` is a vLLM logger line; rows that do not match get null `source`."""
+    if custom:
+        return _parse_regex(df, PATTERN_CUSTOM, custom=True)
+    fast = df.select(pl.col("body").str.contains(FAST)).to_series()
+    if fast.all():
+        out = _parse_fast(df)
+    elif not fast.any():
+        out = _parse_regex(df, PATTERN)
+    else:
+        out = pl.concat([_parse_fast(df.filter(fast)), _parse_regex(df.filter(~fast), PATTERN)], how="diagonal_relaxed")
+    return apply(out, pl.col(s.MESSAGE).str.contains(REQUEST_PROBE), _request_id)
+
+
+def _request_id(d: pl.DataFrame) -> pl.DataFrame:
+    """`Received request chatcmpl-...: params ...`, `Added request cmpl-....` -> the request id."""
+    msg = pl.col(s.MESSAGE)
+    start = msg.str.find(" ", literal=True) + 9
+    rid = msg.str.slice(start).str.extract(r"^([^\s:,]+)", 1).str.strip_chars_end(".")
+    return d.with_columns(rid.alias(s.REQUEST_ID))
+
+
+def _parse_fast(df: pl.DataFrame) -> pl.DataFrame:
+    body = pl.col("body")
+    sp = body.str.find(" ", literal=True)
+    hend = body.str.find("] ", literal=True)
+    hend = pl.coalesce(hend, pl.when(body.str.ends_with("]")).then(body.str.len_chars() - 1))
+    fileinfo = body.str.slice(sp + 16, hend - sp - 16).str.strip_chars_start("[")
+    colon = fileinfo.str.find(r":\d+$")
+
+    def num(off: int) -> pl.Expr:
+        return body.str.slice(sp + off, 2).cast(pl.Int32, strict=False)
+
+    return df.with_columns(
+        pl.lit("vllm").alias(s.SOURCE),
+        level_from_word(body.str.slice(0, sp)).alias(s.LEVEL),
+        pl.lit(None, pl.Int32).alias("_Y"),
+        num(1).alias("_mo"),
+        num(4).alias("_d"),
+        num(7).alias("_H"),
+        num(10).alias("_M"),
+        num(13).alias("_S"),
+        pl.lit(None, pl.Int32).alias("_us"),
+        fileinfo.str.slice(0, colon).alias(s.COMPONENT),
+        body.str.slice(hend + 2).alias(s.MESSAGE),
+        body.str.slice(0, hend).alias("_hdr"),
+    )
+
+
+def _parse_regex(df: pl.DataFrame, pattern: str, custom: bool = False) -> pl.DataFrame:
     m = pl.col("_m").struct.field
-    df = df.with_columns(pl.col("body").str.extract_groups(PATTERN_CUSTOM if custom else PATTERN).alias("_m"))
+    df = df.with_columns(pl.col("body").str.extract_groups(pattern).alias("_m"))
     ok = m("msg").is_not_null()
-    out = df.with_columns(
+    return df.with_columns(
         pl.when(ok).then(pl.lit("vllm")).alias(s.SOURCE),
         level_from_word(m("level")).alias(s.LEVEL),
         (to_i32(m("Y")) if custom else pl.lit(None, pl.Int32)).alias("_Y"),
@@ -56,18 +107,10 @@ def parse(df: pl.DataFrame, custom: bool = False) -> pl.DataFrame:
         m("file").alias(s.COMPONENT),
         m("msg").alias(s.MESSAGE),
         (pl.coalesce(m("pid"), pl.col("_pid")) if custom else pl.col("_pid")).alias("_pid"),
-        pl.col("body").alias("_hdr_probe"),
-    )
-    # Header identity for NewLineFormatter continuation lines: same level, time and file:line.
-    out = out.with_columns(
         pl.concat_str(
             [m("level"), m("mo"), m("d"), m("H"), m("M"), m("S"), m("file"), m("lno")], separator=" ", ignore_nulls=True
-        ).alias("_hdr")
-    )
-    out = out.with_columns(
-        pl.col(s.MESSAGE).str.extract(REQUEST_ANY, 1).alias(s.REQUEST_ID),
-    )
-    return out.drop("_m", "_hdr_probe")
+        ).alias("_hdr"),
+    ).drop("_m")
 
 
 def split_glued(lines: list[str]) -> list[str]:

@@ -5,9 +5,9 @@ A line is an onion (see shared docs, log-formats §0)::
     2024-08-30T15:30:57.763092820+08:00 (APIServer pid=66) INFO 08-30 ... [loggers.py:118] ...
     ^ kubectl --timestamps / CRI        ^ vLLM process prefix ^ producer (vllm)
 
-`peel()` takes the working frame (`_fid`, `line`, `body`) and strips, in order: `\\r`
-artefacts, docker json-file, CRI and `kubectl logs --timestamps` prefixes (their
-RFC3339 time becomes `_outer_ts`, the only fully qualified time most logs have),
+`peel()` takes the working frame (`_row`, `_fid`, `_seg`, `line`, `body`) and strips, in
+order: `\\r` artefacts, docker json-file, CRI and `kubectl logs --timestamps` prefixes
+(their RFC3339 time becomes `_outer_ts`, the only fully qualified time most logs have),
 journald/syslog prefixes, docker-compose and CI `|` prefixes, ANSI colour codes and
 their ESC-less residue, vLLM/Ray process prefixes and torchrun `[rankN]:` prefixes.
 CRI partial lines (`P`) are reassembled with the `F` line that completes them.
@@ -20,175 +20,234 @@ import json
 import polars as pl
 
 from forensics import schema as s
+from parsers._common import apply
 
-RFC3339 = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})"
-CRI = rf"^(?P<ts>{RFC3339}) (?P<stream>stdout|stderr) (?P<tag>[^ ]+) ?(?P<rest>.*)$"
-K8S_TS = rf"^(?P<ts>{RFC3339}) (?P<rest>.*)$"
+RFC3339_PROBE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}) "
 SYSLOG = (
     r"^(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) "
     r"(?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})(?:\.(?P<frac>\d+))? (?P<host>[^\s:]+) "
-    r"(?P<ident>[A-Za-z][\w.\-/]*)(?:\[(?P<pid>\d+)\])?: ?(?P<rest>.*)$"
+    r"(?P<ident>[A-Za-z][\w.\-/]*)(?:\[(?P<pid>\d+)\])?: ?"
 )
-SYSLOG_AFTER_ISO = r"^(?P<host>[\w.\-]+) (?P<ident>[A-Za-z][\w.\-/]*)(?:\[(?P<pid>\d+)\])?: ?(?P<rest>.*)$"
+SYSLOG_PROBE = r"^(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} \d{2}:\d{2}:\d{2}(?:\.\d+)? [^\s:]+ [A-Za-z][\w.\-/]*(?:\[\d+\])?: ?"
+SYSLOG_AFTER_ISO = r"^(?P<host>[\w.\-]+) (?P<ident>[A-Za-z][\w.\-/]*)(?:\[(?P<pid>\d+)\])?: ?"
 """`journalctl -o short-iso` puts an ISO time (offset without colon) before `host ident[pid]:`."""
-COMPOSE = r"^(?P<svc>[A-Za-z0-9][\w.\-]*)\s+\| ?(?P<rest>.*)$"
-CI_PIPE = r"^\s+\| ?(?P<rest>.*)$"
-MPI_TAG = r"^\[\d+,\d+\]<(?:stdout|stderr)>: ?(?P<rest>.*)$"
+COMPOSE_PROBE = r"^[A-Za-z0-9][\w.\-]*\s+\| "
+CI_PIPE_PROBE = r"^\s+\| "
+MPI_PROBE = r"^\[\d+,\d+\]<(?:stdout|stderr)>: ?"
 ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 ANSI_RESIDUE = r"(^|[^\w\]])\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
-PROC = r"^\s*\((?P<proc>[A-Za-z]\w*(?: rank=\d+)?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\) ?(?P<rest>.*)$"
+PROC_PROBE = r"^\s*\([A-Za-z]\w*(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\)"
 RAY_REPEAT = r"\s*\[repeated \d+x across cluster\]\s*$"
-RANK = r"^\s?\[?rank(?P<rank>\d+)\]: ?(?P<rest>.*)$"
+RANK_PROBE = r"^\s?\[?rank\d+\]: ?"
 MONTHS = {m: i + 1 for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())}
 
-
-def _g(pattern: str) -> pl.Expr:
-    return pl.col("body").str.extract_groups(pattern).alias("_m")
+STR, TS = pl.String, pl.Datetime("us", "UTC")
+WRAPPER_COLUMNS: dict[str, pl.DataType] = {
+    "_outer_ts": TS,
+    s.STREAM: STR,
+    "_tag": STR,
+    s.HOST: STR,
+    s.PROCESS: STR,
+    "_pid": STR,
+    "_syslog": STR,
+    "_rank": STR,
+    "_jiso": pl.Boolean,
+}
 
 
 def parse_rfc3339(expr: pl.Expr) -> pl.Expr:
-    """RFC3339 / RFC3339Nano with `Z`, `+hh:mm` or `+hhmm` to UTC microseconds."""
-    norm = expr.str.replace(r"Z$", "+00:00").str.replace(r"([+-]\d{2})(\d{2})$", "$1:$2")
-    return norm.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_unit="us").dt.convert_time_zone("UTC")
+    """RFC3339 / RFC3339Nano with `Z`, `+hh:mm` or `+hhmm` to UTC microseconds, positionally.
 
-
-def _peel_where(df: pl.DataFrame, probe: str, pattern: str, fields: dict[str, pl.Expr]) -> pl.DataFrame:
-    """Where `body` matches `probe` (a cheap anchored regex), apply `pattern` and set `fields`.
-
-    `fields` maps output column -> expression over the struct column `_m`; `body` is
-    replaced by the `rest` group. Rows not matching are left untouched.
+    `2024-08-30T15:30:57.763092820+08:00` -> 2024-08-30 07:30:57.763092 UTC: the first
+    19 characters have a fixed layout; the fraction runs from `.` to the zone.
     """
-    hit = pl.col("body").str.contains(probe)
-    if not df.select(hit.any()).item():
-        return df
-    df = df.with_columns(pl.when(hit).then(_g(pattern)).alias("_m"))
-    ok = pl.col("_m").struct.field("rest").is_not_null()
-    upd = {
-        name: pl.when(ok).then(e).otherwise(pl.col(name) if name in df.columns else None) for name, e in fields.items()
-    }
-    upd["body"] = pl.when(ok).then(pl.col("_m").struct.field("rest")).otherwise(pl.col("body"))
-    return df.with_columns(**upd).drop("_m")
+    i32 = pl.Int32
+    n = expr.str.len_chars()
+    zulu = expr.str.ends_with("Z")
+    off_len = pl.when(zulu).then(1).when(expr.str.slice(-3, 1) == ":").then(6).otherwise(5)
+    frac_len = (n - 20 - off_len).clip(0, 6)
+    has_frac = expr.str.slice(19, 1) == "."
+    us = pl.when(has_frac).then(
+        expr.str.slice(20, frac_len).cast(pl.Int64, strict=False) * (10 ** (6 - frac_len)).cast(pl.Int64)
+    )
+    off = expr.str.slice(n - off_len, off_len)
+    off_min = (
+        pl.when(zulu)
+        .then(0)
+        .otherwise(
+            pl.when(off.str.starts_with("-")).then(-1).otherwise(1)
+            * (off.str.slice(1, 2).cast(i32, strict=False) * 60 + off.str.slice(-2).cast(i32, strict=False))
+        )
+    )
+    base = expr.str.slice(0, 19).str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
+    return (
+        base + pl.duration(microseconds=us.fill_null(0)) - pl.duration(minutes=off_min.cast(pl.Int64))
+    ).dt.replace_time_zone("UTC")
 
 
 def peel(df: pl.DataFrame) -> pl.DataFrame:
     """Strip the outer layers of every line (see module docstring); adds wrapper columns."""
-    m = pl.col("_m").struct.field
-    df = df.with_columns(
-        pl.lit(None, pl.Datetime("us", "UTC")).alias("_outer_ts"),
-        pl.lit(None, pl.String).alias(s.STREAM),
-        pl.lit(None, pl.String).alias("_tag"),
-        pl.lit(None, pl.String).alias(s.HOST),
-        pl.lit(None, pl.String).alias(s.PROCESS),
-        pl.lit(None, pl.String).alias("_pid"),
-        pl.lit(None, pl.String).alias("_syslog"),
-        pl.lit(None, pl.String).alias("_rank"),
-    )
+    df = df.with_columns([pl.lit(None, t).alias(c) for c, t in WRAPPER_COLUMNS.items()])
+    body = pl.col("body")
     # \r from vLLM's NewLineFormatter (`\r\n`), `^M` in pastes, tqdm's in-place redraws.
-    if df.select(pl.col("body").str.contains(r"\r|\^M$").any()).item():
-        df = df.with_columns(pl.col("body").str.replace(r"(?:\r|\^M)+$", "").str.replace(r"^.*\r", ""))
-    df = _docker_json(df)
-    df = _peel_where(
+    df = apply(
         df,
-        r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\S* (?:stdout|stderr) [^ ]+",
-        CRI,
-        {"_outer_ts": parse_rfc3339(m("ts")), s.STREAM: m("stream"), "_tag": m("tag").str.slice(0, 1)},
+        body.str.contains(r"\r|\^M$"),
+        lambda d: d.with_columns(body.str.replace(r"(?:\r|\^M)+$", "").str.replace(r"^.*\r", "")),
     )
-    df = _peel_where(df, r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", K8S_TS, {"_outer_ts": parse_rfc3339(m("ts"))})
+    df = apply(df, body.str.starts_with('{"log":'), _docker_json)
+    df = apply(df, body.str.contains(RFC3339_PROBE), _peel_rfc3339)
     df = _reassemble_partials(df)
-    df = _peel_where(
-        df,
-        r"^[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}(?:\.\d+)? [^\s:]+ [A-Za-z]",
-        SYSLOG,
-        {
-            "_syslog": pl.concat_str(
-                [m("mon"), m("day").str.zfill(2), m("H"), m("M"), m("S"), m("frac").fill_null("")], separator="|"
-            ),
-            s.HOST: m("host"),
-            s.PROCESS: m("ident"),
-            "_pid": m("pid"),
-        },
+    inner = "|".join(
+        f"(?:{p.removeprefix('^')})"
+        for p in (SYSLOG_PROBE, MPI_PROBE, COMPOSE_PROBE, CI_PIPE_PROBE, PROC_PROBE, RANK_PROBE)
     )
-    df = _journald_iso(df)
-    df = _peel_where(df, r"^\[\d+,\d+\]<", MPI_TAG, {})
-    df = _peel_where(df, r"^[A-Za-z0-9][\w.\-]*\s+\| ", COMPOSE, {})
-    df = _peel_where(df, r"^\s+\| ", CI_PIPE, {})
-    if df.select(pl.col("body").str.contains(r"\x1b|\[[0-9;]+m").any()).item():
-        df = df.with_columns(pl.col("body").str.replace_all(ANSI, "").str.replace_all(ANSI_RESIDUE, "$1"))
-    df = _peel_where(df, r"^\s*\([A-Za-z]\w*(?: rank=\d+)? pid=\d+", PROC, {s.PROCESS: m("proc"), "_pid": m("pid")})
-    if df.select(pl.col("body").str.contains("across cluster]", literal=True).any()).item():
-        df = df.with_columns(pl.col("body").str.replace(RAY_REPEAT, ""))
-    df = _peel_where(df, r"^\s?\[?rank\d+\]:", RANK, {"_rank": m("rank")})
+    # One capture-free pass decides which rows need any of the inner layers at all.
+    return apply(
+        df,
+        body.str.contains(f"^(?:{inner})") | body.str.contains(r"\x1b|\[[0-9;]+m|across cluster\]") | pl.col("_jiso"),
+        _peel_inner,
+    )
+
+
+def _peel_inner(df: pl.DataFrame) -> pl.DataFrame:
+    body = pl.col("body")
+    df = apply(df, body.str.contains(SYSLOG_PROBE), _peel_syslog)
+    # journalctl -o short-iso: the ISO time has an offset without colon (`+0000`).
+    df = apply(
+        df,
+        pl.col("_jiso") & pl.col("_syslog").is_null() & body.str.contains(SYSLOG_AFTER_ISO),
+        _peel_journald_iso,
+    )
+    df = apply(df, body.str.contains(MPI_PROBE), lambda d: d.with_columns(body.str.replace(MPI_PROBE, "")))
+    df = apply(df, body.str.contains(COMPOSE_PROBE), lambda d: d.with_columns(body.str.replace(COMPOSE_PROBE, "")))
+    df = apply(df, body.str.contains(CI_PIPE_PROBE), lambda d: d.with_columns(body.str.replace(CI_PIPE_PROBE, "")))
+    df = apply(
+        df,
+        body.str.contains(r"\x1b|\[[0-9;]+m"),
+        lambda d: d.with_columns(body.str.replace_all(ANSI, "").str.replace_all(ANSI_RESIDUE, "$1")),
+    )
+    df = apply(df, body.str.contains(PROC_PROBE), _peel_process)
+    df = apply(
+        df,
+        body.str.contains("across cluster]", literal=True),
+        lambda d: d.with_columns(body.str.replace(RAY_REPEAT, "")),
+    )
+    df = apply(df, body.str.contains(RANK_PROBE), _peel_rank)
     return df
 
 
-def _journald_iso(df: pl.DataFrame) -> pl.DataFrame:
-    """`journalctl -o short-iso`: the ISO prefix was taken as kubectl's; peel `host ident[pid]:`."""
-    if df.is_empty() or df["_outer_ts"].null_count() == df.height:
-        return df
-    return _peel_where(
-        df.with_columns(pl.col("body").alias("_b0")),
-        r"^[\w.\-]+ [A-Za-z][\w.\-/]*(?:\[\d+\])?: ",
-        SYSLOG_AFTER_ISO,
-        {s.HOST: pl.col("_m").struct.field("host"), s.PROCESS: pl.col("_m").struct.field("ident")},
-    ).drop("_b0")
+def _peel_rfc3339(d: pl.DataFrame) -> pl.DataFrame:
+    """`<RFC3339> rest` (kubectl --timestamps) or `<RFC3339> stdout|stderr P|F rest` (CRI)."""
+    body = pl.col("body")
+    sp = body.str.find(" ", literal=True)
+    d = d.with_columns(body.str.slice(0, sp).alias("_ts"), body.str.slice(sp + 1).alias("_rest"))
+    rest = pl.col("_rest")
+    cri = rest.str.contains(r"^(?:stdout|stderr) [PF](?::\S*)?(?: |$)")
+    after_stream = rest.str.slice(7)
+    tag_sp = after_stream.str.find(" ", literal=True)
+    return d.with_columns(
+        parse_rfc3339(pl.col("_ts")).alias("_outer_ts"),
+        pl.col("_ts").str.contains(r"[+-]\d{4}$").alias("_jiso"),
+        pl.when(cri).then(rest.str.slice(0, 6)).alias(s.STREAM),
+        pl.when(cri).then(after_stream.str.slice(0, 1)).alias("_tag"),
+        pl.when(cri)
+        .then(pl.when(tag_sp.is_null()).then(pl.lit("")).otherwise(after_stream.str.slice(tag_sp + 1)))
+        .otherwise(rest)
+        .alias("body"),
+    ).drop("_ts", "_rest")
 
 
-def _docker_json(df: pl.DataFrame) -> pl.DataFrame:
-    """Docker's json-file driver: `{"log":"...\\n","stream":"stdout","time":"..."}` per line."""
-    hit = df.select(pl.col("body").str.starts_with('{"log":')).to_series()
-    if not hit.any():
-        return df
+def _peel_syslog(d: pl.DataFrame) -> pl.DataFrame:
+    m = pl.col("body").str.extract_groups(SYSLOG).struct.field
+    head = pl.col("body").str.extract(SYSLOG, 0)
+    return d.with_columns(
+        pl.concat_str(
+            [m("mon"), m("day").str.zfill(2), m("H"), m("M"), m("S"), m("frac").fill_null("")], separator="|"
+        ).alias("_syslog"),
+        m("host").alias(s.HOST),
+        m("ident").alias(s.PROCESS),
+        m("pid").alias("_pid"),
+        pl.col("body").str.slice(head.str.len_chars()).alias("body"),
+    )
+
+
+def _peel_journald_iso(d: pl.DataFrame) -> pl.DataFrame:
+    m = pl.col("body").str.extract_groups(SYSLOG_AFTER_ISO).struct.field
+    head = pl.col("body").str.extract(SYSLOG_AFTER_ISO, 0)
+    return d.with_columns(
+        m("host").alias(s.HOST),
+        m("ident").alias(s.PROCESS),
+        m("pid").alias("_pid"),
+        pl.col("body").str.slice(head.str.len_chars()).alias("body"),
+    )
+
+
+def _peel_process(d: pl.DataFrame) -> pl.DataFrame:
+    """`(APIServer pid=66) rest`, `(VllmWorker rank=0 pid=265)`, Ray `(Name pid=N, ip=10.0.0.2)`."""
+    body = pl.col("body")
+    open_ = body.str.find("(", literal=True)
+    pid_at = body.str.find(" pid=", literal=True)
+    close = body.str.find(")", literal=True)
+    after = close + 1 + (body.str.slice(close + 1, 1) == " ").cast(pl.UInt32)
+    return d.with_columns(
+        body.str.slice(open_ + 1, pid_at - open_ - 1).alias(s.PROCESS),
+        body.str.slice(pid_at + 5, close - pid_at - 5).str.replace(r",.*$", "").alias("_pid"),
+        body.str.slice(after).alias("body"),
+    )
+
+
+def _peel_rank(d: pl.DataFrame) -> pl.DataFrame:
+    body = pl.col("body")
+    head = body.str.extract(RANK_PROBE, 0)
+    return d.with_columns(
+        head.str.extract(r"(\d+)", 1).alias("_rank"),
+        body.str.slice(head.str.len_chars()).alias("body"),
+    )
+
+
+def _docker_json(d: pl.DataFrame) -> pl.DataFrame:
+    """Docker's json-file driver: `{"log":"...\\\\n","stream":"stdout","time":"..."}` per line."""
     dtype = pl.Struct({"log": pl.String, "stream": pl.String, "time": pl.String})
-    rows = df.filter(hit)
     decoded = []
-    for body in rows["body"]:
+    for body in d["body"]:
         try:
             obj = json.loads(body)
         except ValueError:
             obj = None
         decoded.append(obj if isinstance(obj, dict) else None)
-    rows = rows.with_columns(pl.Series("_m", decoded, dtype=dtype))
-    ok = pl.col("_m").struct.field("log").is_not_null()
-    rows = rows.with_columns(
-        body=pl.when(ok).then(pl.col("_m").struct.field("log").str.strip_suffix("\n")).otherwise(pl.col("body")),
-        **{
-            s.STREAM: pl.when(ok).then(pl.col("_m").struct.field("stream")).otherwise(pl.col(s.STREAM)),
-            "_outer_ts": pl.when(ok)
-            .then(parse_rfc3339(pl.col("_m").struct.field("time")))
-            .otherwise(pl.col("_outer_ts")),
-        },
+    d = d.with_columns(pl.Series("_m", decoded, dtype=dtype))
+    m = pl.col("_m").struct.field
+    ok = m("log").is_not_null()
+    return d.with_columns(
+        pl.when(ok).then(m("log").str.strip_suffix("\n")).otherwise(pl.col("body")).alias("body"),
+        pl.when(ok).then(m("stream")).otherwise(pl.col(s.STREAM)).alias(s.STREAM),
+        pl.when(ok).then(parse_rfc3339(m("time"))).otherwise(pl.col("_outer_ts")).alias("_outer_ts"),
     ).drop("_m")
-    return pl.concat([df.filter(~hit), rows]).sort("_fid", "_seg", s.LINE)
 
 
 def _reassemble_partials(df: pl.DataFrame) -> pl.DataFrame:
     """Join CRI `P` (partial) lines with the following lines of the same stream up to an `F`.
 
     The runtime splits lines longer than 16 KiB into `P` pieces; the event is the
-    concatenation, located at its first piece. Folded pieces are counted in `_folded`.
+    concatenation, located at its first piece. Folded pieces are counted in `_pfold`.
     """
     if not df.select((pl.col("_tag") == "P").any()).item():
         return df.with_columns(pl.lit(0, pl.UInt32).alias("_pfold"))
     keys = ["_fid", "_seg", s.STREAM]
     df = df.with_columns(
-        (pl.col("_tag").shift(1).over(keys, order_by=s.LINE).fill_null("F") != "P")
+        (pl.col("_tag").shift(1).over(keys, order_by="_row").fill_null("F") != "P")
         .cum_sum()
-        .over(keys, order_by=s.LINE)
+        .over(keys, order_by="_row")
         .alias("_pg")
     )
-    agg_cols = [c for c in df.columns if c not in (*keys, "_pg", "body", s.LINE)]
-    out = (
-        df.group_by([*keys, "_pg"], maintain_order=True)
-        .agg(
-            pl.col(s.LINE).min(),
-            pl.col("body").str.join(""),
-            (pl.len() - 1).cast(pl.UInt32).alias("_pfold"),
-            *[pl.col(c).first() for c in agg_cols],
-        )
-        .drop("_pg")
-        .sort("_fid", "_seg", s.LINE)
+    rest = [c for c in df.columns if c not in (*keys, "_pg", "body")]
+    out = df.group_by([*keys, "_pg"]).agg(
+        pl.col("body").sort_by("_row").str.join(""),
+        (pl.len() - 1).cast(pl.UInt32).alias("_pfold"),
+        *[pl.col(c).sort_by("_row").first() for c in rest],
     )
-    return out.select([c for c in df.columns if c != "_pg"] + ["_pfold"])
+    return out.drop("_pg").sort("_row").select([c for c in df.columns if c != "_pg"] + ["_pfold"])
 
 
 def syslog_time_parts() -> list[pl.Expr]:
