@@ -227,6 +227,7 @@ def ingest(
         progress(total, total, "")
 
     events = _assemble(parsed_batches, doc_rows, metas)
+    parsed_batches.clear()  # the assembled table is a copy; do not hold both
     if events is None and not doc_rows:
         if not lines_read:
             raise NoInputError(

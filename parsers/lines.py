@@ -66,6 +66,23 @@ PARSERS = {
     "exc": pylog.parse_exception,
 }
 
+WORKING_COLUMNS = (
+    "body",
+    "_text",
+    "_hdr",
+    "_cr",
+    "_open",
+    "_sid",
+    "_same_file",
+    "_prefixed",
+    "_jiso",
+    "_tag",
+    "_exc",
+    "_structure",
+    "_pfold",
+)
+"""Per-line working state dropped once events are formed: keeping `body` and `_text` would
+hold a second and third copy of every line until the end of ingest."""
 FILE_KEY = ["_fid", "_seg"]
 PREFIX_KEY = ["_fid", "_seg", s.PROCESS, "_pid", "_rank"]
 """Lines with a process or rank prefix continue that prefix's stream; un-prefixed lines
