@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -244,6 +245,10 @@ def ingest(
     return IngestResult(events, metrics, reports, skipped, sorted(traces), warnings)
 
 
+PREVIOUS_SUFFIX = re.compile(r"[._-](?:previous|prev)(?:[._-]?\d+)?$")
+"""`kubectl logs --previous` saved as `<pod>.previous.log`, `<pod>-previous-2.log`, ..."""
+
+
 def _meta(f: _files.InputFile) -> _Meta:
     """Pod/namespace/container from the path: CRI `/var/log/pods/<ns>_<pod>_<uid>/<c>/N.log`,
     cluster-info dump `<ns>/<pod>/logs.txt`, else the file name (`vllm-0.log` -> `vllm-0`)."""
@@ -258,8 +263,7 @@ def _meta(f: _files.InputFile) -> _Meta:
     for suffix in (".gz", ".log", ".txt", ".out", ".err"):
         name = name.removesuffix(suffix)
     name = name.split(".log.")[0]
-    for suffix in ("-previous", "_previous", ".previous"):
-        name = name.removesuffix(suffix)
+    name = PREVIOUS_SUFFIX.sub("", name)
     return _Meta(f.rel, name or None, None, None, f.mtime)
 
 

@@ -12,6 +12,7 @@ import traceback
 import typer
 
 from forensics.cli import ingest as _ingest_cmd
+from forensics.cli import sample as _sample_cmd
 
 app = typer.Typer(
     name="forensics",
@@ -21,6 +22,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("ingest")(_ingest_cmd.ingest)
+app.command("sample")(_sample_cmd.sample)
 
 
 @app.callback(invoke_without_command=True)

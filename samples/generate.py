@@ -1,0 +1,1267 @@
+"""Generate sample incidents: log directories laid out as people collect them after an outage.
+
+Each scenario is a story on a small vLLM deployment (Kubernetes, tensor-parallel workers,
+an LMCache-style KV store): healthy traffic, the fault, the cascade, the recovery, plus
+noise that is not the cause (startup warnings, health checks, unrelated pods, clock skew
+between nodes, lines without timestamps). Every line is in a real format (shared docs,
+log-formats.md). Output is deterministic for a seed; `--scale` multiplies the baseline
+traffic lines (access and request logs) to grow a scenario for benchmarks.
+
+Layout written under OUTDIR::
+
+    kubectl-logs/<pod>.log, <pod>.previous-N.log   `kubectl logs --timestamps` (some pods)
+    nodes/<node>/var/log/pods/<ns>_<pod>_<uid>/vllm/N.log   CRI files (other pods)
+    nodes/<node>/kubelet.journal                   `journalctl -u kubelet`
+    kv-store/lmcache-server.log                    the KV store's own log
+    events.json                                    `kubectl get events -A -o json`
+    trace.jsonl                                    captured requests (Mooncake JSONL)
+    ground_truth.json                              what happened, for tests and evaluation
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+SCENARIOS: dict[str, Callable[[World], dict]] = {}
+NS = "serving"
+DAY = datetime(2025, 3, 2, tzinfo=UTC)
+
+
+def scenario(name: str):
+    def deco(fn):
+        SCENARIOS[name] = fn
+        return fn
+
+    return deco
+
+
+def at(hms: str) -> datetime:
+    h, m, *sec = hms.split(":")
+    s = float(sec[0]) if sec else 0.0
+    return DAY + timedelta(hours=int(h), minutes=int(m), seconds=s)
+
+
+def iso(t: datetime) -> str:
+    return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# --- the world ----------------------------------------------------------------------
+
+
+@dataclass
+class Pod:
+    name: str
+    node: str
+    uid: str
+    collect: str  # "kubectl" or "cri"
+    ip: str
+    tp: int = 2
+    instance: int = 0
+    pids: dict[str, int] = field(default_factory=dict)
+    alive: bool = True
+    seq: int = 1000
+
+
+@dataclass
+class World:
+    """Buffers lines per output file with their true times; skew is applied when printing."""
+
+    seed: int
+    scale: float
+    rng: random.Random = field(init=False)
+    files: dict[str, list[tuple[datetime, int, str]]] = field(default_factory=dict)
+    events: list[dict] = field(default_factory=list)
+    pods: dict[str, Pod] = field(default_factory=dict)
+    skew: dict[str, float] = field(default_factory=dict)
+    trace: list[dict] = field(default_factory=list)
+    _n: int = 0
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    # -- low-level writers
+    def emit(self, path: str, t: datetime, text: str) -> None:
+        self._n += 1
+        self.files.setdefault(path, []).append((t, self._n, text))
+
+    def node_time(self, node: str, t: datetime) -> datetime:
+        return t + timedelta(seconds=self.skew.get(node, 0.0))
+
+    def pod_file(self, pod: Pod) -> str:
+        if pod.collect == "cri":
+            return f"nodes/{pod.node}/var/log/pods/{NS}_{pod.name}_{pod.uid}/vllm/{pod.instance}.log"
+        return f"kubectl-logs/{pod.name}.instance-{pod.instance}.log"
+
+    def pod_line(self, pod: Pod, t: datetime, text: str, stream: str = "stdout") -> None:
+        """A container line as the collector saw it: CRI file or `kubectl logs --timestamps`."""
+        nt = self.node_time(pod.node, t)
+        if pod.collect == "cri":
+            stamp = nt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{nt.microsecond:06d}{self.rng.randrange(1000):03d}Z"
+            self.emit(self.pod_file(pod), t, f"{stamp} {stream} F {text}")
+        else:
+            stamp = nt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{nt.microsecond:06d}{self.rng.randrange(1000):03d}Z"
+            self.emit(self.pod_file(pod), t, f"{stamp} {text}")
+
+    # -- producers
+    def vllm(self, pod: Pod, t: datetime, proc: str, level: str, where: str, msg: str) -> None:
+        nt = self.node_time(pod.node, t)
+        pid = pod.pids[proc]
+        for i, line in enumerate(msg.split("\n")):
+            self.pod_line(
+                pod, t + timedelta(microseconds=i), f"({proc} pid={pid}) {level} {nt:%m-%d %H:%M:%S} [{where}] {line}"
+            )
+
+    def raw(self, pod: Pod, t: datetime, proc: str | None, text: str, stream: str = "stderr") -> None:
+        for i, line in enumerate(text.split("\n")):
+            prefix = f"({proc} pid={pod.pids[proc]}) " if proc else ""
+            self.pod_line(pod, t + timedelta(microseconds=i), prefix + line, stream)
+
+    def access(
+        self, pod: Pod, t: datetime, status: int, path: str = "/v1/chat/completions", method: str = "POST"
+    ) -> None:
+        phrase = {
+            200: "OK",
+            400: "Bad Request",
+            404: "Not Found",
+            500: "Internal Server Error",
+            503: "Service Unavailable",
+        }[status]
+        client = f"10.0.{self.rng.randrange(1, 9)}.{self.rng.randrange(2, 250)}:{self.rng.randrange(30000, 65000)}"
+        self.pod_line(
+            pod,
+            t,
+            f'(APIServer pid={pod.pids["APIServer"]}) INFO:     {client} - "{method} {path} HTTP/1.1" {status} {phrase}',
+        )
+
+    def nccl(
+        self, pod: Pod, t: datetime, rank_dev: int, level: str, msg: str, where: str | None = None, stamp: bool = False
+    ) -> None:
+        pid = pod.pids[f"Worker_TP{rank_dev}"]
+        head = f"{pod.name}:{pid}:{pid + 31 + rank_dev} [{rank_dev}]"
+        if level == "WARN":
+            self.pod_line(pod, t - timedelta(microseconds=1), "")
+            ts = f"[{self.node_time(pod.node, t):%Y-%m-%d %H:%M:%S}] " if stamp else ""
+            self.pod_line(pod, t, f"{ts}{head} {where} NCCL WARN {msg}")
+        else:
+            self.pod_line(pod, t, f"{head} NCCL INFO {msg}")
+
+    def c10(self, pod: Pod, t: datetime, rank: int, sev: str, where: str, msg: str) -> None:
+        nt = self.node_time(pod.node, t)
+        mmdd = nt.month * 100 + nt.day
+        ns = self.rng.randrange(10**9)
+        self.pod_line(pod, t, f"[rank{rank}]:[{sev}{mmdd} {nt:%H:%M:%S}.{ns:09d} {where}] {msg}", "stderr")
+
+    def lmcache(self, pod: Pod | None, t: datetime, level: str, msg: str, where: str, proc: str = "Worker_TP0") -> None:
+        if pod is None:
+            nt = self.node_time("kv-store-0", t)
+            self.emit(
+                "kv-store/lmcache-server.log",
+                t,
+                f"[{nt:%Y-%m-%d %H:%M:%S},{nt.microsecond // 1000:03d}] LMCache {level}: {msg} ({where})",
+            )
+            return
+        nt = self.node_time(pod.node, t)
+        self.pod_line(
+            pod,
+            t,
+            f"({proc} pid={pod.pids[proc]}) [{nt:%Y-%m-%d %H:%M:%S},{nt.microsecond // 1000:03d}] LMCache {level}: {msg} ({where})",
+        )
+
+    def kubelet(self, node: str, t: datetime, sev: str, where: str, msg: str) -> None:
+        nt = self.node_time(node, t)
+        self.emit(
+            f"nodes/{node}/kubelet.journal",
+            t,
+            f"{nt:%b %d %H:%M:%S} {node} kubelet[1452]: {sev}{nt:%m%d %H:%M:%S}.{nt.microsecond:06d}    1452 {where}] {msg}",
+        )
+
+    def event(
+        self,
+        t: datetime,
+        etype: str,
+        reason: str,
+        kind: str,
+        name: str,
+        msg: str,
+        node: str | None = None,
+        count: int = 1,
+        first: datetime | None = None,
+        component: str = "kubelet",
+        field_path: str | None = None,
+        ns: str = NS,
+    ) -> None:
+        self._n += 1
+        h = hashlib.sha1(f"{name}{reason}{self._n}".encode()).hexdigest()[:16]
+        ev = {
+            "apiVersion": "v1",
+            "count": count,
+            "eventTime": None,
+            "firstTimestamp": iso(first or t)[:19] + "Z",
+            "involvedObject": {"apiVersion": "v1", "kind": kind, "name": name, "namespace": ns, "uid": _uid(name)},
+            "kind": "Event",
+            "lastTimestamp": iso(t)[:19] + "Z",
+            "message": msg,
+            "metadata": {"creationTimestamp": iso(first or t)[:19] + "Z", "name": f"{name}.{h}", "namespace": ns},
+            "reason": reason,
+            "reportingComponent": component if component != "kubelet" else "",
+            "reportingInstance": node or "",
+            "source": {"component": component, "host": node} if node else {"component": component},
+            "type": etype,
+        }
+        if field_path:
+            ev["involvedObject"]["fieldPath"] = field_path
+        self.events.append(ev)
+
+    # -- the deployment
+    def add_pod(self, name: str, node: str, collect: str, ip: str, tp: int = 2) -> Pod:
+        p = Pod(name, node, _uid(name), collect, ip, tp)
+        self.pods[name] = p
+        self._new_pids(p)
+        return p
+
+    def _new_pids(self, p: Pod) -> None:
+        base = 60 + 7 * p.instance
+        p.pids = {"APIServer": base, "EngineCore_DP0": base + 54}
+        for r in range(p.tp):
+            p.pids[f"Worker_TP{r}"] = base + 180 + r * 3
+
+    def restart(self, p: Pod) -> None:
+        p.instance += 1
+        p.alive = True
+        self._new_pids(p)
+
+    def write(self, out: Path) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        for rel, lines in sorted(self.files.items()):
+            rel = self._final_name(rel)
+            path = out / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lines.sort(key=lambda x: (x[0], x[1]))
+            path.write_text("".join(text + "\n" for _, _, text in lines))
+        self.events.sort(key=lambda e: (e["lastTimestamp"], e["metadata"]["name"]))
+        doc = {"apiVersion": "v1", "items": self.events, "kind": "List", "metadata": {"resourceVersion": ""}}
+        (out / "events.json").write_text(json.dumps(doc, indent=4) + "\n")
+        if self.trace:
+            t0 = self.trace[0]["timestamp"]
+            with open(out / "trace.jsonl", "w") as fh:
+                for r in self.trace:
+                    fh.write(json.dumps(r | {"timestamp": r["timestamp"] - t0}, separators=(", ", ": ")) + "\n")
+
+    def _final_name(self, rel: str) -> str:
+        """kubectl pods: the current instance is `<pod>.log`, earlier ones `<pod>.previous-N.log`."""
+        if not rel.startswith("kubectl-logs/"):
+            return rel
+        name, inst = rel.removeprefix("kubectl-logs/").removesuffix(".log").rsplit(".instance-", 1)
+        if int(inst) == self.pods[name].instance:
+            return f"kubectl-logs/{name}.log"
+        return f"kubectl-logs/{name}.previous-{inst}.log"
+
+
+def _uid(name: str) -> str:
+    h = hashlib.md5(name.encode()).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+# --- reusable story pieces ---------------------------------------------------------------
+
+MODEL = "meta-llama/Llama-3.1-70B-Instruct"
+KV_TOKENS = 1_843_200
+
+
+def startup(
+    w: World, p: Pod, t: datetime, version: str = "0.10.2", image: str = "vllm/vllm-openai:v0.10.2"
+) -> datetime:
+    """A V1 engine starting: API server, engine core, TP workers, NCCL init, KV sizing, compile."""
+    w.vllm(p, t, "APIServer", "INFO", "api_server.py:1885", f"vLLM API server version {version}")
+    w.vllm(
+        p,
+        t + timedelta(seconds=0.2),
+        "APIServer",
+        "INFO",
+        "utils.py:328",
+        f"non-default args: {{'model': '{MODEL}', 'tensor_parallel_size': {p.tp}, 'gpu_memory_utilization': 0.92, 'kv_transfer_config': {{'kv_connector': 'LMCacheConnectorV1', 'kv_role': 'kv_both'}}}}",
+    )
+    w.vllm(
+        p,
+        t + timedelta(seconds=6),
+        "APIServer",
+        "WARNING",
+        "config.py:1012",
+        "max_num_batched_tokens (8192) exceeds max_num_seqs (256) * 16; using chunked prefill",
+    )
+    w.vllm(
+        p,
+        t + timedelta(seconds=8),
+        "EngineCore_DP0",
+        "INFO",
+        "core.py:93",
+        f"Initializing a V1 LLM engine (v{version}) with config: model='{MODEL}', tensor_parallel_size={p.tp}, enable_prefix_caching=True",
+    )
+    for r in range(p.tp):
+        w.vllm(
+            p,
+            t + timedelta(seconds=10 + r * 0.01),
+            f"Worker_TP{r}",
+            "INFO",
+            "parallel_state.py:1165",
+            f"rank {r} in world size {p.tp} is assigned as DP rank 0, PP rank 0, TP rank {r}, EP rank {r}",
+        )
+    w.nccl(p, t + timedelta(seconds=10.5), 0, "INFO", "NCCL version 2.26.2+cuda12.8")
+    for r in range(p.tp):
+        w.nccl(p, t + timedelta(seconds=10.6 + r * 0.01), r, "INFO", f"Bootstrap : Using eth0:{p.ip}<0>")
+        w.nccl(
+            p,
+            t + timedelta(seconds=10.7 + r * 0.01),
+            r,
+            "INFO",
+            f"comm 0x55fb6f3ce{680 + r} rank {r} nranks {p.tp} cudaDev {r} nvmlDev {r} busId {41000 + r * 1000} commId 0x795520212f433144 - Init COMPLETE",
+        )
+    for r in range(p.tp):
+        w.vllm(
+            p,
+            t + timedelta(seconds=40 + r * 0.02),
+            f"Worker_TP{r}",
+            "INFO",
+            "gpu_model_runner.py:2007",
+            "Model loading took 65.9 GiB and 28.31 seconds",
+        )
+    w.vllm(
+        p,
+        t + timedelta(seconds=52),
+        f"Worker_TP{p.tp - 1}",
+        "WARNING",
+        "shm_broadcast.py:466",
+        "No available shared memory broadcast block found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work (e.g. compilation, weight/kv cache quantization).",
+    )
+    w.vllm(
+        p,
+        t + timedelta(seconds=71),
+        "EngineCore_DP0",
+        "INFO",
+        "kv_cache_utils.py:864",
+        f"GPU KV cache size: {KV_TOKENS:,} tokens",
+    )
+    w.vllm(
+        p,
+        t + timedelta(seconds=71.1),
+        "EngineCore_DP0",
+        "INFO",
+        "kv_cache_utils.py:868",
+        "Maximum concurrency for 16,384 tokens per request: 112.50x",
+    )
+    w.vllm(
+        p,
+        t + timedelta(seconds=72),
+        "EngineCore_DP0",
+        "INFO",
+        "core.py:216",
+        "init engine (profile, create kv cache, warmup model) took 31.08 seconds",
+    )
+    w.lmcache(
+        p,
+        t + timedelta(seconds=72.5),
+        "INFO",
+        "LMCache engine initialized: chunk_size=256, remote_url=lm://kv-store-0.serving:65432",
+        "cache_engine.py:102:lmcache.v1.cache_engine",
+    )
+    w.vllm(
+        p,
+        t + timedelta(seconds=73),
+        "APIServer",
+        "INFO",
+        "api_server.py:1971",
+        "Starting vLLM API server 0 on http://0.0.0.0:8000",
+    )
+    w.raw(p, t + timedelta(seconds=73.1), "APIServer", "INFO:     Started server process [60]", "stderr")
+    w.raw(p, t + timedelta(seconds=73.2), "APIServer", "INFO:     Waiting for application startup.", "stderr")
+    w.raw(p, t + timedelta(seconds=73.3), "APIServer", "INFO:     Application startup complete.", "stderr")
+    w.event(
+        t - timedelta(seconds=3),
+        "Normal",
+        "Pulled",
+        "Pod",
+        p.name,
+        f'Container image "{image}" already present on machine',
+        p.node,
+        field_path="spec.containers{vllm}",
+    )
+    w.event(
+        t - timedelta(seconds=2),
+        "Normal",
+        "Created",
+        "Pod",
+        p.name,
+        "Created container: vllm",
+        p.node,
+        field_path="spec.containers{vllm}",
+    )
+    w.event(
+        t - timedelta(seconds=1),
+        "Normal",
+        "Started",
+        "Pod",
+        p.name,
+        "Started container vllm",
+        p.node,
+        field_path="spec.containers{vllm}",
+    )
+    return t + timedelta(seconds=75)
+
+
+@dataclass
+class Load:
+    """Per-pod serving state over time; `metrics` prints V1 metrics lines every 10 s."""
+
+    rate: Callable[[datetime], float]  # cluster req/s
+    kv: Callable[[Pod, datetime], float]  # GPU KV usage %
+    waiting: Callable[[Pod, datetime], int] = lambda p, t: 0
+    preempt: Callable[[Pod, datetime], int] = lambda p, t: 0
+    gen_per_req: float = 2.4
+
+
+def serve(
+    w: World, pods: list[Pod], load: Load, t0: datetime, t1: datetime, up: Callable[[Pod, datetime], bool]
+) -> None:
+    """Healthy-path traffic for `pods` between t0 and t1 where `up(pod, t)` holds."""
+    step = timedelta(seconds=10)
+    t = t0
+    while t < t1:
+        live = [p for p in pods if up(p, t)]
+        for p in live:
+            rate = load.rate(t) / max(len(pods), 1)
+            jitter = w.rng.uniform(0.93, 1.07)
+            gen = rate * load.gen_per_req * jitter
+            prompt = rate * 9.7 * w.rng.uniform(0.9, 1.1)
+            kv = min(100.0, load.kv(p, t))
+            parts = [
+                f"Avg prompt throughput: {prompt:.1f} tokens/s",
+                f"Avg generation throughput: {gen:.1f} tokens/s",
+                f"Running: {min(256, int(rate / 14) + w.rng.randrange(5))} reqs",
+                f"Waiting: {load.waiting(p, t)} reqs",
+            ]
+            pre = load.preempt(p, t)
+            if pre:
+                parts.append(f"Preemptions: {pre}")
+            parts += [f"GPU KV cache usage: {kv:.1f}%", f"Prefix cache hit rate: {w.rng.uniform(38, 46):.1f}%"]
+            w.vllm(
+                p,
+                t + timedelta(seconds=w.rng.uniform(0, 0.4)),
+                "APIServer",
+                "INFO",
+                "loggers.py:123",
+                "Engine 000: " + ", ".join(parts),
+            )
+            # A sample of the request flow: access lines and request logs.
+            n_access = _poisson(w.rng, 1.6 * w.scale)
+            for _ in range(n_access):
+                ta = t + timedelta(seconds=w.rng.uniform(0, 10))
+                status = 200 if w.rng.random() > 0.004 else w.rng.choice([400, 404])
+                if w.rng.random() < 0.3:
+                    rid = f"chatcmpl-{w.rng.getrandbits(128):032x}"
+                    w.vllm(
+                        p,
+                        ta,
+                        "APIServer",
+                        "INFO",
+                        "logger.py:41",
+                        f"Received request {rid}: params: SamplingParams(n=1, temperature=0.7, top_p=0.95, max_tokens=512), lora_request: None.",
+                    )
+                w.access(p, ta, status)
+            w.access(p, t + timedelta(seconds=5.1), 200, "/health", "GET")
+        t += step
+
+
+def _poisson(rng: random.Random, lam: float) -> int:
+    if lam > 30:
+        return max(0, int(rng.gauss(lam, math.sqrt(lam))))
+    L, k, prod = math.exp(-lam), 0, rng.random()
+    while prod > L:
+        k += 1
+        prod *= rng.random()
+    return k
+
+
+def capture_trace(w: World, t0: datetime, t1: datetime, rate: Callable[[datetime], float], n_max: int = 2500) -> None:
+    """Captured requests (Mooncake JSONL: ms timestamps, 512-token chained `hash_ids`), sampled.
+
+    Conversations share prefixes: a request extends an earlier one's hash chain, which is
+    what makes prefix caching (and its eviction bugs) matter in replay.
+    """
+    span = (t1 - t0).total_seconds()
+    total = sum(rate(t0 + timedelta(seconds=s)) for s in range(int(span)))
+    keep = min(1.0, n_max / max(total, 1))
+    convs: list[list[int]] = []
+    next_id = 1
+    for s in range(int(span)):
+        t = t0 + timedelta(seconds=s)
+        for _ in range(_poisson(w.rng, rate(t) * keep)):
+            ms = int((t - DAY).total_seconds() * 1000) + w.rng.randrange(1000)
+            if convs and w.rng.random() < 0.6:
+                base = list(w.rng.choice(convs))
+            else:
+                base = []
+            n_new = w.rng.randint(1, 6)
+            ids = base + list(range(next_id, next_id + n_new))
+            next_id += n_new
+            convs.append(ids)
+            if len(convs) > 400:
+                convs.pop(0)
+            w.trace.append(
+                {
+                    "timestamp": ms,
+                    "input_length": len(ids) * 512 - w.rng.randrange(0, 400),
+                    "output_length": w.rng.randint(16, 700),
+                    "hash_ids": ids,
+                }
+            )
+    w.trace.sort(key=lambda r: r["timestamp"])
+
+
+def crash_engine(w: World, p: Pod, t: datetime, exc: str, trace_tail: list[str]) -> None:
+    """V1 engine death: EngineCore traceback (logger.exception), APIServer EngineDeadError, 500s."""
+    lines = [
+        "EngineCore encountered a fatal error.",
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 711, in run_engine_core',
+        "    engine_core.run_busy_loop()",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 738, in run_busy_loop',
+        "    self._process_engine_step()",
+        *trace_tail,
+        exc,
+    ]
+    w.vllm(p, t, "EngineCore_DP0", "ERROR", "core.py:720", "\n".join(lines))
+    w.vllm(p, t + timedelta(seconds=0.3), "APIServer", "ERROR", "async_llm.py:480", "AsyncLLM output_handler failed.")
+    w.raw(
+        p,
+        t + timedelta(seconds=0.31),
+        "APIServer",
+        "\n".join(
+            [
+                "Traceback (most recent call last):",
+                '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/async_llm.py", line 439, in output_handler',
+                "    outputs = await engine_core.get_output_async()",
+                "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+            ]
+        ),
+    )
+    for i in range(int(6 * max(1.0, w.scale**0.5))):
+        w.access(p, t + timedelta(seconds=0.5 + i * 0.4), 500)
+    p.alive = False
+
+
+def watchdog_timeout(
+    w: World, p: Pod, t: datetime, rank: int, seq: int, op: str = "ALLREDUCE", timeout_ms: int = 60000
+) -> None:
+    ran = timeout_ms + w.rng.randrange(3, 40)
+    w.c10(
+        p,
+        t,
+        rank,
+        "E",
+        "ProcessGroupNCCL.cpp:632",
+        f"[Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=8388608, NumelOut=8388608, Timeout(ms)={timeout_ms}) ran for {ran} milliseconds before timing out.",
+    )
+    w.c10(
+        p,
+        t + timedelta(milliseconds=1),
+        rank,
+        "E",
+        "ProcessGroupNCCL.cpp:2271",
+        f"[PG ID 2 PG GUID 3 Rank {rank}]  failure detected by watchdog at work sequence id: {seq} PG status: last enqueued work: {seq + 3}, last completed work: {seq - 1}",
+    )
+    w.c10(
+        p,
+        t + timedelta(milliseconds=2),
+        rank,
+        "E",
+        "ProcessGroupNCCL.cpp:670",
+        "Stack trace of the failed collective not found, potentially because FlightRecorder is disabled. You can enable it by setting TORCH_NCCL_TRACE_BUFFER_SIZE to a non-zero value.",
+    )
+    w.c10(
+        p,
+        t + timedelta(milliseconds=3),
+        rank,
+        "E",
+        "ProcessGroupNCCL.cpp:1896",
+        f"[PG ID 2 PG GUID 3 Rank {rank}] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
+    )
+    w.c10(
+        p,
+        t + timedelta(milliseconds=4),
+        rank,
+        "E",
+        "ProcessGroupNCCL.cpp:1902",
+        f"[PG ID 2 PG GUID 3 Rank {rank}] To avoid data inconsistency, we are taking the entire process down.",
+    )
+    w.raw(
+        p,
+        t + timedelta(milliseconds=5),
+        None,
+        "\n".join(
+            [
+                "terminate called after throwing an instance of 'c10::DistBackendError'",
+                f"  what():  [PG ID 2 PG GUID 3 Rank {rank}] Process group watchdog thread terminated with exception: [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=8388608, NumelOut=8388608, Timeout(ms)={timeout_ms}) ran for {ran} milliseconds before timing out.",
+                "Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:635 (most recent call first):",
+                "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x98 (0x7f3f5e2b9446 in /usr/local/lib/python3.12/dist-packages/torch/lib/libc10.so)",
+                "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, std::ratio<1l, 1000l> > >) + 0x23d (0x7f3f1a2c0b4d in /usr/local/lib/python3.12/dist-packages/torch/lib/libtorch_cuda.so)",
+            ]
+        ),
+    )
+
+
+def kill_and_restart(w: World, p: Pod, t: datetime, reason: str = "liveness") -> datetime:
+    """Probe failures, kill, back-off, restart (events + kubelet journal). Returns the restart time."""
+    for i in range(3):
+        w.event(
+            t + timedelta(seconds=10 * i),
+            "Warning",
+            "Unhealthy",
+            "Pod",
+            p.name,
+            f'Liveness probe failed: Get "http://{p.ip}:8000/health": context deadline exceeded (Client.Timeout exceeded while awaiting headers)',
+            p.node,
+            count=i + 1,
+            first=t,
+            field_path="spec.containers{vllm}",
+        )
+        w.kubelet(
+            p.node,
+            t + timedelta(seconds=10 * i),
+            "I",
+            "prober.go:107",
+            f'"Probe failed" probeType="Liveness" pod="{NS}/{p.name}" podUID="{p.uid}" containerName="vllm" probeResult="failure" output="Get \\"http://{p.ip}:8000/health\\": context deadline exceeded"',
+        )
+    tk = t + timedelta(seconds=21)
+    w.event(
+        tk,
+        "Normal",
+        "Killing",
+        "Pod",
+        p.name,
+        "Container vllm failed liveness probe, will be restarted",
+        p.node,
+        field_path="spec.containers{vllm}",
+    )
+    w.kubelet(
+        p.node,
+        tk,
+        "I",
+        "kuberuntime_container.go:808",
+        f'"Killing container with a grace period" pod="{NS}/{p.name}" podUID="{p.uid}" containerName="vllm" containerID="containerd://{hashlib.sha1(p.name.encode()).hexdigest()}" gracePeriod=30',
+    )
+    w.kubelet(
+        p.node,
+        tk + timedelta(seconds=31),
+        "I",
+        "kubelet.go:2455",
+        f'"SyncLoop (PLEG): event for pod" pod="{NS}/{p.name}" event={{"ID":"{p.uid}","Type":"ContainerDied"}}',
+    )
+    w.event(
+        tk + timedelta(seconds=32),
+        "Warning",
+        "BackOff",
+        "Pod",
+        p.name,
+        f"Back-off restarting failed container vllm in pod {p.name}_{NS}({p.uid})",
+        p.node,
+        count=2 + p.instance,
+        first=tk + timedelta(seconds=32),
+        field_path="spec.containers{vllm}",
+    )
+    w.kubelet(
+        p.node,
+        tk + timedelta(seconds=33),
+        "E",
+        "pod_workers.go:1301",
+        f'"Error syncing pod, skipping" err="failed to \\"StartContainer\\" for \\"vllm\\" with CrashLoopBackOff: \\"back-off 10s restarting failed container=vllm pod={p.name}_{NS}({p.uid})\\"" pod="{NS}/{p.name}" podUID="{p.uid}"',
+    )
+    w.restart(p)
+    return tk + timedelta(seconds=45)
+
+
+def noise(w: World, t0: datetime, t1: datetime) -> None:
+    """Unrelated cluster chatter: monitoring pods, image GC, a cron job."""
+    w.event(
+        t0 + timedelta(minutes=3),
+        "Normal",
+        "Pulled",
+        "Pod",
+        "prometheus-k8s-0",
+        'Container image "quay.io/prometheus/prometheus:v2.53.0" already present on machine',
+        "cpu-node-1",
+        ns="monitoring",
+        field_path="spec.containers{prometheus}",
+    )
+    w.event(
+        t0 + timedelta(minutes=3, seconds=1),
+        "Normal",
+        "Started",
+        "Pod",
+        "prometheus-k8s-0",
+        "Started container prometheus",
+        "cpu-node-1",
+        ns="monitoring",
+        field_path="spec.containers{prometheus}",
+    )
+    t = t0 + timedelta(minutes=17)
+    while t < t1:
+        w.event(
+            t,
+            "Normal",
+            "SuccessfulCreate",
+            "Job",
+            f"log-rotate-{int(t.timestamp()) // 60}",
+            f"Created pod: log-rotate-{int(t.timestamp()) // 60}-x7k2p",
+            None,
+            component="job-controller",
+            ns="ops",
+        )
+        t += timedelta(minutes=30)
+    w.event(
+        t0 + timedelta(minutes=41),
+        "Warning",
+        "FailedMount",
+        "Pod",
+        "grafana-6c9d8f7b5-hx2lq",
+        'MountVolume.SetUp failed for volume "dashboards" : configmap "grafana-dashboards" not found',
+        "cpu-node-1",
+        ns="monitoring",
+    )
+
+
+def deployment(w: World, prefix: str, n: int, hash_: str, nodes: list[str], tp: int = 2) -> list[Pod]:
+    pods = []
+    for i in range(n):
+        suffix = "".join(w.rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+        collect = "kubectl" if i % 2 == 0 else "cri"
+        pods.append(
+            w.add_pod(f"{prefix}-{hash_}-{suffix}", nodes[i % len(nodes)], collect, f"10.0.{i + 1}.{17 + i}", tp)
+        )
+    return pods
+
+
+def skewed_nodes(w: World, n: int) -> list[str]:
+    nodes = [f"gpu-node-{i + 1}" for i in range(n)]
+    for i, node in enumerate(nodes):
+        w.skew[node] = [0.0, 2.3, -1.7, 3.1, -2.4, 1.2][i % 6]
+    return nodes
+
+
+def ramp(t0: datetime, t1: datetime, a: float, b: float) -> Callable[[datetime], float]:
+    def f(t: datetime) -> float:
+        if t <= t0:
+            return a
+        if t >= t1:
+            return b
+        return a + (b - a) * (t - t0).total_seconds() / (t1 - t0).total_seconds()
+
+    return f
+
+
+# --- scenarios ----------------------------------------------------------------------------
+
+
+@scenario("cache-corruption")
+def cache_corruption(w: World) -> dict:
+    """The motivating outage: an eviction off-by-one frees live KV blocks under full load."""
+    nodes = skewed_nodes(w, 4)
+    pods = deployment(w, "llama-70b", 4, "7d9c5b8f6", nodes)
+    start, ramp0, ramp1, fault, fix, end = (
+        at("07:40"),
+        at("07:56"),
+        at("08:04"),
+        at("08:06:41.118"),
+        at("08:51:30"),
+        at("09:12"),
+    )
+    for p in pods:
+        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)))
+    rate = ramp(ramp0, ramp1, 9800.0, 14720.0)
+
+    def kv(p: Pod, t: datetime) -> float:
+        return 42.0 + 58.0 * min(1.0, max(0.0, (t - ramp0).total_seconds() / 420.0)) + w.rng.uniform(-2, 2)
+
+    down: dict[str, list[tuple[datetime, datetime]]] = {p.name: [] for p in pods}
+    first = pods[2]
+    crash_times = [(first, fault)] + [
+        (p, fault + timedelta(seconds=9 + 14 * i)) for i, p in enumerate(q for q in pods if q is not first)
+    ]
+    recur = []
+    for p, tc in crash_times:
+        block = 88123 if p is first else w.rng.randrange(10000, 99999)
+        stale = w.rng.getrandbits(32)
+        rid = f"chatcmpl-{w.rng.getrandbits(128):032x}"
+        w.lmcache(
+            p,
+            tc - timedelta(seconds=0.4),
+            "ERROR",
+            f"Cache corruption detected in block {block}: stored hash 0x{stale:08x} does not match the chunk hash; block was evicted while still referenced by request {rid}",
+            "storage_backend.py:412:lmcache.v1.storage_backend",
+        )
+        w.lmcache(
+            None,
+            tc - timedelta(seconds=0.5),
+            "WARNING",
+            f"Evicted block {block} (ref_cnt=1) to make room: LRU free queue empty",
+            "lru_policy.py:88:lmcache.server.eviction",
+        )
+        crash_engine(
+            w,
+            p,
+            tc,
+            f"RuntimeError: Cache corruption detected in block {block}",
+            [
+                '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 1544, in execute_model',
+                "    self.maybe_wait_for_kv_save()",
+                '  File "/usr/local/lib/python3.12/dist-packages/lmcache/integration/vllm/vllm_v1_adapter.py", line 702, in wait_for_save',
+                '    raise RuntimeError(f"Cache corruption detected in block {block_id}")',
+            ],
+        )
+        # The TP peer blocks in its all-reduce until the watchdog fires.
+        watchdog_timeout(w, p, tc + timedelta(seconds=60.2), 1, p.seq + 48211)
+        back = kill_and_restart(w, p, tc + timedelta(seconds=8))
+        up_at = startup(w, p, back)
+        # Same fault again once the cache fills after the restart (until the fix).
+        tr = up_at + timedelta(seconds=310 + w.rng.uniform(-20, 20))
+        down[p.name].append((tc, up_at))
+        if tr < fix - timedelta(minutes=10):
+            recur.append((p, tr))
+    for p, tr in recur:
+        block = w.rng.randrange(10000, 99999)
+        w.lmcache(
+            p,
+            tr - timedelta(seconds=0.4),
+            "ERROR",
+            f"Cache corruption detected in block {block}: stored hash 0x{w.rng.getrandbits(32):08x} does not match the chunk hash; block was evicted while still referenced by request chatcmpl-{w.rng.getrandbits(128):032x}",
+            "storage_backend.py:412:lmcache.v1.storage_backend",
+        )
+        crash_engine(
+            w,
+            p,
+            tr,
+            f"RuntimeError: Cache corruption detected in block {block}",
+            [
+                '  File "/usr/local/lib/python3.12/dist-packages/lmcache/integration/vllm/vllm_v1_adapter.py", line 702, in wait_for_save',
+                '    raise RuntimeError(f"Cache corruption detected in block {block_id}")',
+            ],
+        )
+        watchdog_timeout(w, p, tr + timedelta(seconds=60.2), 1, p.seq + 51877)
+        back = kill_and_restart(w, p, tr + timedelta(seconds=8))
+        up_at = startup(w, p, back)
+        down[p.name].append((tr, up_at))
+    # The fix: a one-line config change rolled out as a new ReplicaSet.
+    w.event(
+        fix,
+        "Normal",
+        "ScalingReplicaSet",
+        "Deployment",
+        "llama-70b",
+        "Scaled up replica set llama-70b-5f8d9c7b4 from 0 to 4",
+        None,
+        component="deployment-controller",
+    )
+    new = deployment(w, "llama-70b", 4, "5f8d9c7b4", nodes)
+    for p in new:
+        w.event(
+            fix + timedelta(seconds=2),
+            "Normal",
+            "Scheduled",
+            "Pod",
+            p.name,
+            f"Successfully assigned {NS}/{p.name} to {p.node}",
+            None,
+            component="default-scheduler",
+        )
+        w.event(
+            fix + timedelta(seconds=4),
+            "Normal",
+            "Pulling",
+            "Pod",
+            p.name,
+            'Pulling image "registry.internal/vllm-openai:v0.10.2-evictfix"',
+            p.node,
+            field_path="spec.containers{vllm}",
+        )
+        startup(
+            w,
+            p,
+            fix + timedelta(seconds=30 + w.rng.uniform(0, 10)),
+            image="registry.internal/vllm-openai:v0.10.2-evictfix",
+        )
+    for p in pods:
+        w.event(
+            fix + timedelta(seconds=95),
+            "Normal",
+            "Killing",
+            "Pod",
+            p.name,
+            "Stopping container vllm",
+            p.node,
+            field_path="spec.containers{vllm}",
+        )
+
+    def up_old(p: Pod, t: datetime) -> bool:
+        return t < fix + timedelta(seconds=90) and not any(a <= t < b for a, b in down[p.name])
+
+    serve(w, pods, Load(rate, kv), at("07:42"), fix + timedelta(seconds=90), up_old)
+    healthy_kv = Load(
+        lambda t: 14720.0, lambda p, t: 88.0 + w.rng.uniform(-6, 6), waiting=lambda p, t: w.rng.randrange(0, 40)
+    )
+    serve(w, new, healthy_kv, fix + timedelta(seconds=110), end, lambda p, t: True)
+    capture_trace(w, ramp0, fault, rate)
+    noise(w, start, end)
+    return {
+        "root_cause": {
+            "category": "kv-cache",
+            "template": "Cache corruption detected in block <*>",
+            "host": first.node,
+            "pod": first.name,
+            "first_time": iso(w.node_time(first.node, fault - timedelta(seconds=0.4))),
+            "fault_class": "evict-live-block",
+        },
+        "trigger": {
+            "kind": "traffic ramp",
+            "from_req_per_s": 9800,
+            "to_req_per_s": 14720,
+            "start": iso(ramp0),
+            "end": iso(ramp1),
+        },
+        "symptoms": [
+            {"category": "engine", "template": "EngineCore encountered a fatal error."},
+            {"category": "request-errors", "template": "HTTP 500"},
+            {"category": "collective-timeout", "template": "Watchdog caught collective operation timeout"},
+            {"category": "pod-lifecycle", "template": "Back-off restarting failed container"},
+        ],
+        "impact": {"start": iso(fault), "end": iso(fix + timedelta(seconds=110))},
+        "resolution": {
+            "kind": "image change",
+            "image": "registry.internal/vllm-openai:v0.10.2-evictfix",
+            "time": iso(fix),
+        },
+    }
+
+
+@scenario("nccl-network")
+def nccl_network(w: World) -> dict:
+    """An InfiniBand link fails on one node; every rank of that replica times out in ALLREDUCE."""
+    nodes = skewed_nodes(w, 4)
+    pods = deployment(w, "llama-405b", 4, "6b8f9d7c5", nodes, tp=2)
+    start, fault, end = at("09:00"), at("09:31:07.402"), at("10:05")
+    for p in pods:
+        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)))
+    bad = pods[1]
+    peer = pods[3]  # the other half of the replica, over IB
+    rate = lambda t: 8200.0  # noqa: E731
+    kv = lambda p, t: 55.0 + w.rng.uniform(-5, 5)  # noqa: E731
+    # IB completion errors on the bad node, error propagation, then the peer loses the connection.
+    for r in range(2):
+        w.nccl(
+            bad,
+            fault + timedelta(milliseconds=3 * r),
+            r,
+            "WARN",
+            f"NET/IB : Got completion from peer {peer.ip}<{51230 + r}> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:{bad.ip} remoteGids ::ffff:{peer.ip}",
+            "transport/net_ib.cc:1695",
+            stamp=True,
+        )
+        for where in ("transport/net.cc:1302", "proxy.cc:679", "proxy.cc:858"):
+            w.nccl(
+                bad,
+                fault + timedelta(milliseconds=3 * r + 1),
+                r,
+                "INFO",
+                f"{where} -> 6" + (" [Proxy Thread]" if where == "proxy.cc:858" else ""),
+            )
+    w.nccl(
+        peer,
+        fault + timedelta(seconds=0.8),
+        0,
+        "WARN",
+        f"socketProgress: Connection closed by remote peer {bad.ip}<43117>",
+        "misc/socket.cc:49",
+        stamp=True,
+    )
+    w.nccl(peer, fault + timedelta(seconds=0.81), 0, "INFO", "misc/socket.cc:849 -> 6")
+    down = {}
+    for i, p in enumerate([bad, peer]):
+        for r in range(2):
+            watchdog_timeout(
+                w, p, fault + timedelta(seconds=60.1 + 0.01 * (2 * i + r)), 2 * i + r, 731402, timeout_ms=60000
+            )
+        crash_engine(
+            w,
+            p,
+            fault + timedelta(seconds=61),
+            "RuntimeError: NCCL error: remote process exited or there was a network error",
+            [
+                '  File "/usr/local/lib/python3.12/dist-packages/vllm/distributed/device_communicators/pynccl.py", line 127, in all_reduce',
+                "    self.nccl.ncclAllReduce(buffer_type(in_tensor.data_ptr()), ...",
+            ],
+        )
+        back = kill_and_restart(w, p, fault + timedelta(seconds=62))
+        up = startup(w, p, back + timedelta(seconds=240 if p is bad else 0))
+        down[p.name] = (fault, up)
+    w.event(
+        fault + timedelta(minutes=9),
+        "Warning",
+        "NodeHasNetworkUnavailable",
+        "Node",
+        bad.node,
+        f"Node {bad.node} status is now: ib0 link down (mlx5_0 port 1)",
+        bad.node,
+        component="node-problem-detector",
+        ns="default",
+    )
+
+    def up(p: Pod, t: datetime) -> bool:
+        return not (p.name in down and down[p.name][0] <= t < down[p.name][1])
+
+    serve(w, pods, Load(rate, kv), at("09:02"), end, up)
+    capture_trace(w, fault - timedelta(minutes=5), fault, rate, n_max=1200)
+    noise(w, start, end)
+    return {
+        "root_cause": {
+            "category": "network",
+            "template": "NET/IB : Got completion from peer <*> with status=12 opcode=0 len=0 vendor err 129 (Recv)",
+            "host": bad.node,
+            "pod": bad.name,
+            "first_time": iso(w.node_time(bad.node, fault).replace(microsecond=0)),
+        },
+        "symptoms": [
+            {"category": "collective-timeout", "template": "Watchdog caught collective operation timeout"},
+            {"category": "engine", "template": "EngineCore encountered a fatal error."},
+            {"category": "pod-lifecycle", "template": "Liveness probe failed"},
+        ],
+        "impact": {"start": iso(fault + timedelta(seconds=61)), "end": iso(max(v[1] for v in down.values()))},
+    }
+
+
+@scenario("gpu-oom")
+def gpu_oom(w: World) -> dict:
+    """A burst of long prompts: CUDA OOM in one worker, engine death, 500s, restart."""
+    nodes = skewed_nodes(w, 2)
+    pods = deployment(w, "qwen-32b", 2, "59c7d6b8f", nodes)
+    start, fault, end = at("13:10"), at("13:37:52.610"), at("14:05")
+    for p in pods:
+        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)))
+    victim = pods[0]
+    w.vllm(
+        victim,
+        fault - timedelta(seconds=40),
+        "APIServer",
+        "WARNING",
+        "serving_chat.py:212",
+        "Input prompt (15872 tokens) is close to max_model_len (16384); consider a larger max_model_len",
+    )
+    crash_engine(
+        w,
+        victim,
+        fault,
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. GPU 1 has a total capacity of 79.25 GiB of which 1.12 GiB is free. Including non-PyTorch memory, this process has 78.11 GiB memory in use. Of the allocated memory 74.02 GiB is allocated by PyTorch, and 2.91 GiB is reserved by PyTorch but unallocated.",
+        [
+            '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 1544, in execute_model',
+            "    hidden_states = self.model(input_ids=input_ids, positions=positions)",
+            '  File "/usr/local/lib/python3.12/dist-packages/torch/nn/modules/module.py", line 1773, in _wrapped_call_impl',
+            "    return self._call_impl(*args, **kwargs)",
+        ],
+    )
+    back = kill_and_restart(w, victim, fault + timedelta(seconds=5))
+    up_at = startup(w, victim, back)
+    rate = lambda t: 3100.0 if not (fault - timedelta(minutes=2) <= t < fault) else 3900.0  # noqa: E731
+    kv = lambda p, t: 61.0 + w.rng.uniform(-4, 4) + (30.0 if fault - timedelta(minutes=2) <= t < fault else 0.0)  # noqa: E731
+    serve(w, pods, Load(rate, kv), at("13:12"), end, lambda p, t: not (p is victim and fault <= t < up_at))
+    capture_trace(w, fault - timedelta(minutes=4), fault, rate, n_max=800)
+    noise(w, start, end)
+    return {
+        "root_cause": {
+            "category": "gpu-memory",
+            "template": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate <*>",
+            "host": victim.node,
+            "pod": victim.name,
+            "first_time": iso(w.node_time(victim.node, fault)),
+        },
+        "symptoms": [
+            {"category": "engine", "template": "EngineCore encountered a fatal error."},
+            {"category": "request-errors", "template": "HTTP 500"},
+            {"category": "pod-lifecycle", "template": "Back-off restarting failed container"},
+        ],
+        "impact": {"start": iso(fault), "end": iso(up_at)},
+    }
+
+
+@scenario("node-failure")
+def node_failure(w: World) -> dict:
+    """The kubelet on one node stops (PLEG), the node goes NotReady, its pod is evicted and rescheduled."""
+    nodes = skewed_nodes(w, 3)
+    pods = deployment(w, "mixtral-8x7b", 3, "84d6c9f7b", nodes)
+    start, fault, end = at("21:00"), at("21:24:13.500"), at("22:00")
+    for p in pods:
+        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)))
+    victim = pods[2]
+    node = victim.node
+    for i in range(14):
+        t = fault + timedelta(seconds=5 * i)
+        w.kubelet(
+            node,
+            t,
+            "E",
+            "kubelet.go:2412",
+            f'"Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active {3 + i * 5 // 60}m{(i * 5) % 60}.{w.rng.randrange(10**9):09d}s ago; threshold is 3m0s"',
+        )
+    w.event(
+        fault + timedelta(seconds=40),
+        "Normal",
+        "NodeNotReady",
+        "Node",
+        node,
+        f"Node {node} status is now: NodeNotReady",
+        node,
+        component="node-controller",
+        ns="default",
+    )
+    w.event(
+        fault + timedelta(seconds=41),
+        "Warning",
+        "NodeNotReady",
+        "Pod",
+        victim.name,
+        "Node is not ready",
+        None,
+        component="node-controller",
+    )
+    w.event(
+        fault + timedelta(seconds=341),
+        "Normal",
+        "TaintManagerEviction",
+        "Pod",
+        victim.name,
+        f"Marking for deletion Pod {NS}/{victim.name}",
+        None,
+        component="taint-eviction-controller",
+    )
+    repl = w.add_pod(victim.name.rsplit("-", 1)[0] + "-q7x9m", nodes[0], "kubectl", "10.0.9.41")
+    w.event(
+        fault + timedelta(seconds=342),
+        "Warning",
+        "FailedScheduling",
+        "Pod",
+        repl.name,
+        "0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, 2 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.",
+        None,
+        component="default-scheduler",
+    )
+    rate = lambda t: 4800.0  # noqa: E731
+    kv = lambda p, t: 47.0 + w.rng.uniform(-5, 5)  # noqa: E731
+    serve(w, pods, Load(rate, kv), at("21:02"), end, lambda p, t: not (p is victim and t >= fault))
+    capture_trace(w, fault - timedelta(minutes=4), fault, rate, n_max=800)
+    noise(w, start, end)
+    return {
+        "root_cause": {
+            "category": "node",
+            "template": "Skipping pod synchronization err=PLEG is not healthy",
+            "host": node,
+            "pod": victim.name,
+            "first_time": iso(w.node_time(node, fault)),
+        },
+        "symptoms": [
+            {"category": "pod-lifecycle", "template": "Node is not ready"},
+            {"category": "pod-lifecycle", "template": "FailedScheduling"},
+        ],
+        "impact": {"start": iso(fault), "end": None},
+    }
+
+
+@scenario("kv-pressure")
+def kv_pressure(w: World) -> dict:
+    """No crash: traffic outgrows capacity; KV full, preemptions, a long waiting queue, slow requests."""
+    nodes = skewed_nodes(w, 2)
+    pods = deployment(w, "llama-8b", 2, "7c5d9b6f8", nodes, tp=1)
+    start, grow0, grow1, end = at("16:00"), at("16:20"), at("16:35"), at("17:05")
+    for p in pods:
+        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)))
+    rate = ramp(grow0, grow1, 2100.0, 5200.0)
+
+    def over(t: datetime) -> float:
+        return max(0.0, min(1.0, (t - grow0).total_seconds() / (grow1 - grow0).total_seconds()))
+
+    load = Load(
+        rate,
+        lambda p, t: 52.0 + 48.0 * min(1.0, over(t) * 1.6) + w.rng.uniform(-1.5, 0),
+        waiting=lambda p, t: int(max(0.0, over(t) - 0.55) * 900 + w.rng.randrange(5)),
+        preempt=lambda p, t: int(max(0.0, over(t) - 0.6) * 80 + (w.rng.randrange(3) if over(t) > 0.6 else 0)),
+        gen_per_req=2.4,
+    )
+    # Throughput per request degrades: cap generation by capacity.
+    base_serve_rate = load.rate
+    load.rate = lambda t: min(base_serve_rate(t), 3300.0 - 600.0 * max(0.0, over(t) - 0.6))
+    serve(w, pods, load, at("16:02"), end, lambda p, t: True)
+    capture_trace(w, grow0, grow1, rate, n_max=1500)
+    noise(w, start, end)
+    return {
+        "root_cause": {
+            "category": "capacity",
+            "template": "GPU KV cache usage: 100.0%, waiting queue growing, preemptions",
+            "host": None,
+            "pod": None,
+            "first_time": iso(grow0 + (grow1 - grow0) * 0.6),
+        },
+        "symptoms": [{"category": "capacity", "template": "Waiting: <*> reqs"}],
+        "impact": {"start": iso(grow0 + (grow1 - grow0) * 0.6), "end": iso(end)},
+    }
+
+
+@scenario("healthy")
+def healthy(w: World) -> dict:
+    """A normal day: health checks, a benign startup warning, a few 4xx, unrelated pods. No incident."""
+    nodes = skewed_nodes(w, 2)
+    pods = deployment(w, "llama-70b", 2, "7d9c5b8f6", nodes)
+    start, end = at("10:00"), at("11:00")
+    for p in pods:
+        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)))
+    daily = lambda t: 6000.0 + 900.0 * math.sin((t - start).total_seconds() / 1800.0)  # noqa: E731
+    serve(w, pods, Load(daily, lambda p, t: 48.0 + w.rng.uniform(-6, 6)), at("10:02"), end, lambda p, t: True)
+    capture_trace(w, at("10:20"), at("10:25"), daily, n_max=600)
+    noise(w, start, end)
+    return {"root_cause": None, "symptoms": [], "impact": None}
+
+
+def generate(name: str, out: Path, seed: int = 1, scale: float = 1.0) -> dict:
+    """Write scenario `name` to `out` and return its ground truth (also written as ground_truth.json)."""
+    if name not in SCENARIOS:
+        raise KeyError(f"unknown scenario {name!r}; choose one of: {', '.join(sorted(SCENARIOS))}")
+    w = World(seed=seed, scale=scale)
+    truth = SCENARIOS[name](w)
+    truth = {
+        "scenario": name,
+        "seed": seed,
+        "scale": scale,
+        "generator": "forensics samples/generate.py",
+        **truth,
+        "clock_skew_s": dict(sorted(w.skew.items())),
+    }
+    w.write(out)
+    (out / "ground_truth.json").write_text(json.dumps(truth, indent=2, sort_keys=False) + "\n")
+    return truth
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Generate a sample incident directory.")
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    ap.add_argument("outdir", type=Path)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--scale", type=float, default=1.0)
+    a = ap.parse_args(argv)
+    generate(a.scenario, a.outdir, a.seed, a.scale)
+
+
+if __name__ == "__main__":
+    main()
