@@ -13,6 +13,7 @@ import typer
 
 from forensics.cli import ingest as _ingest_cmd
 from forensics.cli import sample as _sample_cmd
+from forensics.cli import templates as _templates_cmd
 
 app = typer.Typer(
     name="forensics",
@@ -23,6 +24,7 @@ app = typer.Typer(
 )
 app.command("ingest")(_ingest_cmd.ingest)
 app.command("sample")(_sample_cmd.sample)
+app.command("templates")(_templates_cmd.templates)
 
 
 @app.callback(invoke_without_command=True)

@@ -79,3 +79,45 @@ def print_ingest_summary(result, written: dict[str, Path]) -> None:
     for w in result.warnings:
         console.print(f"[yellow]warning[/] {w}")
     console.print("wrote " + ", ".join(str(p) for p in written.values()))
+
+
+def print_templates(table, changes, top: int) -> None:
+    """The templates table (or the baseline diff when one was given), most significant first."""
+    import polars as pl
+
+    if changes is not None:
+        t = Table(title="Templates against the baseline", title_justify="left")
+        for c in ("status", "id", "now", "before", "ratio", "score", "template"):
+            t.add_column(c, justify="right" if c in ("now", "before", "ratio", "score") else "left", overflow="fold")
+        for r in changes.filter(pl.col("status") != "SAME").head(top).iter_rows(named=True):
+            style = {"NEW": "bold red", "GONE": "dim", "CHANGED": "yellow"}.get(r["status"], "")
+            ratio = "-" if r["rate_ratio"] is None else f"{r['rate_ratio']:.1f}x"
+            t.add_row(
+                f"[{style}]{r['status']}[/]",
+                r["template_id"],
+                str(r["count_current"]),
+                str(r["count_baseline"]),
+                ratio,
+                f"{r['score']:.1f}",
+                r["template"][:110],
+            )
+        console.print(t)
+        return
+    t = Table(title=f"{table.height} templates", title_justify="left")
+    for c in ("id", "count", "first seen", "last seen", "source", "level", "hosts/pods", "template"):
+        t.add_column(c, justify="right" if c == "count" else "left", overflow="fold")
+    for r in table.head(top).iter_rows(named=True):
+        where = ", ".join((r["hosts"] or []) + (r["pods"] or []))
+        first = r["first_seen"].strftime("%m-%d %H:%M:%S") if r["first_seen"] else "-"
+        last = r["last_seen"].strftime("%m-%d %H:%M:%S") if r["last_seen"] else "-"
+        t.add_row(
+            r["template_id"],
+            f"{r['count']:,}",
+            first,
+            last,
+            r["source"],
+            r["level"] or "-",
+            where[:40],
+            r["template"][:110],
+        )
+    console.print(t)

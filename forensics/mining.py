@@ -1,0 +1,391 @@
+"""Template mining: group event messages into templates such as `Cache corruption detected in block <NUM>`.
+
+Structure, not tuning, makes it fast (shared docs, template-mining.md §0):
+
+1. Only the first line of a message is mined (a traceback is folded under its header),
+   capped at `MAX_CHARS` characters and `MAX_TOKENS` tokens, as Loki does, so one huge
+   line cannot stall Drain.
+2. Messages are keyed by their digit-collapsed text (`block 88123` -> `block 0`). Keys
+   repeat massively in logs, so the named masks and Drain only see one representative
+   per (source, key), and the template id is joined back to every row.
+3. One Drain3 instance per source (vLLM lines never share a tree with NCCL lines), fed
+   in a deterministic order (most frequent key first, ties by text), so the same logs
+   give the same templates on every run and machine.
+4. A template id is a hash of (source, template text), not Drain's cluster counter:
+   stable across runs, so incidents can be compared and reports can link templates.
+
+Persistence is plain JSON (`save_templates` / `load_templates`). Drain3's own state is
+jsonpickle, and loading jsonpickle from a user-supplied file can execute code: never done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+
+from forensics import schema as s
+
+MAX_CHARS = 2000
+MAX_TOKENS = 100
+TEMPLATE_ID: str = "template_id"
+TEMPLATE: str = "template"
+PARAMS: str = "params"
+COUNT: str = "count"
+FIRST_SEEN: str = "first_seen"
+LAST_SEEN: str = "last_seen"
+TEMPLATES_FILE_VERSION = 1
+
+MASKS: tuple[tuple[str, str], ...] = (
+    ("REQ_ID", r"\b(?:chatcmpl|cmpl|chat|req|request|embd|tokn)-[0-9A-Za-z][0-9A-Za-z\-]{7,}"),
+    ("UUID", r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
+    (
+        "IP",
+        r"(?:\b\d{1,3}(?:\.\d{1,3}){3}|\bfe80::[0-9a-fA-F:]+(?:%\w+)?|\b(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4})(?:<\d+>|:\d{1,5}\b)?",
+    ),
+    ("PATH", r"(?:\b[A-Za-z]:)?(?:/[\w.\-@+~]+){2,}/?"),
+    ("SRC", r"\b[\w./\-]+\.(?:cc|cpp|cu|h|hpp|c|py|go|rs):\d+\b"),
+    ("POD", r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-[a-f0-9]{8,10}-[a-z0-9]{5}\b"),
+    ("HEX", r"\b0x[0-9a-fA-F]+\b|\b[0-9a-fA-F]{8,}\b"),
+    ("DUR", r"\b\d+(?:\.\d+)?(?:h\d+m|m\d+(?:\.\d+)?s|ns|us|µs|ms|s|m|h)\b"),
+    ("NUM", r"\b\d{1,3}(?:,\d{3})+\b|\b\d+(?:\.\d+)*(?:[eE][+-]?\d+)?(?:[A-Za-z]{1,3})?\b"),
+)
+"""Named masks, applied in order. Each turns a variable part into `<NAME>`; the template
+then reads `block <NUM>` or `peer <IP>`. HEX needs a 0x prefix or 8+ hex digits, so short
+words (`added`, `70B`) stay; pod names are masked before their hash can look like HEX; NUM
+takes thousands separators (`1,843,200`), versions (`0.10.2`) and unit suffixes (`112.5x`)
+whole, and no sign, so `gpu-node-3` reads `gpu-node-<NUM>`."""
+
+MASK_TOKENS = tuple(f"<{name}>" for name, _ in MASKS)
+_PARAM_PATTERN = "|".join(f"(?:{rx})" for _, rx in MASKS)
+
+
+@dataclass(frozen=True)
+class MinerConfig:
+    """Drain settings. The defaults are Drain3's, which measured best on average (template-mining.md §5.2)."""
+
+    sim_th: float = 0.4
+    depth: int = 4
+    max_children: int = 100
+    max_clusters: int | None = 50_000
+    explode_warning: int = 20_000
+    """Warn when one source yields more templates than this (a noisy source or a missing mask)."""
+
+
+@dataclass
+class MiningResult:
+    """Every event's template id (aligned with the input rows) and the templates table."""
+
+    template_ids: pl.Series
+    templates: pl.DataFrame
+    warnings: list[str]
+
+
+def template_id(source: str | None, template: str) -> str:
+    """The stable id of a template: 12 hex chars of BLAKE2b over source and text.
+
+    >>> template_id("kv-store", "Cache corruption detected in block <NUM>")
+    'a27d03ab5852'
+    """
+    h = hashlib.blake2b(f"{source or ''}\x00{template}".encode(), digest_size=6)
+    return h.hexdigest()
+
+
+def mask_expr(expr: pl.Expr) -> pl.Expr:
+    """Apply the named masks to a string expression (vectorised)."""
+    for name, rx in MASKS:
+        expr = expr.str.replace_all(rx, f"<{name}>")
+    return expr
+
+
+def first_line(expr: pl.Expr) -> pl.Expr:
+    """The first line of a message, capped at `MAX_CHARS` characters."""
+    nl = expr.str.find("\n", literal=True)
+    return pl.when(nl.is_null()).then(expr).otherwise(expr.str.slice(0, nl)).str.slice(0, MAX_CHARS)
+
+
+def params_expr(expr: pl.Expr) -> pl.Expr:
+    """The masked values of each message, in order, as a list column (`[88123]`, `[10.0.4.13<44413>]`)."""
+    return first_line(expr).str.extract_all(_PARAM_PATTERN)
+
+
+def mine(events: pl.DataFrame, config: MinerConfig | None = None) -> MiningResult:
+    """Mine templates over `events` (the ingest schema); see the module docstring.
+
+    >>> r = mine(ingest("samples/cache-corruption").events)  # doctest: +SKIP
+    >>> r.templates.filter(pl.col("template").str.contains("Cache corruption")).height  # doctest: +SKIP
+    1
+    """
+    ids, names, warnings = cluster(events[s.SOURCE], events[s.MESSAGE], config)
+    templates = summarise(events.with_columns(ids.alias(TEMPLATE_ID)), names)
+    return MiningResult(ids, templates, warnings)
+
+
+def cluster(
+    sources: pl.Series, messages: pl.Series, config: MinerConfig | None = None
+) -> tuple[pl.Series, pl.DataFrame, list[str]]:
+    """Template id of every message, and the (template_id, template, source) table.
+
+    The core of `mine`, on bare columns (the Loghub benchmark calls it directly).
+    """
+    from drain3.template_miner_config import TemplateMinerConfig
+
+    config = config or MinerConfig()
+    warnings: list[str] = []
+    ev = (
+        pl.DataFrame({s.SOURCE: sources.fill_null("unknown"), "_msg": messages.fill_null("")})
+        .select(
+            pl.col(s.SOURCE).cast(pl.String),
+            first_line(pl.col("_msg").cast(pl.String)).alias("_line"),
+            pl.int_range(pl.len(), dtype=pl.UInt32).alias("_i"),
+        )
+        .with_columns(pl.col("_line").str.replace_all(r"\d+", "0").alias("_key"))
+    )
+    keys = (
+        ev.group_by(s.SOURCE, "_key")
+        .agg(pl.col("_line").first().alias("_rep"), pl.len().alias("_n"))
+        .with_columns(mask_expr(pl.col("_rep")).alias("_masked"))
+        .sort(s.SOURCE, "_n", "_key", descending=[False, True, False])
+    )
+    drain_cfg = TemplateMinerConfig()
+    drain_cfg.drain_sim_th = config.sim_th
+    drain_cfg.drain_depth = config.depth
+    drain_cfg.drain_max_children = config.max_children
+    drain_cfg.drain_max_clusters = config.max_clusters
+    drain_cfg.parametrize_numeric_tokens = True
+    cluster_of: list[tuple[str, int]] = []
+    finals: dict[tuple[str, int], str] = {}
+    for (source,), part in keys.group_by(s.SOURCE, maintain_order=True):
+        drain = _new_drain(drain_cfg)
+        for masked in part["_masked"]:
+            tokens = masked.split()
+            if len(tokens) > MAX_TOKENS:
+                tokens = tokens[:MAX_TOKENS]
+            cl, _change = drain.add_log_message(" ".join(tokens) if tokens else "<EMPTY>")
+            cluster_of.append((source, cl.cluster_id))
+        created = drain.clusters_counter
+        if created > config.explode_warning:
+            kept = f", {len(drain.clusters)} kept (max_clusters)" if created > len(drain.clusters) else ""
+            warnings.append(
+                f"source {source!r} produced {created} templates{kept}: a noisy source or an unmasked "
+                "variable (ids, hashes); consider a mask for it"
+            )
+        for c in drain.clusters:
+            finals[(source, c.cluster_id)] = _normalise(c.get_template())
+    # A cluster evicted by max_clusters has no final template: fall back to its masked text.
+    masked_list = keys["_masked"].to_list()
+    tmpl = [finals.get(k, m) for k, m in zip(cluster_of, masked_list, strict=True)]
+    keys = keys.with_columns(
+        pl.Series(TEMPLATE, tmpl, dtype=pl.String),
+        pl.Series(
+            TEMPLATE_ID, [template_id(src, t) for (src, _), t in zip(cluster_of, tmpl, strict=True)], dtype=pl.String
+        ),
+    )
+    ids = ev.join(keys.select(s.SOURCE, "_key", TEMPLATE_ID), on=[s.SOURCE, "_key"], how="left").sort("_i")[TEMPLATE_ID]
+    names = keys.select(TEMPLATE_ID, TEMPLATE, s.SOURCE).unique(TEMPLATE_ID, keep="first").sort(TEMPLATE_ID)
+    return ids, names, warnings
+
+
+def _new_drain(cfg):
+    from drain3.drain import Drain
+
+    return Drain(
+        sim_th=cfg.drain_sim_th,
+        depth=cfg.drain_depth,
+        max_children=cfg.drain_max_children,
+        max_clusters=cfg.drain_max_clusters,
+        param_str="<*>",
+        parametrize_numeric_tokens=cfg.parametrize_numeric_tokens,
+    )
+
+
+def _normalise(template: str) -> str:
+    """Collapse runs of wildcards so `<*> <*> <*>` and `<*> <*>` read (and hash) the same."""
+    out: list[str] = []
+    for tok in template.split():
+        if tok == "<*>" and out and out[-1] == "<*>":
+            continue
+        out.append(tok)
+    return " ".join(out)
+
+
+def summarise(events: pl.DataFrame, names: pl.DataFrame) -> pl.DataFrame:
+    """The templates table: id, text, source, count, first/last seen, hosts, pods, level, example."""
+    sev = pl.col(s.LEVEL).replace_strict({lvl: i for i, lvl in enumerate(s.LEVELS)}, default=-1, return_dtype=pl.Int8)
+    agg = events.group_by(TEMPLATE_ID).agg(
+        pl.len().alias(COUNT),
+        pl.col(s.TS).min().alias(FIRST_SEEN),
+        pl.col(s.TS).max().alias(LAST_SEEN),
+        pl.col(s.HOST).drop_nulls().unique().sort().alias("hosts"),
+        pl.col(s.POD).drop_nulls().unique().sort().alias("pods"),
+        pl.col(s.LEVEL).sort_by(sev, descending=True).first().alias(s.LEVEL),
+        pl.col(s.MESSAGE).sort_by(s.FILE, s.LINE).first().str.slice(0, 500).alias("example"),
+        pl.col(s.FILE).sort_by(s.FILE, s.LINE).first().alias("example_file"),
+        pl.col(s.LINE).sort_by(s.FILE, s.LINE).first().alias("example_line"),
+    )
+    return (
+        agg.join(names, on=TEMPLATE_ID, how="left")
+        .select(
+            TEMPLATE_ID,
+            TEMPLATE,
+            s.SOURCE,
+            COUNT,
+            FIRST_SEEN,
+            LAST_SEEN,
+            "hosts",
+            "pods",
+            s.LEVEL,
+            "example",
+            "example_file",
+            "example_line",
+        )
+        .sort(COUNT, TEMPLATE_ID, descending=[True, False])
+    )
+
+
+# --- persistence --------------------------------------------------------------------------
+
+
+def save_templates(
+    templates: pl.DataFrame, path: Path, window: tuple[datetime | None, datetime | None] | None = None
+) -> None:
+    """Write the templates (id, text, source, count, rate) as plain JSON, usable as `--baseline`."""
+    lo, hi = window or (templates[FIRST_SEEN].min(), templates[LAST_SEEN].max())
+    span = (hi - lo).total_seconds() if lo is not None and hi is not None else None
+    rows = []
+    for r in templates.sort(TEMPLATE_ID).iter_rows(named=True):
+        rows.append(
+            {
+                "id": r[TEMPLATE_ID],
+                "template": r[TEMPLATE],
+                "source": r[s.SOURCE],
+                "count": r[COUNT],
+                "rate_per_s": (r[COUNT] / span) if span else None,
+            }
+        )
+    doc = {
+        "version": TEMPLATES_FILE_VERSION,
+        "window": {"start": lo.isoformat() if lo else None, "end": hi.isoformat() if hi else None, "seconds": span},
+        "templates": rows,
+    }
+    path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+
+
+def load_templates(path: Path) -> tuple[pl.DataFrame, float | None]:
+    """Read a templates JSON written by `save_templates`. Returns (templates, window seconds).
+
+    Plain `json` only: nothing in the file can make code run.
+    """
+    from forensics.errors import ParseError
+
+    try:
+        doc = json.loads(Path(path).read_text())
+        rows = doc["templates"]
+        span = (doc.get("window") or {}).get("seconds")
+        df = pl.DataFrame(
+            {
+                TEMPLATE_ID: [r["id"] for r in rows],
+                TEMPLATE: [r["template"] for r in rows],
+                s.SOURCE: [r.get("source") for r in rows],
+                COUNT: [int(r["count"]) for r in rows],
+            },
+            schema={TEMPLATE_ID: pl.String, TEMPLATE: pl.String, s.SOURCE: pl.String, COUNT: pl.Int64},
+        )
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ParseError(
+            f"not a forensics templates file ({type(e).__name__}: {e})",
+            path=str(path),
+            hint="write one with `forensics templates LOGDIR --save known.json`",
+        ) from e
+    return df, span
+
+
+# --- baseline diff ----------------------------------------------------------------------
+
+
+def diff(
+    current: pl.DataFrame, current_s: float, baseline: pl.DataFrame, baseline_s: float, alpha: float = 1e-3
+) -> pl.DataFrame:
+    """Mark each template NEW, GONE, CHANGED or SAME between a baseline and the current window.
+
+    `current`/`baseline` have `template_id`, `template`, `source`, `count`; the `_s`
+    arguments are the windows' lengths in seconds. Under "nothing changed", a template's
+    occurrences fall in the two windows in proportion to their lengths, so the current
+    count is Binomial(n = both counts, p = current_s / (current_s + baseline_s)); the
+    two-sided binomial test gives `p_value`, and `score` = -log10(p). A template is
+    CHANGED when p < `alpha`. This is log-rate analysis (LogCompare, Elastic) with an
+    exact test instead of a threshold on the ratio.
+    """
+    from scipy.stats import binomtest
+
+    cur = current.select(TEMPLATE_ID, TEMPLATE, s.SOURCE, pl.col(COUNT).alias("count_current"))
+    base = baseline.select(
+        TEMPLATE_ID, pl.col(TEMPLATE).alias("_bt"), pl.col(s.SOURCE).alias("_bs"), pl.col(COUNT).alias("count_baseline")
+    )
+    j = (
+        cur.join(base, on=TEMPLATE_ID, how="full", coalesce=True)
+        .with_columns(
+            pl.coalesce(TEMPLATE, "_bt").alias(TEMPLATE),
+            pl.coalesce(s.SOURCE, "_bs").alias(s.SOURCE),
+            pl.col("count_current").fill_null(0),
+            pl.col("count_baseline").fill_null(0),
+        )
+        .drop("_bt", "_bs")
+    )
+    p_cur = current_s / (current_s + baseline_s) if current_s + baseline_s > 0 else 0.5
+    rows = []
+    for r in j.iter_rows(named=True):
+        c, b = r["count_current"], r["count_baseline"]
+        p = binomtest(c, c + b, p_cur).pvalue if c + b > 0 else 1.0
+        rate_c = c / current_s if current_s else None
+        rate_b = b / baseline_s if baseline_s else None
+        if b == 0 and c > 0:
+            status = "NEW"
+        elif c == 0 and b > 0:
+            status = "GONE"
+        elif p < alpha:
+            status = "CHANGED"
+        else:
+            status = "SAME"
+        ratio = (rate_c / rate_b) if rate_c is not None and rate_b else None
+        rows.append(
+            {
+                **r,
+                "rate_current": rate_c,
+                "rate_baseline": rate_b,
+                "rate_ratio": ratio,
+                "p_value": p,
+                "score": -math.log10(max(p, 1e-300)),
+                "status": status,
+            }
+        )
+    schema = {
+        TEMPLATE_ID: pl.String,
+        TEMPLATE: pl.String,
+        s.SOURCE: pl.String,
+        "count_current": pl.Int64,
+        "count_baseline": pl.Int64,
+        "rate_current": pl.Float64,
+        "rate_baseline": pl.Float64,
+        "rate_ratio": pl.Float64,
+        "p_value": pl.Float64,
+        "score": pl.Float64,
+        "status": pl.String,
+    }
+    out = pl.DataFrame(rows, schema=schema)
+    return out.sort("score", TEMPLATE_ID, descending=[True, False])
+
+
+def window_counts(events: pl.DataFrame, ids: pl.Series, start: datetime, end: datetime) -> pl.DataFrame:
+    """Template counts of events with `start <= ts < end` (for `diff`)."""
+    ev = events.select(s.TS, s.SOURCE).with_columns(ids.alias(TEMPLATE_ID))
+    return (
+        ev.filter((pl.col(s.TS) >= start) & (pl.col(s.TS) < end))
+        .group_by(TEMPLATE_ID)
+        .agg(pl.len().alias(COUNT), pl.col(s.SOURCE).first())
+    )

@@ -1,0 +1,238 @@
+"""Template mining: masks, grouping of real messages, stable ids, persistence, baseline diff."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from forensics import ingest, mining
+from forensics import schema as s
+from forensics.errors import ParseError
+
+SAMPLES = Path(__file__).parent.parent / "samples"
+
+
+def _mask(text: str) -> str:
+    return pl.DataFrame({"m": [text]}).select(mining.mask_expr(pl.col("m")))["m"][0]
+
+
+@pytest.mark.parametrize(
+    ("raw", "masked"),
+    [
+        ("Received request chatcmpl-6f1c0e1e2d8b4f7aa3c59d0b9a6e7f10: params", "Received request <REQ_ID>: params"),
+        ("Finished request cmpl-77758764-541a-458f-b0cd-7a498d7d9725-0.", "Finished request <REQ_ID>."),
+        ("pod 3f0c2a9e-1111-2222-3333-444455556666 died", "pod <UUID> died"),
+        ("peer 10.0.4.13<44413> with status=12", "peer <IP> with status=<NUM>"),
+        ("fe80::966d:ae03:8b:df78%ib0<53249> closed", "<IP> closed"),
+        ("connect 10.244.1.7:8000 refused", "connect <IP> refused"),
+        ('File "/usr/local/lib/python3.12/site.py", line 3', 'File "<PATH>", line <NUM>'),
+        ("transport/net.cc:1302 -> 6", "<SRC> -> <NUM>"),
+        ("comm 0x55fb6f3ce680 commId 0x795520212f433144", "comm <HEX> commId <HEX>"),
+        ("killing llama-70b-7d9c5b8f6-t2q8j now", "killing <POD> now"),
+        (
+            "pleg was last seen active 3m5.30015447s ago; threshold is 3m0s",
+            "pleg was last seen active <DUR> ago; threshold is <DUR>",
+        ),
+        ("GPU KV cache size: 1,843,200 tokens", "GPU KV cache size: <NUM> tokens"),
+        ("Tried to allocate 2.50 GiB on gpu-node-3", "Tried to allocate <NUM> GiB on gpu-node-<NUM>"),
+        ("added entries to the cafe", "added entries to the cafe"),
+    ],
+)
+def test_named_masks_turn_variables_into_named_tokens(raw, masked):
+    assert _mask(raw) == masked
+
+
+def _ids(messages: list[str], source: str = "x") -> list[str]:
+    ids, _, _ = mining.cluster(pl.Series([source] * len(messages)), pl.Series(messages))
+    return ids.to_list()
+
+
+def test_cache_corruption_messages_with_different_blocks_share_a_template():
+    a, b, c = _ids(
+        [
+            "Cache corruption detected in block 88123: stored hash 0x9f3a1c77 does not match the chunk hash",
+            "Cache corruption detected in block 12: stored hash 0x1b22e0c4 does not match the chunk hash",
+            "Storing KV cache for 512 out of 2048 tokens",
+        ]
+    )
+    assert a == b != c
+
+
+def test_watchdog_timeouts_of_all_ranks_and_versions_group_together_apart_from_other_c10d_lines():
+    ids = _ids(
+        [
+            "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5730, OpType=ALLREDUCE, NumelIn=128, NumelOut=128, Timeout(ms)=600000) ran for 600009 milliseconds before timing out.",
+            "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=203441, OpType=ALLREDUCE, NumelIn=32064, NumelOut=0, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.",
+            "[PG ID 2 PG GUID 3 Rank 1] To avoid data inconsistency, we are taking the entire process down.",
+        ],
+        source="torch",
+    )
+    assert ids[0] == ids[1] != ids[2]
+
+
+def test_only_the_first_line_of_a_multiline_event_is_mined():
+    a, b = _ids(
+        [
+            "EngineCore encountered a fatal error.\nTraceback (most recent call last):\n  File x",
+            "EngineCore encountered a fatal error.\nother stack",
+        ]
+    )
+    assert a == b
+
+
+def test_the_same_text_from_two_sources_gets_two_templates():
+    ids, names, _ = mining.cluster(pl.Series(["vllm", "nccl"]), pl.Series(["connection closed", "connection closed"]))
+    assert ids[0] != ids[1] and names.height == 2
+
+
+def test_template_ids_do_not_depend_on_row_order_or_run():
+    ev = ingest(SAMPLES / "gpu-oom").events
+    one = mining.mine(ev)
+    shuffled = ev.sample(fraction=1.0, shuffle=True, seed=3)
+    two = mining.mine(shuffled)
+    assert (
+        one.templates.select(mining.TEMPLATE_ID, mining.TEMPLATE)
+        .sort(mining.TEMPLATE_ID)
+        .equals(two.templates.select(mining.TEMPLATE_ID, mining.TEMPLATE).sort(mining.TEMPLATE_ID))
+    )
+    back = dict(zip(shuffled[s.FILE] + ":" + shuffled[s.LINE].cast(pl.String), two.template_ids, strict=True))
+    fwd = dict(zip(ev[s.FILE] + ":" + ev[s.LINE].cast(pl.String), one.template_ids, strict=True))
+    assert back == fwd
+
+
+def test_mined_sample_has_the_templates_the_story_needs():
+    r = mining.mine(ingest(SAMPLES / "cache-corruption").events)
+    t = r.templates
+    corrupt = t.filter(pl.col(mining.TEMPLATE).str.starts_with("Cache corruption detected in block <NUM>"))
+    assert corrupt.height == 1 and corrupt[s.SOURCE][0] == "kv-store" and corrupt[s.LEVEL][0] == "ERROR"
+    assert corrupt[mining.COUNT][0] == 8 and corrupt["example_file"][0] and corrupt["example_line"][0] > 0
+    watchdog = t.filter(pl.col(mining.TEMPLATE).str.contains("Watchdog caught collective operation timeout"))
+    assert watchdog.height == 1 and watchdog[mining.COUNT][0] == 8
+    assert r.template_ids.null_count() == 0
+
+
+def test_templates_round_trip_through_plain_json(tmp_path):
+    t = mining.mine(ingest(SAMPLES / "healthy").events).templates
+    path = tmp_path / "known.json"
+    mining.save_templates(t, path)
+    doc = json.loads(path.read_text())
+    assert doc["version"] == mining.TEMPLATES_FILE_VERSION and doc["window"]["seconds"] > 3000
+    back, span = mining.load_templates(path)
+    assert span == doc["window"]["seconds"]
+    assert back.sort(mining.TEMPLATE_ID).equals(
+        t.select(mining.TEMPLATE_ID, mining.TEMPLATE, s.SOURCE, pl.col(mining.COUNT).cast(pl.Int64)).sort(
+            mining.TEMPLATE_ID
+        )
+    )
+
+
+def test_a_drain3_jsonpickle_state_is_rejected_not_executed(tmp_path):
+    bad = tmp_path / "state.json"
+    bad.write_text(
+        '{"py/object": "os.system", "py/reduce": [{"py/function": "os.system"}, {"py/tuple": ["touch pwned"]}]}'
+    )
+    with pytest.raises(ParseError) as e:
+        mining.load_templates(bad)
+    assert "forensics templates" in e.value.hint
+    assert not (tmp_path / "pwned").exists()
+
+
+def _counts(rows):
+    return pl.DataFrame(
+        rows,
+        schema={mining.TEMPLATE_ID: pl.String, mining.TEMPLATE: pl.String, s.SOURCE: pl.String, mining.COUNT: pl.Int64},
+        orient="row",
+    )
+
+
+def test_baseline_diff_marks_new_gone_changed_and_same():
+    base = _counts(
+        [("a", "steady <NUM>", "vllm", 1000), ("b", "went away", "vllm", 50), ("c", "health ok", "uvicorn", 100)]
+    )
+    cur = _counts(
+        [
+            ("a", "steady <NUM>", "vllm", 1010),
+            ("c", "health ok", "uvicorn", 900),
+            ("d", "Cache corruption detected in block <NUM>", "kv-store", 8),
+        ]
+    )
+    d = {r["template_id"]: r for r in mining.diff(cur, 3600.0, base, 3600.0).iter_rows(named=True)}
+    assert d["d"]["status"] == "NEW" and d["d"]["score"] > 2
+    assert d["b"]["status"] == "GONE"
+    assert d["c"]["status"] == "CHANGED" and d["c"]["rate_ratio"] == pytest.approx(9.0)
+    assert d["a"]["status"] == "SAME" and d["a"]["p_value"] > 0.5
+
+
+def test_diff_accounts_for_unequal_window_lengths():
+    base = _counts([("a", "x", "vllm", 100)])
+    cur = _counts([("a", "x", "vllm", 10)])
+    row = mining.diff(cur, 360.0, base, 3600.0).row(0, named=True)
+    assert row["status"] == "SAME" and row["rate_ratio"] == pytest.approx(1.0)
+
+
+# --- bad input ---------------------------------------------------------------------------
+
+
+def test_empty_huge_variable_only_and_non_ascii_messages_are_mined():
+    msgs = [
+        "",
+        "x" * 1_000_000,
+        "0x1f 12 10.0.0.1 88 7",
+        "Ошибка кэша в блоке 17",
+        "キャッシュ破損 ブロック 18",
+        " ".join(f"w{i}" for i in range(5000)),
+    ]
+    ids, names, _ = mining.cluster(pl.Series(["x"] * len(msgs)), pl.Series(msgs))
+    assert ids.null_count() == 0 and names[mining.TEMPLATE].str.len_chars().max() <= mining.MAX_CHARS + 10
+
+
+def test_a_template_explosion_is_bounded_and_warned_about():
+    import random
+
+    rng = random.Random(5)
+    word = lambda: "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))  # noqa: E731
+    msgs = [" ".join(word() for _ in range(rng.randint(3, 6))) for _ in range(3000)]
+    cfg = mining.MinerConfig(explode_warning=100, max_clusters=500)
+    ids, names, warnings = mining.cluster(pl.Series(["noisy"] * len(msgs)), pl.Series(msgs), cfg)
+    assert ids.null_count() == 0
+    assert warnings and "noisy" in warnings[0]
+
+
+def test_cli_templates_saves_and_diffs_against_a_baseline(tmp_path):
+    import subprocess
+    import sys
+
+    known = tmp_path / "known.json"
+    p = subprocess.run(
+        [sys.executable, "-m", "forensics", "templates", str(SAMPLES / "healthy"), "--save", str(known), "-q"],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 0, p.stderr
+    out = tmp_path / "out"
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "forensics",
+            "templates",
+            str(SAMPLES / "cache-corruption"),
+            "--baseline",
+            str(known),
+            "--out",
+            str(out),
+            "--top",
+            "100",
+        ],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "250", "PATH": ""},
+    )
+    assert p.returncode == 0, p.stderr
+    assert "NEW" in p.stdout and "Cache corruption detected in block <NUM>" in p.stdout
+    changes = pl.read_parquet(out / "template_changes.parquet")
+    assert changes.filter(pl.col("template").str.starts_with("Cache corruption"))["status"][0] == "NEW"
+    assert "template_id" in pl.read_parquet(out / "events.parquet").columns
