@@ -1,0 +1,92 @@
+"""Grouping accuracy of our miner vs plain drain3 on the Loghub-2k labelled samples.
+
+Usage: python bench/loghub_accuracy.py [--data ../shared/data/loghub2k]
+
+Loghub data is for research/evaluation only: it is read from shared/ when present and
+never copied into the project. Input per dataset is the `Content` column of
+`<DS>_2k.log_structured.csv` (header already split off, as our parsers do for logs);
+ground truth is its `EventId`. Metrics (Loghub-2.0 definitions):
+GA  = share of lines whose predicted group equals their true group;
+FGA = F1 of group-level precision/recall (a predicted group is correct if it equals a true group).
+Last line: `loghub GA ours=0.912 drain3=0.865 FGA ours=0.800 drain3=0.700`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "loghub2k"
+
+
+def grouping_scores(pred: list, truth: list) -> tuple[float, float]:
+    """(GA, FGA) of predicted group labels against true labels, line-aligned."""
+    true_size = Counter(truth)
+    groups: dict = defaultdict(list)
+    for i, p in enumerate(pred):
+        groups[p].append(i)
+    correct_lines = correct_groups = 0
+    for members in groups.values():
+        labels = {truth[i] for i in members}
+        if len(labels) == 1 and true_size[next(iter(labels))] == len(members):
+            correct_lines += len(members)
+            correct_groups += 1
+    ga = correct_lines / len(truth)
+    p, r = correct_groups / len(groups), correct_groups / len(true_size)
+    return ga, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def load(ds_dir: Path) -> tuple[list[str], list[str]]:
+    name = ds_dir.name
+    with open(ds_dir / f"{name}_2k.log_structured.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    return [r["Content"] for r in rows], [r["EventId"] for r in rows]
+
+
+def ours(name: str, content: list[str], shards: int = 1) -> list[str]:
+    import polars as pl
+
+    from forensics import mining
+
+    ids, _, _ = mining.cluster(pl.Series([name] * len(content)), pl.Series(content))
+    return ids.to_list()
+
+
+def plain_drain3(content: list[str]) -> list[int]:
+    from drain3 import TemplateMiner
+
+    miner = TemplateMiner()
+    return [miner.add_log_message(line)["cluster_id"] for line in content]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    args = ap.parse_args()
+    if not args.data.is_dir():
+        print(f"skipped: {args.data} not present (Loghub-2k is evaluation data kept outside the project)")
+        return
+    import logging
+
+    logging.disable(logging.INFO)
+    rows = []
+    print(f"{'dataset':<12} {'GA ours':>8} {'GA drain3':>10} {'FGA ours':>9} {'FGA drain3':>11}")
+    for ds in sorted(p for p in args.data.iterdir() if p.is_dir()):
+        content, truth = load(ds)
+        ga_o, fga_o = grouping_scores(ours(ds.name, content), truth)
+        ga_d, fga_d = grouping_scores(plain_drain3(content), truth)
+        rows.append((ga_o, ga_d, fga_o, fga_d))
+        print(f"{ds.name:<12} {ga_o:>8.3f} {ga_d:>10.3f} {fga_o:>9.3f} {fga_d:>11.3f}")
+    n = len(rows)
+    mean = [sum(r[i] for r in rows) / n for i in range(4)]
+    print(f"{'mean':<12} {mean[0]:>8.3f} {mean[1]:>10.3f} {mean[2]:>9.3f} {mean[3]:>11.3f}")
+    print(f"loghub GA ours={mean[0]:.3f} drain3={mean[1]:.3f} FGA ours={mean[2]:.3f} drain3={mean[3]:.3f}")
+
+
+if __name__ == "__main__":
+    main()
