@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 _LAZY = {
+    "analyze": "forensics.analysis",
+    "Report": "forensics.analysis",
     "FileReport": "forensics.ingestion",
     "IngestResult": "forensics.ingestion",
     "ingest": "forensics.ingestion",
@@ -22,10 +24,11 @@ _LAZY = {
     "schema": "forensics.schema",
 }
 
-__all__ = ["FileReport", "ForensicsError", "IngestResult", "__version__", "ingest", "schema"]
+__all__ = ["FileReport", "ForensicsError", "IngestResult", "Report", "__version__", "analyze", "ingest", "schema"]
 
 if TYPE_CHECKING:
     from forensics import schema
+    from forensics.analysis import Report, analyze
     from forensics.errors import ForensicsError
     from forensics.ingestion import FileReport, IngestResult, ingest
 

@@ -459,7 +459,7 @@ def serve(
                 "Engine 000: " + ", ".join(parts),
             )
             # A sample of the request flow: access lines and request logs.
-            n_access = _poisson(w.rng, 1.6 * w.scale)
+            n_access = _poisson(w.rng, 1.0 * w.scale)
             for _ in range(n_access):
                 ta = t + timedelta(seconds=w.rng.uniform(0, 10))
                 status = 200 if w.rng.random() > 0.004 else w.rng.choice([400, 404])
@@ -833,7 +833,8 @@ def cache_corruption(w: World) -> dict:
         down[p.name].append((tc, up_at))
         if tr < fix - timedelta(minutes=10):
             recur.append((p, tr))
-    for p, tr in recur:
+    while recur:
+        p, tr = recur.pop(0)
         block = w.rng.randrange(10000, 99999)
         w.lmcache(
             p,
@@ -852,10 +853,15 @@ def cache_corruption(w: World) -> dict:
                 '    raise RuntimeError(f"Cache corruption detected in block {block_id}")',
             ],
         )
-        watchdog_timeout(w, p, tr + timedelta(seconds=60.2), 1, p.seq + 51877)
+        watchdog_timeout(w, p, tr + timedelta(seconds=60.2), 1, p.seq + 51877 + 97 * p.instance)
         back = kill_and_restart(w, p, tr + timedelta(seconds=8))
         up_at = startup(w, p, back)
         down[p.name].append((tr, up_at))
+        # Each time the cache fills again, the fault fires again: until the fix.
+        nxt = up_at + timedelta(seconds=290 + w.rng.uniform(-30, 30))
+        if nxt < fix - timedelta(minutes=4):
+            recur.append((p, nxt))
+            recur.sort(key=lambda x: x[1])
     # The fix: a one-line config change rolled out as a new ReplicaSet.
     w.event(
         fix,
@@ -915,7 +921,7 @@ def cache_corruption(w: World) -> dict:
         lambda t: 14720.0, lambda p, t: 88.0 + w.rng.uniform(-6, 6), waiting=lambda p, t: w.rng.randrange(0, 40)
     )
     serve(w, new, healthy_kv, fix + timedelta(seconds=110), end, lambda p, t: True)
-    capture_trace(w, ramp0, fault, rate)
+    capture_trace(w, ramp0, fault, rate, n_max=1500)
     noise(w, start, end)
     return {
         "root_cause": {

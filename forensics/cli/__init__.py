@@ -11,6 +11,7 @@ import traceback
 
 import typer
 
+from forensics.cli import analyze as _analyze_cmd
 from forensics.cli import ingest as _ingest_cmd
 from forensics.cli import sample as _sample_cmd
 from forensics.cli import templates as _templates_cmd
@@ -22,6 +23,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.command("analyze")(_analyze_cmd.analyze)
 app.command("ingest")(_ingest_cmd.ingest)
 app.command("sample")(_sample_cmd.sample)
 app.command("templates")(_templates_cmd.templates)

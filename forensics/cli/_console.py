@@ -121,3 +121,42 @@ def print_templates(table, changes, top: int) -> None:
             r["template"][:110],
         )
     console.print(t)
+
+
+def print_verdict(analysis: dict, written: dict[str, Path]) -> None:
+    """The short verdict after `forensics analyze`: window, root cause with evidence, top symptoms."""
+    inp = analysis["input"]
+    console.print(
+        f"{inp['files']} files, {inp['lines']:,} lines ({inp['unparsed']:,} unparsed), "
+        f"{len(inp['skipped'])} skipped, {inp['templates']} templates"
+    )
+    if not analysis["incidents"]:
+        console.print("[green]No incident found[/]: throughput steady and no fault bursts.")
+    for n, inc in enumerate(analysis["incidents"], 1):
+        rc = inc["root_cause"]
+        imp = inc["impact"]
+        end = inc["end"] or "not recovered"
+        head = f"[bold]Incident {n}[/]: {inc['start']} -> {end}"
+        if imp["measured"] and imp["min_per_s"] is not None:
+            head += f"  throughput {imp['baseline_per_s']:,.0f} -> {imp['min_per_s']:,.0f} {imp['unit']}"
+        elif not imp["measured"]:
+            head += "  (impact not measurable: no throughput series in these logs)"
+        console.print(head)
+        style = "bold green" if rc["status"] == "supported" else "bold yellow"
+        console.print(
+            f"  root cause [{style}]{rc['status']}[/] ({rc['confidence']:.2f}): "
+            f"[bold]{rc['category']}[/] {rc.get('label', '')} on {', '.join(rc['hosts'][:2]) or '-'} from {rc['first_seen'] or '-'}"
+        )
+        if rc.get("template"):
+            console.print(f"    {rc['template'][:140]}", markup=False)
+        for ev in rc.get("evidence", [])[:1]:
+            console.print(f"    evidence {ev['file']}:{ev['line']}", markup=False)
+        if rc.get("missing"):
+            console.print(f"  [yellow]missing:[/] {rc['missing']}")
+        symptoms = [h for h in inc["hypotheses"] if h["role"] == "symptom"][:4]
+        for h in symptoms:
+            console.print(
+                f"  symptom: {h['category']} {h['template'][:100] if h['template'] else ''} (x{h['count']})",
+                markup=False,
+            )
+    console.print("wrote " + ", ".join(str(p) for p in written.values()))

@@ -1,0 +1,484 @@
+"""`analyze()`: logs in, incidents with ranked root-cause hypotheses out (`analysis.json`).
+
+Data flows one way: ingest -> mining -> clock alignment -> series and incidents ->
+signals (what messages mean) -> hypotheses and verdict per incident -> timeline. The
+report only renders what this module computed; `analysis.json` is its source of truth.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from forensics import clock, mining, rootcause, signatures
+from forensics import schema as s
+from forensics import series as ser
+from forensics.ingestion import IngestResult, ingest
+
+ANALYSIS_VERSION = 1
+TIMELINE_MAX = 40
+
+
+@dataclass
+class IncidentReport:
+    incident: ser.Incident
+    hypotheses: list[rootcause.Hypothesis]
+    verdict: rootcause.Verdict
+    timeline: list[dict]
+    impact: dict
+    trigger: dict | None
+    detection: dict
+    resolution: dict
+    tell: dict | None
+
+
+@dataclass
+class Report:
+    """Everything the analysis computed; `to_json()` is the `analysis.json` contract."""
+
+    ingest: IngestResult
+    events: pl.DataFrame
+    """Events with `template_id`, timestamps corrected for clock offsets."""
+    templates: pl.DataFrame
+    series: ser.Series
+    incidents: list[IncidentReport]
+    clock_offsets: dict[str, float]
+    pod_nodes: dict[str, str]
+    template_changes: pl.DataFrame | None
+    warnings: list[str] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        r = self.ingest
+        return {
+            "version": ANALYSIS_VERSION,
+            "input": {
+                "paths": self.inputs,
+                "files": len(r.files),
+                "lines": r.lines,
+                "parsed": r.parsed + r.folded,
+                "unparsed": r.unparsed,
+                "folded": r.folded,
+                "events": r.events.height,
+                "templates": self.templates.height,
+                "time_span": [_iso(t) for t in r.time_span()],
+                "skipped": [{"file": k.file, "reason": k.reason} for k in r.skipped],
+                "traces": r.traces,
+                "notes": [{"file": f.file, "note": n} for f in r.files for n in f.notes],
+            },
+            "throughput": {"unit": self.series.unit, "measured": not self.series.empty},
+            "clock_offsets": self.clock_offsets,
+            "incidents": [_incident_json(i, self.clock_offsets) for i in self.incidents],
+            "warnings": self.warnings + r.warnings,
+        }
+
+
+def analyze(
+    paths: list[Path] | Path,
+    *,
+    year: int | None = None,
+    tz: str = "UTC",
+    captured_at: datetime | None = None,
+    progress=None,
+) -> Report:
+    """Find the incidents in a directory of logs and rank their root causes.
+
+    >>> report = analyze(Path("samples/cache-corruption"))  # doctest: +SKIP
+    >>> report.incidents[0].verdict.top.category  # doctest: +SKIP
+    'kv-cache'
+    """
+    roots = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
+    r = ingest(roots, year=year, tz=tz, captured_at=captured_at, progress=progress)
+    mined = mining.mine(r.events)
+    events = r.events.with_columns(mined.template_ids.alias(mining.TEMPLATE_ID))
+    pod_node = clock.pod_nodes(events)
+    offsets = clock.estimate(events, pod_node)
+    events = clock.apply(events, offsets, pod_node)
+    metrics = clock.apply(r.metrics.with_columns(pl.lit("vllm").alias(s.SOURCE)), offsets, pod_node).drop(s.SOURCE)
+    series = ser.build(events, metrics)
+    signals = _signals(events, mined.templates, pod_node)
+    incidents = ser.detect(series) if not series.empty else ser.error_bursts(signals)
+    ranked = []
+    for inc in incidents:
+        pods_total, nodes_total = _active(events, inc, signals, pod_node)
+        hyps = rootcause.hypotheses(signals, inc, series, pods_total, nodes_total)
+        ranked.append((inc, hyps, rootcause.verdict(hyps)))
+    reports = []
+    for inc, hyps, v in _merge_recurrences(ranked):
+        if inc.detector != "throughput-drop" and v.top is None and not hyps:
+            continue
+        if inc.recoveries:
+            # Re-rank over the merged window.
+            hyps = rootcause.hypotheses(signals, inc, series, *_active(events, inc, signals, pod_node))
+            v = rootcause.verdict(hyps)
+        reports.append(_incident_report(inc, hyps, v, events, signals, series))
+    changes = None
+    if incidents:
+        first = incidents[0].start
+        lo = events[s.TS].min()
+        if lo is not None and (first - lo).total_seconds() > 300:
+            base = mining.window_counts(events, events[mining.TEMPLATE_ID], lo, first - timedelta(minutes=1))
+            cur = mining.window_counts(
+                events, events[mining.TEMPLATE_ID], first, incidents[0].end or events[s.TS].max() + timedelta(seconds=1)
+            )
+            names = mined.templates.select(mining.TEMPLATE_ID, mining.TEMPLATE)
+            changes = mining.diff(
+                cur.join(names, on=mining.TEMPLATE_ID, how="left"),
+                max(((incidents[0].end or events[s.TS].max()) - first).total_seconds(), 1.0),
+                base.join(names, on=mining.TEMPLATE_ID, how="left"),
+                max((first - lo).total_seconds(), 1.0),
+            )
+    return Report(
+        r, events, mined.templates, series, reports, offsets, pod_node, changes, mined.warnings, [str(p) for p in roots]
+    )
+
+
+MERGE_GAP = timedelta(minutes=30)
+
+
+def _merge_recurrences(ranked: list) -> list:
+    """Merge consecutive incidents whose root cause is the same template within `MERGE_GAP`.
+
+    Restarts bring throughput back for a few minutes and the same fault takes it down
+    again: one incident with partial recoveries, not several.
+    """
+    out: list = []
+    for inc, hyps, v in ranked:
+        if out:
+            pinc, phyps, pv = out[-1]
+            same = pv.top is not None and v.top is not None and pv.top.template_id == v.top.template_id
+            if same and pinc.end is not None and inc.start - pinc.end <= MERGE_GAP:
+                pinc.recoveries.append((pinc.end, inc.start))
+                pinc.end = inc.end
+                pinc.minimum = (
+                    min(x for x in (pinc.minimum, inc.minimum) if x is not None)
+                    if (pinc.minimum is not None or inc.minimum is not None)
+                    else None
+                )
+                continue
+        out.append((inc, hyps, v))
+    return out
+
+
+def _signals(events: pl.DataFrame, templates: pl.DataFrame, pod_node: dict[str, str]) -> pl.DataFrame:
+    """Classified events with their time, place, template and full text."""
+    sig = signatures.classify(events)
+    ev = events.with_row_index("_ev").select(
+        "_ev",
+        s.TS,
+        s.SOURCE,
+        s.HOST,
+        s.POD,
+        s.FILE,
+        s.LINE,
+        s.LEVEL,
+        mining.TEMPLATE_ID,
+        pl.col(s.MESSAGE).alias("full"),
+    )
+    names = templates.select(mining.TEMPLATE_ID, pl.col(mining.TEMPLATE).alias("_tmpl"))
+    out = sig.join(ev, on="_ev", how="left").join(names, on=mining.TEMPLATE_ID, how="left")
+    first_line = pl.col("full").str.split("\n").list.first()
+    masked = mining.mask_expr(pl.col("text"))
+    # A fault read from a traceback's exception line gets its own template.
+    is_head = pl.col("text") == first_line
+    out = out.with_columns(
+        pl.when(is_head).then(pl.col("_tmpl")).otherwise(masked).alias("template"),
+        pl.col(s.POD).replace_strict(pod_node, default=None, return_dtype=pl.String).alias("node"),
+    )
+    ids = [
+        tid if head else mining.template_id(src, t)
+        for tid, head, src, t in zip(
+            out[mining.TEMPLATE_ID], out.select(is_head)["text"], out[s.SOURCE], out["template"], strict=True
+        )
+    ]
+    out = out.with_columns(pl.Series("template_id", ids, dtype=pl.String))
+    out = _drop_startup_noise(out, events)
+    return out.with_columns(
+        pl.coalesce("node", pl.when(pl.col(s.SOURCE).is_in(["kubelet", "k8s-event"])).then(pl.col(s.HOST))).alias(
+            "node"
+        )
+    ).sort(s.TS, "_ev")
+
+
+STARTUP = r"^(?:vLLM API server version|Initializing a V1 LLM engine|Starting vLLM API server|init engine \(profile)"
+STARTUP_NOISE_S = 180
+
+
+def _drop_startup_noise(signals: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """A shared-memory broadcast stall within minutes of its engine's start is compilation, not a hang."""
+    starts = events.filter(pl.col(s.MESSAGE).str.contains(STARTUP) & pl.col(s.TS).is_not_null()).select(
+        s.FILE, pl.col(s.TS).alias("_st")
+    )
+    stall = pl.col("label") == "shared-memory broadcast stall"
+    if starts.is_empty() or not signals.select(stall.any()).item():
+        return signals
+    cand = signals.with_row_index("_sig").filter(stall).join(starts, on=s.FILE, how="inner")
+    noisy = cand.filter(
+        (pl.col(s.TS) >= pl.col("_st")) & ((pl.col(s.TS) - pl.col("_st")).dt.total_seconds() <= STARTUP_NOISE_S)
+    )["_sig"].unique()
+    return signals.with_row_index("_sig").filter(~pl.col("_sig").is_in(noisy.implode())).drop("_sig")
+
+
+def _active(
+    events: pl.DataFrame, inc: ser.Incident, signals: pl.DataFrame, pod_node: dict[str, str]
+) -> tuple[int, int]:
+    """Pods serving (vLLM/uvicorn lines) and nodes seen around the incident: the peer group."""
+    lo = inc.start - rootcause.LOOKBACK
+    hi = inc.end or events[s.TS].max()
+    w = events.filter((pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi) & pl.col(s.SOURCE).is_in(["vllm", "uvicorn"]))
+    pods = {p for p in w[s.POD].to_list() if p}
+    nodes = {pod_node[p] for p in pods if p in pod_node} | {n for n in signals["node"].to_list() if n}
+    return len(pods), len(nodes)
+
+
+def _incident_report(inc, hyps, v, events, signals, series) -> IncidentReport:
+    end = inc.end or events[s.TS].max()
+    window = events.filter((pl.col(s.TS) >= inc.start) & (pl.col(s.TS) <= end))
+    failed = window.filter(pl.col(s.HTTP_STATUS) >= 500).height
+    affected_pods = sorted({p for h in hyps if h.role in ("root_cause", "symptom") for p in h.hosts if p})
+    impact = {
+        "start": _iso(inc.start),
+        "end": _iso(inc.end),
+        "duration_s": (inc.end - inc.start).total_seconds() if inc.end else None,
+        "measured": inc.baseline is not None,
+        "baseline_per_s": _r(inc.baseline),
+        "min_per_s": _r(inc.minimum),
+        "drop_fraction": _r(1 - inc.minimum / inc.baseline) if inc.baseline and inc.minimum is not None else None,
+        "unit": series.unit if inc.baseline is not None else None,
+        "http_5xx": failed,
+        "peak_waiting": _r(inc.peak_waiting),
+        "partial_recoveries": [[_iso(a), _iso(b)] for a, b in inc.recoveries],
+        "affected": affected_pods,
+        "detector": inc.detector,
+    }
+    return IncidentReport(
+        inc,
+        hyps,
+        v,
+        _timeline(inc, hyps, signals, series),
+        impact,
+        _trigger(inc, series),
+        _detection(inc, hyps, signals),
+        _resolution(inc, signals),
+        _tell(inc, series),
+    )
+
+
+def _timeline(inc, hyps, signals, series) -> list[dict]:
+    rows = []
+    keep = {h.template_id: h for h in hyps if h.role in ("root_cause", "symptom", "impact") or h.kind == "change"}
+    lo, hi = inc.start - rootcause.LOOKBACK, (inc.end or signals[s.TS].max() or inc.start) + timedelta(minutes=5)
+    sig = signals.filter(pl.col("template_id").is_in(list(keep)) & (pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi))
+    firsts = sig.sort(s.TS).unique(["template_id", "node", s.POD], keep="first", maintain_order=True)
+    for r in firsts.iter_rows(named=True):
+        h = keep[r["template_id"]]
+        rows.append(
+            {
+                "ts": _iso(r[s.TS]),
+                "host": r["node"] or r[s.POD] or r[s.HOST] or "-",
+                "pod": r[s.POD],
+                "source": r[s.SOURCE],
+                "template_id": r["template_id"],
+                "role": h.role,
+                "summary": f"{h.label}: {r['text'][:160]}",
+                "file": r[s.FILE],
+                "line": r[s.LINE],
+            }
+        )
+    rows.sort(key=lambda x: (x["ts"] or "", x["role"] != "root_cause", x["host"]))
+    # Keep every root-cause row, then the earliest of the rest.
+    rc = [x for x in rows if x["role"] == "root_cause"][:10]
+    rest = [x for x in rows if x["role"] != "root_cause"][: TIMELINE_MAX - len(rc)]
+    rows = sorted(rc + rest, key=lambda x: (x["ts"] or "", x["host"]))
+    if inc.baseline is not None:
+        what = (
+            f"throughput falls from {inc.baseline:,.0f} to {inc.minimum:,.0f} {series.unit}"
+            if inc.minimum is not None
+            else f"queue builds up: {inc.peak_waiting or 0:,.0f} requests waiting at peak, KV cache full"
+        )
+        rows.append(
+            {
+                "ts": _iso(inc.start),
+                "host": "cluster",
+                "pod": None,
+                "source": "metrics",
+                "template_id": None,
+                "role": "impact",
+                "summary": what,
+                "file": None,
+                "line": None,
+            }
+        )
+        if inc.end:
+            rows.append(
+                {
+                    "ts": _iso(inc.end),
+                    "host": "cluster",
+                    "pod": None,
+                    "source": "metrics",
+                    "template_id": None,
+                    "role": "recovery",
+                    "summary": "throughput back above 80% of baseline",
+                    "file": None,
+                    "line": None,
+                }
+            )
+    return sorted(rows, key=lambda x: (x["ts"] or "", x["host"]))
+
+
+def _trigger(inc, series) -> dict | None:
+    """A traffic surge into the incident (prompt throughput up 25%+ in the 30 min before)."""
+    if series.empty or series.prompt is None:
+        return None
+    t = np.array([x.timestamp() for x in series.t])
+    s0 = inc.start.timestamp()
+    early = series.prompt[(t >= s0 - 1800) & (t < s0 - 900)]
+    late = series.prompt[(t >= s0 - 600) & (t < s0)]
+    if len(early) < 2 or len(late) < 2:
+        return None
+    a, b = float(np.nanmedian(early)), float(np.nanmedian(late))
+    if a > 0 and b / a >= 1.25:
+        return {
+            "kind": "traffic surge",
+            "from_prompt_tokens_per_s": round(a, 1),
+            "to_prompt_tokens_per_s": round(b, 1),
+            "ratio": round(b / a, 2),
+        }
+    return None
+
+
+def _detection(inc, hyps, signals) -> dict:
+    first_signal = min((h.first_seen for h in hyps if h.first_seen and h.kind in ("fault", "symptom")), default=None)
+    visible = [h.first_seen for h in hyps if h.first_seen and (h.kind == "impact" or h.category == "pod-lifecycle")]
+    return {"first_signal": _iso(first_signal), "first_user_visible": _iso(min(visible) if visible else None)}
+
+
+def _resolution(inc, signals) -> dict:
+    lo = inc.start
+    hi = (inc.end or signals[s.TS].max() or inc.start) + timedelta(minutes=10)
+    ch = signals.filter((pl.col("category") == "config-change") & (pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi)).sort(
+        s.TS
+    )
+    if ch.height:
+        r = ch.row(0, named=True)
+        # The rollout and what came with it (new image pulls, rescales) within 5 minutes.
+        near = ch.filter(pl.col(s.TS) <= r[s.TS] + timedelta(minutes=5)).unique(
+            "template_id", keep="first", maintain_order=True
+        )
+        details = [
+            {"text": x["text"][:300], "file": x[s.FILE], "line": x[s.LINE]} for x in near.head(4).iter_rows(named=True)
+        ]
+        return {
+            "kind": "rollout",
+            "ts": _iso(r[s.TS]),
+            "text": r["text"][:300],
+            "file": r[s.FILE],
+            "line": r[s.LINE],
+            "details": details,
+            "recovered": _iso(inc.end),
+        }
+    if inc.end:
+        return {"kind": "recovered without a logged change", "ts": _iso(inc.end), "recovered": _iso(inc.end)}
+    return {"kind": "not recovered by the end of the logs", "ts": None, "recovered": None}
+
+
+def _tell(inc, series) -> dict | None:
+    t = (
+        ser.tell_kv_full_no_queue(series, inc.start + timedelta(seconds=rootcause.ONSET_SLACK_S))
+        if not series.empty
+        else None
+    )
+    return {"kind": "kv-full-empty-queue", "start": _iso(t[0]), "end": _iso(t[1])} if t else None
+
+
+def _incident_json(ir: IncidentReport, offsets: dict) -> dict:
+    inc, v = ir.incident, ir.verdict
+    top = v.top
+    rc = None
+    if top is not None:
+        rc = {
+            "status": v.status,
+            "confidence": v.confidence,
+            "category": top.category,
+            "label": top.label,
+            "template": top.template,
+            "template_id": top.template_id,
+            "hosts": top.hosts,
+            "first_seen": _iso(top.first_seen),
+            "evidence": top.evidence,
+            "why": top.why,
+        }
+        if v.status == "inconclusive":
+            rc["missing"] = v.missing
+    else:
+        rc = {
+            "status": "inconclusive",
+            "confidence": 0.0,
+            "category": "other",
+            "template": None,
+            "template_id": None,
+            "hosts": [],
+            "first_seen": None,
+            "evidence": [],
+            "missing": v.missing,
+        }
+    return {
+        "start": _iso(inc.start),
+        "end": _iso(inc.end),
+        "detector": inc.detector,
+        "baseline_tokens_per_s": _r(inc.baseline) if ir.impact["unit"] == "generation tokens/s" else None,
+        "min_tokens_per_s": _r(inc.minimum) if ir.impact["unit"] == "generation tokens/s" else None,
+        "impact": ir.impact,
+        "root_cause": rc,
+        "trigger": ir.trigger,
+        "tell": ir.tell,
+        "detection": ir.detection,
+        "resolution": ir.resolution,
+        "hypotheses": [
+            {
+                "rank": i + 1,
+                "role": h.role,
+                "category": h.category,
+                "kind": h.kind,
+                "label": h.label,
+                "template": h.template,
+                "template_id": h.template_id,
+                "score": h.score,
+                "first_seen": _iso(h.first_seen),
+                "hosts": h.hosts,
+                "count": h.count,
+                "why": "; ".join(h.why),
+                "evidence": h.evidence[:2],
+            }
+            for i, h in enumerate(ir.hypotheses)
+        ],
+        "timeline": ir.timeline,
+        "clock_offsets": offsets,
+    }
+
+
+def _iso(t: datetime | None) -> str | None:
+    return t.isoformat().replace("+00:00", "Z") if t is not None else None
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and np.isnan(x)) else round(float(x), 1)
+
+
+def write(report: Report, out: Path) -> dict[str, Path]:
+    """Write analysis.json, events.parquet and templates.parquet to `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "analysis": out / "analysis.json",
+        "events": out / "events.parquet",
+        "templates": out / "templates.parquet",
+    }
+    paths["analysis"].write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
+    report.events.write_parquet(paths["events"], statistics=False)
+    report.templates.write_parquet(paths["templates"], statistics=False)
+    return paths

@@ -1,0 +1,286 @@
+"""Rank hypotheses for an incident as root cause, symptom, impact or unrelated.
+
+Why this order of evidence (shared docs, prior-art-and-root-cause.md §10): the loudest
+lines of an outage are its symptoms (watchdog timeouts on every rank, probe failures,
+restarts, 5xx). A root cause is a *fault or state change* that (1) starts before the
+throughput drop and before the symptoms (precedence), (2) is new compared with the
+healthy baseline (novelty), (3) is confined to one host or pod while its peers are fine
+(peer outlier), (4) sits lower in the GPU-serving causal chain than what it explains
+(node -> network -> memory/KV -> collectives -> engine -> pods -> requests), and (5)
+recurs after restarts. State-based tells count as evidence too: a KV cache at 100% with
+an empty queue and no preemptions is what an eviction policy that frees live blocks looks
+like. When the top candidates are close, or only symptoms are present, the verdict is
+`inconclusive` and says what evidence is missing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import polars as pl
+
+from forensics import schema as s
+from forensics.series import Incident, Series, tell_kv_full_no_queue
+
+LOOKBACK = timedelta(minutes=30)
+ONSET_SLACK_S = 90.0
+"""A fault logged up to this long after the throughput bin where the drop starts still
+precedes it: metrics are binned (30 s) and logged every 5-10 s."""
+SUPPORTED_MIN = 0.45
+MARGIN_MIN = 0.08
+KIND_WEIGHT = {"fault": 1.0, "change": 0.75, "symptom": 0.15, "impact": 0.0}
+
+
+@dataclass
+class Hypothesis:
+    category: str
+    kind: str
+    layer: int
+    label: str
+    template: str
+    template_id: str
+    first_seen: datetime | None
+    hosts: list[str]
+    count: int
+    evidence: list[dict]
+    score: float = 0.0
+    role: str = "unrelated"
+    why: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Verdict:
+    status: str  # supported | inconclusive
+    confidence: float
+    top: Hypothesis | None
+    missing: str | None = None
+
+
+def hypotheses(
+    signals: pl.DataFrame, inc: Incident, series: Series, pods_total: int, nodes_total: int = 0
+) -> list[Hypothesis]:
+    """Group the incident's signals into hypotheses and score them."""
+    lo = inc.start - LOOKBACK
+    hi = (inc.end or signals[s.TS].max() or inc.start) + timedelta(minutes=2)
+    win = signals.filter((pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi))
+    out: list[Hypothesis] = []
+    if win.is_empty():
+        _capacity(out, inc, series)
+        _assign_roles(out, inc)
+        return out
+    base = signals.filter(pl.col(s.TS) < lo).group_by("template_id").len()
+    base_n = dict(base.iter_rows())
+    base_span = (
+        max((lo - signals[s.TS].min()).total_seconds(), 1.0)
+        if signals[s.TS].min() and signals[s.TS].min() < lo
+        else 0.0
+    )
+    win_span = max((hi - lo).total_seconds(), 1.0)
+    first_symptom = win.filter(pl.col("kind") == "symptom")[s.TS].min()
+    tell = tell_kv_full_no_queue(series, inc.start + timedelta(seconds=ONSET_SLACK_S)) if not series.empty else None
+    for (cat, kind, tid), part in win.sort(s.TS).group_by("category", "kind", "template_id", maintain_order=True):
+        first = part.row(0, named=True)
+        hosts: list[str] = []
+        for h in part.select(pl.concat_list(pl.col("node"), pl.col(s.POD), pl.col(s.HOST)).alias("h"))["h"]:
+            for x in h:
+                if x and x not in hosts:
+                    hosts.append(x)
+        ev = [
+            {"file": r[s.FILE], "line": r[s.LINE], "text": (r["full"] or "")[:2000]}
+            for r in part.unique(s.POD, keep="first", maintain_order=True).head(3).iter_rows(named=True)
+        ]
+        h = Hypothesis(
+            cat, kind, int(first["layer"]), first["label"], first["template"], tid, first[s.TS], hosts, part.height, ev
+        )
+        _score(h, part, inc, first_symptom, base_n.get(tid, 0), base_span, win_span, pods_total, nodes_total, tell)
+        out.append(h)
+    _capacity(out, inc, series)
+    _assign_roles(out, inc)
+    out.sort(key=lambda h: (h.role != "root_cause", -h.score, h.first_seen or inc.start, h.template_id))
+    return out
+
+
+def _score(h, part, inc, first_symptom, n_base, base_span, win_span, pods_total, nodes_total, tell) -> None:
+    why = h.why
+    lead = (inc.start - h.first_seen).total_seconds() if h.first_seen else -1e9
+    if lead >= -ONSET_SLACK_S:
+        prec = 1.0
+        why.append(f"starts {_dur(lead)} before the throughput drop" if lead > 0 else "starts with the throughput drop")
+    else:
+        prec = math.exp(-(-lead - ONSET_SLACK_S) / 300.0)
+        why.append(f"starts {_dur(-lead)} after the drop began")
+    if first_symptom is not None and h.first_seen is not None and h.kind in ("fault", "change"):
+        if h.first_seen <= first_symptom + timedelta(seconds=5):
+            why.append("precedes the first symptom")
+        else:
+            prec *= 0.5
+            why.append("comes after the first symptom")
+    if n_base == 0:
+        novelty = 1.0
+        why.append("new: absent from the baseline before the incident")
+    else:
+        rate_b = n_base / base_span if base_span else 0.0
+        enrich = (h.count / win_span) / rate_b if rate_b else 10.0
+        novelty = max(0.0, min(1.0, math.log10(max(enrich, 1e-9)) / 2))
+        why.append(f"seen {n_base}x before the incident (rate x{enrich:.1f} now)")
+    pods = {p for p in part[s.POD].to_list() if p}
+    nodes = {n for n in part["node"].to_list() if n}
+    where = part.filter(pl.col("node").is_not_null() | pl.col(s.POD).is_not_null())
+    first_at = (where["node"][0] or where[s.POD][0]) if where.height else None
+    if pods_total >= 2 and pods and len(pods) < pods_total:
+        peer = 1.0 if len(pods) == 1 else 0.7
+        why.append(
+            f"starts on {first_at} while its {pods_total - 1} peer pods were fine"
+            if len(pods) == 1
+            else f"on {len(pods)} of {pods_total} pods, first on {first_at}"
+        )
+    elif nodes_total >= 2 and nodes and len(nodes) < nodes_total:
+        peer = 1.0 if len(nodes) == 1 else 0.7
+        why.append(f"confined to {', '.join(sorted(nodes))} of {nodes_total} nodes")
+    else:
+        peer = 0.4
+    layer = (6 - h.layer) / 6
+    files = part[s.FILE].n_unique()
+    recur = min(1.0, (files - 1) / 2) if files > 1 else 0.0
+    restarts = part.filter(pl.col(s.FILE).str.contains(r"previous|/[1-9]\d*\.log$"))[s.FILE].n_unique()
+    if restarts >= 1 and files > 1:
+        why.append(f"recurs across {files} container instances (after restarts)")
+    bonus = 0.0
+    if tell and h.category == "kv-cache":
+        bonus = 0.2
+        why.append(
+            f"KV cache at 100% with an empty queue and no preemptions from {tell[0]:%H:%M:%S}: blocks were reused while live"
+        )
+    base_score = 0.35 * prec + 0.2 * novelty + 0.15 * peer + 0.15 * layer + 0.15 * recur
+    h.score = round(KIND_WEIGHT.get(h.kind, 0.0) * base_score + (bonus if h.kind == "fault" else 0.0), 3)
+
+
+def _capacity(out: list[Hypothesis], inc: Incident, series: Series) -> None:
+    """Add a metric-derived capacity hypothesis: KV full with a growing queue and preemptions."""
+    if series.empty or series.waiting is None or series.kv_usage is None:
+        return
+    idx = [i for i, t in enumerate(series.t) if inc.start - LOOKBACK <= t <= (inc.end or series.t[-1])]
+    if not idx:
+        return
+    import numpy as np
+
+    kv = np.nan_to_num(series.kv_usage[idx])
+    w = np.nan_to_num(series.waiting[idx])
+    pre = np.nan_to_num(series.preemptions[idx]) if series.preemptions is not None else np.zeros(len(idx))
+    hot = (kv >= 0.97) & (w >= 20)
+    if not hot.any():
+        return
+    first = series.t[idx[int(np.argmax(hot))]]
+    score = 0.8 if inc.detector == "saturation" else 0.35
+    why = [
+        f"KV cache >= 97% with {int(w.max())} requests waiting",
+        f"{int(pre.sum())} preemptions" if pre.sum() else "no preemptions logged",
+        "no fault logged: the load exceeded capacity"
+        if inc.detector == "saturation"
+        else "saturation during the incident",
+    ]
+    out.append(
+        Hypothesis(
+            "capacity",
+            "change",
+            2,
+            "KV cache capacity exhausted",
+            "GPU KV cache usage: 100%, Waiting: <NUM> reqs",
+            "metric:kv-saturation",
+            first,
+            [],
+            int(hot.sum()),
+            [],
+            score,
+            "unrelated",
+            why,
+        )
+    )
+
+
+def _assign_roles(hyps: list[Hypothesis], inc: Incident) -> None:
+    causes = [h for h in hyps if h.kind in ("fault", "change")]
+    # A change after the drop began is the fix or a restart, not the cause.
+    for h in causes:
+        if (
+            h.category == "config-change"
+            and h.first_seen
+            and h.first_seen > inc.start + timedelta(seconds=ONSET_SLACK_S)
+        ):
+            h.score = round(h.score * 0.2, 3)
+            h.why.append("rolled out after the incident began: a mitigation, not the cause")
+    causes.sort(key=lambda h: -h.score)
+    top = causes[0] if causes else None
+    # Among faults of the top's category, the earliest close contender leads: it is the
+    # same failure seen first (PLEG before NodeNotReady, the store before the engine).
+    if top is not None:
+        for h in causes[1:]:
+            if (
+                h.category == top.category
+                and h.first_seen is not None
+                and top.first_seen is not None
+                and h.first_seen < top.first_seen - timedelta(seconds=5)
+                and h.score >= top.score - 0.15
+            ):
+                top = h
+    for h in hyps:
+        if h is top:
+            h.role = "root_cause"
+        elif top is not None and h.kind == "fault" and h.category == top.category:
+            h.role = "symptom"
+            h.why.append(f"the same {top.category} failure as reported by another component")
+        elif h.kind == "symptom":
+            h.role = "symptom"
+            if top is not None:
+                h.why.append(f"follows the {top.label.lower()} ({top.category}): explained by it")
+        elif h.kind == "impact":
+            h.role = "impact"
+        else:
+            h.role = "unrelated"
+    if top is not None:
+        # The root cause leads the ranking even when a later echo of it scored a hair higher.
+        top.score = max(top.score, max(h.score for h in causes))
+
+
+def verdict(hyps: list[Hypothesis]) -> Verdict:
+    """`supported` when the top cause scores well and clearly beats other categories."""
+    causes = sorted(
+        (h for h in hyps if h.kind in ("fault", "change") and h.role != "symptom"),
+        key=lambda h: (h.role != "root_cause", -h.score),
+    )
+    if not causes:
+        symptoms = sorted({h.category for h in hyps if h.kind == "symptom"})
+        miss = (
+            (
+                f"only symptoms in the logs ({', '.join(symptoms)}); no fault or state change precedes them. "
+                "Collect logs from every rank and node (the one that failed first is missing), the KV store, "
+                "and kubelet/kernel logs of the nodes"
+            )
+            if symptoms
+            else "no fault, state change or symptom found in the logs around the drop"
+        )
+        return Verdict("inconclusive", 0.0, None, miss)
+    top = causes[0]
+    rival = next((h for h in causes[1:] if h.category != top.category), None)
+    margin = top.score - (rival.score if rival else 0.0)
+    conf = round(max(0.0, min(0.99, top.score * (0.6 + min(margin, 0.4)))), 2)
+    if top.score >= SUPPORTED_MIN and margin >= MARGIN_MIN:
+        return Verdict("supported", conf, top)
+    why = (
+        f"{top.label} ({top.category}, {top.score:.2f}) and {rival.label} ({rival.category}, {rival.score:.2f}) "
+        "explain the drop about equally; logs of the first failing host would decide"
+        if rival and margin < MARGIN_MIN
+        else f"the best candidate ({top.label}, {top.score:.2f}) is weak: it does not clearly precede the drop"
+    )
+    return Verdict("inconclusive", conf, top, why)
+
+
+def _dur(sec: float) -> str:
+    sec = abs(sec)
+    if sec < 90:
+        return f"{sec:.0f} s"
+    if sec < 5400:
+        return f"{sec / 60:.1f} min"
+    return f"{sec / 3600:.1f} h"

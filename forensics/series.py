@@ -1,0 +1,315 @@
+"""Throughput and health series, and the incidents found in them.
+
+Series come from vLLM metrics lines (generation tokens/s, running, waiting, KV usage,
+preemptions) per pod/engine, binned and summed over the cluster. Where no metrics lines
+exist they come from access lines (completed requests/s and 5xx/s).
+
+An incident is a *critical failure* in Datadog's sense: a significant, sustained drop of
+cluster throughput (change points by ruptures PELT, then a Welch t-test of each low
+segment against the baseline level), or sustained saturation (the waiting queue grows
+while KV cache is full), or, with no series at all, a burst of faults and symptoms.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import numpy as np
+import polars as pl
+
+from forensics import schema as s
+
+BIN_S = 30
+"""Width of a time bin. vLLM V1 logs metrics every 10 s, V0 every 5 s: 30 s smooths both."""
+DROP_FRACTION = 0.25
+"""A segment at least this far below the baseline level is degraded (healthy diurnal swings
+stay within ~15%)."""
+RECOVERY_FRACTION = 0.8
+ALPHA = 1e-3
+
+
+@dataclass
+class Series:
+    """Cluster-wide series on a regular grid, plus the per-pod throughput it sums."""
+
+    t: list[datetime]
+    throughput: np.ndarray
+    """Generation tokens/s summed over pods (or completed requests/s, see `unit`)."""
+    unit: str
+    per_pod: dict[str, np.ndarray] = field(default_factory=dict)
+    waiting: np.ndarray | None = None
+    kv_usage: np.ndarray | None = None
+    """Mean GPU KV cache usage over reporting pods (0-1)."""
+    preemptions: np.ndarray | None = None
+    errors: np.ndarray | None = None
+    """HTTP 5xx per second."""
+    prompt: np.ndarray | None = None
+
+    @property
+    def empty(self) -> bool:
+        return len(self.t) < 6
+
+
+@dataclass
+class Incident:
+    start: datetime
+    end: datetime | None
+    baseline: float | None
+    minimum: float | None
+    detector: str
+    """`throughput-drop`, `saturation` or `error-burst` (no throughput series)."""
+    p_value: float | None = None
+    peak_waiting: float | None = None
+    recoveries: list[tuple[datetime, datetime]] = field(default_factory=list)
+    """Partial recoveries inside a merged incident: (back up, down again)."""
+
+
+def build(events: pl.DataFrame, metrics: pl.DataFrame, pod_of_engine: bool = True) -> Series:
+    """Cluster series from metrics lines, falling back to access lines."""
+    m = metrics.filter(pl.col(s.TS).is_not_null())
+    gen = m.filter(pl.col(s.METRIC) == "generation_tokens_per_s")
+    if gen.height >= 6:
+        return _from_metrics(m, events)
+    return _from_access(events)
+
+
+def _grid(lo: datetime, hi: datetime) -> list[datetime]:
+    n = int((hi - lo).total_seconds() // BIN_S) + 1
+    return [lo + timedelta(seconds=BIN_S * i) for i in range(n)]
+
+
+def _binned(df: pl.DataFrame, lo: datetime) -> pl.DataFrame:
+    return df.with_columns(((pl.col(s.TS) - lo).dt.total_seconds() // BIN_S).cast(pl.Int64).alias("_bin"))
+
+
+def _from_metrics(m: pl.DataFrame, events: pl.DataFrame) -> Series:
+    key = pl.concat_str([pl.col(s.POD).fill_null(pl.col(s.FILE)), pl.col(s.ENGINE).fill_null("")], separator="/")
+    m = m.with_columns(key.alias("_src"))
+    lo = m[s.TS].min().replace(second=0, microsecond=0)
+    hi = m[s.TS].max()
+    grid = _grid(lo, hi)
+    n = len(grid)
+    mb = _binned(m, lo)
+
+    def per_src(metric: str, agg: str = "mean") -> dict[str, np.ndarray]:
+        sub = mb.filter(pl.col(s.METRIC) == metric)
+        g = sub.group_by("_src", "_bin").agg(getattr(pl.col(s.VALUE), agg)())
+        out: dict[str, np.ndarray] = {}
+        for src, part in g.group_by("_src"):
+            arr = np.full(n, np.nan)
+            idx = part["_bin"].to_numpy()
+            arr[idx[(idx >= 0) & (idx < n)]] = part[s.VALUE].to_numpy()[(idx >= 0) & (idx < n)]
+            out[src[0]] = arr
+        return out
+
+    gen = per_src("generation_tokens_per_s")
+    # A pod that reported before and is silent now serves nothing (dead, or idle: V1 logs
+    # idle engines at DEBUG only). Before its first report it is not counted.
+    per_pod: dict[str, np.ndarray] = {}
+    for src, arr in gen.items():
+        first = int(np.argmax(~np.isnan(arr)))
+        filled = np.where(np.isnan(arr), 0.0, arr)
+        filled[:first] = np.nan
+        per_pod[src] = filled
+    total = np.nansum(np.vstack(list(per_pod.values())), axis=0) if per_pod else np.zeros(n)
+    started = ~np.all(np.isnan(np.vstack(list(per_pod.values()))), axis=0) if per_pod else np.zeros(n, bool)
+    total = np.where(started, total, np.nan)
+
+    def summed(metric: str, agg: str = "mean") -> np.ndarray | None:
+        d = per_src(metric, agg)
+        if not d:
+            return None
+        return np.nansum(np.vstack(list(d.values())), axis=0)
+
+    kv = per_src("gpu_kv_cache_usage")
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        kv_mean = np.nanmean(np.vstack(list(kv.values())), axis=0) if kv else None
+    return Series(
+        grid,
+        total,
+        "generation tokens/s",
+        per_pod,
+        waiting=summed("waiting"),
+        kv_usage=kv_mean,
+        preemptions=summed("preemptions", "sum"),
+        errors=_errors(events, lo, n),
+        prompt=summed("prompt_tokens_per_s"),
+    )
+
+
+def _errors(events: pl.DataFrame, lo: datetime, n: int) -> np.ndarray:
+    e = _binned(events.filter((pl.col(s.HTTP_STATUS) >= 500) & pl.col(s.TS).is_not_null()), lo)
+    arr = np.zeros(n)
+    for b, c in e.group_by("_bin").len().iter_rows():
+        if 0 <= b < n:
+            arr[b] = c / BIN_S
+    return arr
+
+
+def _from_access(events: pl.DataFrame) -> Series:
+    acc = events.filter(
+        pl.col(s.HTTP_STATUS).is_not_null() & pl.col(s.TS).is_not_null() & (pl.col(s.HTTP_METHOD) != "GET")
+    )
+    if acc.height < 20:
+        return Series([], np.array([]), "none")
+    lo = acc[s.TS].min().replace(second=0, microsecond=0)
+    grid = _grid(lo, acc[s.TS].max())
+    n = len(grid)
+    b = _binned(acc, lo)
+    ok = np.zeros(n)
+    for i, c in b.filter(pl.col(s.HTTP_STATUS) < 500).group_by("_bin").len().iter_rows():
+        if 0 <= i < n:
+            ok[i] = c / BIN_S
+    return Series(grid, ok, "completed requests/s", errors=_errors(events, lo, n))
+
+
+def detect(series: Series) -> list[Incident]:
+    """Incidents in `series`: throughput drops, then saturation windows not already covered."""
+    if series.empty:
+        return []
+    found = _drops(series)
+    for inc in _saturation(series):
+        if not any(_overlaps(inc, f) for f in found):
+            found.append(inc)
+    return sorted(found, key=lambda i: i.start)
+
+
+def _overlaps(a: Incident, b: Incident) -> bool:
+    a_end = a.end or datetime.max.replace(tzinfo=a.start.tzinfo)
+    b_end = b.end or datetime.max.replace(tzinfo=b.start.tzinfo)
+    return a.start <= b_end and b.start <= a_end
+
+
+def _drops(series: Series) -> list[Incident]:
+    """Change points (PELT, l2 cost) on the throughput; low, significant segments become incidents."""
+    import ruptures as rpt
+    from scipy.stats import ttest_ind
+
+    y = series.throughput
+    valid = ~np.isnan(y)
+    if valid.sum() < 6:
+        return []
+    first = int(np.argmax(valid))
+    x = y[first:]
+    x = np.where(np.isnan(x), 0.0, x)
+    scale = float(np.median(x[x > 0])) if (x > 0).any() else 1.0
+    z = x / (scale or 1.0)
+    # Penalty from the noise level: the MAD of first differences estimates sigma.
+    sigma = float(np.median(np.abs(np.diff(z))) / 0.6745 / math.sqrt(2)) if len(z) > 2 else 0.1
+    sigma = max(sigma, 0.02)
+    bkps = (
+        rpt.Pelt(model="l2", min_size=2, jump=1).fit(z.reshape(-1, 1)).predict(pen=3 * sigma**2 * math.log(len(z)) * 2)
+    )
+    bounds = [0, *bkps]
+    segs = [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+    incidents: list[Incident] = []
+    i = 0
+    while i < len(segs):
+        a, b = segs[i]
+        before = x[:a]
+        if len(before) < 4:
+            i += 1
+            continue
+        base = float(np.median(before[before > 0])) if (before > 0).any() else 0.0
+        level = float(np.mean(x[a:b]))
+        if base <= 0 or level > (1 - DROP_FRACTION) * base:
+            i += 1
+            continue
+        p = float(ttest_ind(x[a:b], before, equal_var=False).pvalue) if b - a >= 2 else 0.0
+        if not (p < ALPHA or level < 0.5 * base) or math.isnan(p) and level >= 0.5 * base:
+            i += 1
+            continue
+        # Extend over following low segments until throughput recovers.
+        j = i
+        while j + 1 < len(segs) and float(np.mean(x[segs[j + 1][0] : segs[j + 1][1]])) < RECOVERY_FRACTION * base:
+            j += 1
+        end_idx = segs[j][1]
+        low = x[a:end_idx]
+        end = series.t[first + end_idx] if end_idx < len(x) else None
+        incidents.append(
+            Incident(
+                series.t[first + a], end, base, float(np.min(low)), "throughput-drop", p if not math.isnan(p) else None
+            )
+        )
+        i = j + 1
+    return incidents
+
+
+def _saturation(series: Series) -> list[Incident]:
+    """Sustained queueing with a full KV cache: capacity exhausted although nothing crashed."""
+    if series.waiting is None or series.kv_usage is None:
+        return []
+    w = np.nan_to_num(series.waiting)
+    kv = np.nan_to_num(series.kv_usage)
+    base_w = float(np.median(w[: max(4, len(w) // 4)]))
+    hot = (kv >= 0.97) & (w >= max(20.0, 5 * base_w + 10))
+    runs = _runs(hot, min_len=4)
+    out = []
+    for a, b in runs:
+        pre = series.throughput[:a]
+        base = float(np.nanmedian(pre)) if len(pre) and not np.all(np.isnan(pre)) else None
+        # Throughput does not collapse under saturation; the queue is the impact.
+        out.append(
+            Incident(
+                series.t[a],
+                series.t[b] if b < len(series.t) else None,
+                base,
+                None,
+                "saturation",
+                peak_waiting=float(w[a:b].max()),
+            )
+        )
+    return out
+
+
+def _runs(mask: np.ndarray, min_len: int) -> list[tuple[int, int]]:
+    runs, start = [], None
+    for i, v in enumerate(mask):
+        if v and start is None:
+            start = i
+        elif not v and start is not None:
+            if i - start >= min_len:
+                runs.append((start, i))
+            start = None
+    if start is not None and len(mask) - start >= min_len:
+        runs.append((start, len(mask)))
+    return runs
+
+
+def error_bursts(signals: pl.DataFrame, gap: timedelta = timedelta(minutes=10)) -> list[Incident]:
+    """Incidents from faults and symptoms alone (no throughput series): clusters in time."""
+    sig = signals.filter(pl.col("kind").is_in(["fault", "symptom"]) & pl.col(s.TS).is_not_null()).sort(s.TS)
+    if sig.is_empty():
+        return []
+    out: list[Incident] = []
+    start = prev = sig[s.TS][0]
+    for t in sig[s.TS][1:]:
+        if t - prev > gap:
+            out.append(Incident(start, prev, None, None, "error-burst"))
+            start = t
+        prev = t
+    out.append(Incident(start, prev, None, None, "error-burst"))
+    return out
+
+
+def tell_kv_full_no_queue(series: Series, before: datetime) -> tuple[datetime, datetime] | None:
+    """The window before `before` where KV usage is ~100% while nothing waits and nothing is
+    preempted: a correct allocator would queue or preempt; one that frees live blocks does not."""
+    if series.kv_usage is None or series.waiting is None:
+        return None
+    idx = [i for i, t in enumerate(series.t) if t <= before]
+    if not idx:
+        return None
+    kv = series.kv_usage[: idx[-1] + 1]
+    w = np.nan_to_num(series.waiting[: idx[-1] + 1])
+    pre = np.nan_to_num(series.preemptions[: idx[-1] + 1]) if series.preemptions is not None else np.zeros(len(w))
+    mask = (np.nan_to_num(kv) >= 0.97) & (w <= 1) & (pre == 0)
+    runs = _runs(mask, min_len=2)
+    if not runs:
+        return None
+    a, b = runs[-1]
+    return series.t[a], series.t[min(b, len(series.t) - 1)]

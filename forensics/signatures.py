@@ -1,0 +1,232 @@
+"""What a log message means for an incident: its category, its kind and its causal layer.
+
+The catalog is the domain knowledge of the root-cause ranking (shared docs,
+prior-art-and-root-cause.md §0 and §10; log-formats.md §1.5, §2.3, §3.3, §4.4):
+
+* kind `fault`: a hard fault that can start an incident (corrupt KV read, IB completion
+  error, CUDA OOM, PLEG/NotReady);
+* kind `change`: a state change that can trigger one (image/config rollout, traffic surge);
+* kind `symptom`: what follows a fault (watchdog timeouts, engine death, probe failures,
+  restarts). Symptoms are never the root cause when an earlier fault explains them;
+* kind `impact`: user-visible damage (HTTP 5xx).
+
+`layer` orders the GPU-serving causal chain: node/hardware (0) -> network (1) ->
+memory and KV cache (2) -> collectives (3) -> engine (4) -> pods (5) -> requests (6).
+A symptom at a higher layer is explained by a fault at a lower or equal layer before it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import polars as pl
+
+from forensics import schema as s
+
+Category = str
+CATEGORIES: tuple[Category, ...] = (
+    "kv-cache",
+    "network",
+    "collective-timeout",
+    "gpu-memory",
+    "gpu-fault",
+    "node",
+    "pod-lifecycle",
+    "engine",
+    "capacity",
+    "request-errors",
+    "config-change",
+    "other",
+)
+"""The fixed vocabulary of root-cause categories."""
+
+
+@dataclass(frozen=True)
+class Signature:
+    category: Category
+    kind: str  # fault | change | symptom | impact
+    layer: int
+    pattern: str
+    """Regex searched in the message's first line or, for `in_traceback`, in its last exception line."""
+    label: str
+    """How the report names it."""
+    in_traceback: bool = False
+
+
+SIGNATURES: tuple[Signature, ...] = (
+    # --- KV cache / block manager (vLLM V0/V1 asserts, LMCache-style stores)
+    Signature(
+        "kv-cache",
+        "fault",
+        2,
+        r"(?i)cache corruption detected|corrupt(?:ed)? (?:kv|block|cache)|stale (?:kv )?block",
+        "KV cache corruption",
+    ),
+    Signature(
+        "kv-cache",
+        "fault",
+        2,
+        r"No free blocks available|out of sync with the free list|The block already has a hash|Double free!|remove\(\) called on an invalid block|Cannot get \d+ free blocks",
+        "KV block-pool invariant violated",
+    ),
+    # --- GPU memory and GPU faults
+    Signature(
+        "gpu-memory",
+        "fault",
+        2,
+        r"OutOfMemoryError|CUDA out of memory|Cuda failure '?out of memory|Failed to CUDA calloc|No available memory for the cache blocks",
+        "GPU out of memory",
+    ),
+    Signature(
+        "gpu-fault",
+        "fault",
+        0,
+        r"illegal memory access|Xid \d+|NVRM: Xid|uncorrectable ECC|fallen off the bus|device-side assert|CUDA error: (?!out of memory)",
+        "GPU / CUDA fault",
+    ),
+    # --- network / NCCL transport
+    Signature(
+        "network",
+        "fault",
+        1,
+        r"NET/IB ?: ?Got completion|ibv_\w+ failed|Call to ibv_|link down|NodeHasNetworkUnavailable|NetworkUnavailable",
+        "InfiniBand / RDMA transport error",
+    ),
+    Signature(
+        "network",
+        "fault",
+        1,
+        r"socketProgress(?:Opt)?: |Connection (?:closed|reset) by (?:remote )?peer|No route to host|socketStartConnect|Broken pipe|Net : Call to recv",
+        "NCCL socket error",
+    ),
+    # --- node
+    Signature(
+        "node",
+        "fault",
+        0,
+        r"PLEG is not healthy|NodeNotReady|status is now: NodeNotReady|SystemOOM|OOMKilling|Rebooted|has been rebooted|NodeHasInsufficientMemory|EvictionThresholdMet|Kernel panic",
+        "node failure",
+    ),
+    # --- changes
+    Signature(
+        "config-change",
+        "change",
+        5,
+        r"^ScalingReplicaSet:|^Pulling: Pulling image|^SuccessfulRescale|rolled out|configmap .* (?:updated|changed)",
+        "rollout / config change",
+    ),
+    # --- symptoms
+    Signature(
+        "collective-timeout",
+        "symptom",
+        3,
+        r"Watchdog caught collective operation timeout|failure detected by watchdog|Some NCCL operations have failed or timed out|To avoid data inconsistency|Heartbeat monitor timed out|watchdog got stuck|watchdog thread terminated|Timeout at NCCL work|detected by watchdog|DistBackendError",
+        "NCCL watchdog timeout",
+    ),
+    Signature(
+        "collective-timeout",
+        "symptom",
+        3,
+        r"No available (?:shared memory broadcast )?block found in \d+ second",
+        "shared-memory broadcast stall",
+    ),
+    Signature(
+        "engine",
+        "symptom",
+        4,
+        r"EngineCore encountered a fatal error|EngineDeadError|AsyncLLM output_handler failed|Engine background task failed|AsyncEngineDeadError|Engine loop has died|Worker \S+ pid \d+ died|WorkerProc hit an exception|Engine core initialization failed|EngineCore failed to start",
+        "engine died",
+    ),
+    Signature(
+        "pod-lifecycle",
+        "symptom",
+        5,
+        r"^BackOff:|CrashLoopBackOff|^Killing: Container \S+ failed|^Unhealthy:|Probe failed|Liveness probe failed|Readiness probe failed|ContainerDied|^FailedScheduling:|TaintManagerEviction|Marking for deletion|^Evicted:|Node is not ready",
+        "pod probes / restarts",
+    ),
+)
+"""Checked in order; the first match wins. Fault patterns come first so that an engine
+traceback ending in `torch.OutOfMemoryError` counts as the OOM, not as 'engine died'."""
+
+_COMPILED = [(sig, re.compile(sig.pattern)) for sig in SIGNATURES]
+EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Fault)(?::.*)?$")
+
+
+def classify_text(first_line: str, exception: str | None) -> tuple[Signature | None, Signature | None]:
+    """(signature of the message line, fault signature of its traceback's exception line)."""
+    head = None
+    for sig, rx in _COMPILED:
+        if rx.search(first_line):
+            head = sig
+            break
+    tb = None
+    if exception:
+        for sig, rx in _COMPILED:
+            if sig.kind == "fault" and rx.search(exception):
+                tb = sig
+                break
+    return head, tb
+
+
+def exception_line(message: str) -> str | None:
+    """The last `SomeError: text` line of a multi-line message (a traceback's verdict)."""
+    if "\n" not in message:
+        return None
+    for line in reversed(message.split("\n")):
+        line = line.strip()
+        if EXCEPTION_LINE.match(line):
+            return line
+    return None
+
+
+def classify(events: pl.DataFrame) -> pl.DataFrame:
+    """One row per event that matches a signature: category, kind, layer, label, text.
+
+    Columns of `events` used: message, http_status, level, source. Events without a
+    signature are not returned (most lines are not evidence). An engine crash whose
+    traceback ends in a fault yields two rows: the fault (text = exception line) and
+    the symptom.
+    """
+    # Cheap pre-filter: only lines that can match anything are examined in Python.
+    probe = "|".join(f"(?:{sig.pattern.replace('(?!out of memory)', '')})" for sig in SIGNATURES)
+    probe = probe.replace("(?i)", "")
+    cand = events.with_row_index("_ev").filter(
+        pl.col(s.MESSAGE).str.contains(probe) | pl.col(s.MESSAGE).str.to_lowercase().str.contains("corrupt|stale")
+    )
+    rows = []
+    for r in cand.select("_ev", s.MESSAGE).iter_rows():
+        idx, msg = r
+        first = msg.split("\n", 1)[0]
+        exc = exception_line(msg)
+        head, tb = classify_text(first, exc)
+        if tb is not None and (head is None or head.kind != "fault"):
+            rows.append((idx, tb.category, tb.kind, tb.layer, tb.label, exc))
+        if head is not None:
+            rows.append((idx, head.category, head.kind, head.layer, head.label, first))
+    sig = pl.DataFrame(
+        rows,
+        schema={
+            "_ev": pl.UInt32,
+            "category": pl.String,
+            "kind": pl.String,
+            "layer": pl.Int32,
+            "label": pl.String,
+            "text": pl.String,
+        },
+        orient="row",
+    )
+    # HTTP 5xx access lines: user-visible impact.
+    errs = (
+        events.with_row_index("_ev")
+        .filter(pl.col(s.HTTP_STATUS) >= 500)
+        .select(
+            "_ev",
+            pl.lit("request-errors").alias("category"),
+            pl.lit("impact").alias("kind"),
+            pl.lit(6, pl.Int32).alias("layer"),
+            pl.lit("HTTP 5xx responses").alias("label"),
+            pl.col(s.MESSAGE).str.replace(r"^\S* - ", "").alias("text"),
+        )
+    )
+    return pl.concat([sig, errs]).sort("_ev")

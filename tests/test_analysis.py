@@ -1,0 +1,178 @@
+"""Timeline and root cause: each sample scenario against its ground truth, and partial logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from forensics import analyze
+from forensics.analysis import write
+from tests.conftest import write as write_file
+
+SAMPLES = Path(__file__).parent.parent / "samples"
+FAULT_SCENARIOS = ["cache-corruption", "nccl-network", "gpu-oom", "node-failure", "kv-pressure"]
+
+
+@pytest.fixture(scope="module")
+def analyses() -> dict[str, dict]:
+    return {name: analyze(SAMPLES / name).to_json() for name in [*FAULT_SCENARIOS, "healthy"]}
+
+
+def _truth(name: str) -> dict:
+    return json.loads((SAMPLES / name / "ground_truth.json").read_text())
+
+
+@pytest.mark.parametrize("name", FAULT_SCENARIOS)
+def test_root_cause_category_and_host_match_the_ground_truth(analyses, name):
+    truth = _truth(name)["root_cause"]
+    incidents = analyses[name]["incidents"]
+    assert len(incidents) == 1, [i["start"] for i in incidents]
+    rc = incidents[0]["root_cause"]
+    assert rc["status"] == "supported" and rc["confidence"] >= 0.5
+    assert rc["category"] == truth["category"]
+    if truth["host"]:
+        assert rc["hosts"][0] == truth["host"]
+
+
+@pytest.mark.parametrize("name", FAULT_SCENARIOS)
+def test_incident_window_covers_the_true_impact_start(analyses, name):
+    from datetime import datetime, timedelta
+
+    truth = _truth(name)["impact"]
+    inc = analyses[name]["incidents"][0]
+    start = datetime.fromisoformat(inc["start"])
+    true_start = datetime.fromisoformat(truth["start"])
+    assert abs(start - true_start) <= timedelta(minutes=2)
+
+
+def test_healthy_day_has_no_incident(analyses):
+    assert analyses["healthy"]["incidents"] == []
+
+
+def test_nccl_watchdog_timeouts_and_pod_restarts_are_ranked_as_symptoms_in_cache_corruption(analyses):
+    inc = analyses["cache-corruption"]["incidents"][0]
+    roles = {h["template"]: h["role"] for h in inc["hypotheses"]}
+    watchdog = [r for t, r in roles.items() if "Watchdog caught collective operation timeout" in t]
+    restarts = [r for t, r in roles.items() if t.startswith(("BackOff:", "Killing:", "Unhealthy:"))]
+    assert watchdog == ["symptom"] and restarts and set(restarts) == {"symptom"}
+    assert inc["hypotheses"][0]["role"] == "root_cause" and inc["hypotheses"][0]["category"] == "kv-cache"
+
+
+def test_cache_corruption_reports_the_tell_the_trigger_the_recurrence_and_the_fix(analyses):
+    inc = analyses["cache-corruption"]["incidents"][0]
+    assert inc["tell"]["kind"] == "kv-full-empty-queue" and inc["tell"]["start"] < inc["root_cause"]["first_seen"]
+    assert inc["trigger"]["kind"] == "traffic surge" and inc["trigger"]["ratio"] > 1.25
+    assert len(inc["impact"]["partial_recoveries"]) >= 2
+    assert inc["resolution"]["kind"] == "rollout"
+    assert any("evictfix" in d["text"] for d in inc["resolution"]["details"])
+    assert any("recurs" in w for w in inc["root_cause"]["why"])
+    assert inc["impact"]["http_5xx"] > 0 and inc["min_tokens_per_s"] == 0.0
+
+
+def test_evidence_points_at_the_real_file_and_line(analyses):
+    ev = analyses["cache-corruption"]["incidents"][0]["root_cause"]["evidence"][0]
+    line = (SAMPLES / "cache-corruption" / ev["file"]).read_text().splitlines()[ev["line"] - 1]
+    assert "Cache corruption detected in block" in line and ev["text"].split("\n")[0] in line
+
+
+def test_clock_offsets_recover_the_generated_node_skew(analyses):
+    truth = _truth("cache-corruption")["clock_skew_s"]
+    got = analyses["cache-corruption"]["clock_offsets"]
+    assert set(got) == set(truth)
+    for node, skew in truth.items():
+        assert abs(got[node] - skew) < 1.2, (node, got[node], skew)
+
+
+def test_analysis_json_has_the_contract_fields(analyses):
+    d = analyses["cache-corruption"]
+    assert {"files", "lines", "parsed", "unparsed", "skipped"} <= set(d["input"])
+    inc = d["incidents"][0]
+    assert {
+        "start",
+        "end",
+        "baseline_tokens_per_s",
+        "min_tokens_per_s",
+        "root_cause",
+        "hypotheses",
+        "timeline",
+        "clock_offsets",
+    } <= set(inc)
+    assert {"status", "confidence", "category", "template", "template_id", "hosts", "first_seen", "evidence"} <= set(
+        inc["root_cause"]
+    )
+    h = inc["hypotheses"][0]
+    assert {
+        "rank",
+        "role",
+        "category",
+        "template",
+        "template_id",
+        "score",
+        "first_seen",
+        "hosts",
+        "count",
+        "why",
+    } <= set(h)
+    assert {"ts", "host", "source", "template_id", "summary", "file", "line"} <= set(inc["timeline"][0])
+    assert [x["ts"] for x in inc["timeline"]] == sorted(x["ts"] for x in inc["timeline"])
+
+
+def test_the_same_logs_give_byte_identical_analysis(tmp_path):
+    a = write(analyze(SAMPLES / "gpu-oom"), tmp_path / "a")["analysis"].read_bytes()
+    b = write(analyze(SAMPLES / "gpu-oom"), tmp_path / "b")["analysis"].read_bytes()
+    assert a == b
+
+
+# --- partial logs ----------------------------------------------------------------------
+
+
+def test_nccl_watchdog_output_alone_is_inconclusive_and_says_what_is_missing(tmp_path):
+    write_file(
+        tmp_path / "rank-logs.txt",
+        "[rank1]:[E1012 22:31:22.267261276 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=203441, OpType=ALLREDUCE, NumelIn=32064, NumelOut=0, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n"
+        "[rank2]:[E1012 22:31:22.268214341 ProcessGroupNCCL.cpp:607] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=203441, OpType=ALLREDUCE, NumelIn=32064, NumelOut=0, Timeout(ms)=600000) ran for 600011 milliseconds before timing out.\n"
+        "[rank1]:[E1012 22:31:22.268259040 ProcessGroupNCCL.cpp:1709] [PG 3 Rank 1] Timeout at NCCL work: 203441, last enqueued NCCL work: 203441, last completed NCCL work: 203440.\n",
+    )
+    d = analyze(tmp_path, year=2024).to_json()
+    assert len(d["incidents"]) == 1
+    inc = d["incidents"][0]
+    assert inc["root_cause"]["status"] == "inconclusive" and "only symptoms" in inc["root_cause"]["missing"]
+    assert inc["impact"]["measured"] is False and d["throughput"]["measured"] is False
+    assert {h["role"] for h in inc["hypotheses"]} == {"symptom"}
+
+
+def test_one_pod_log_with_an_oom_traceback_names_gpu_memory_without_any_metrics(tmp_path):
+    write_file(
+        tmp_path / "vllm-0.log",
+        "INFO 03-02 13:37:00 [api_server.py:1885] vLLM API server version 0.10.2\n"
+        "ERROR 03-02 13:37:52 [core.py:720] EngineCore encountered a fatal error.\n"
+        "ERROR 03-02 13:37:52 [core.py:720] Traceback (most recent call last):\n"
+        'ERROR 03-02 13:37:52 [core.py:720]   File "/usr/lib/vllm/v1/engine/core.py", line 711, in run_engine_core\n'
+        "ERROR 03-02 13:37:52 [core.py:720] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. GPU 1 has a total capacity of 79.25 GiB of which 1.12 GiB is free.\n"
+        'INFO:     10.0.0.1:5000 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error\n',
+    )
+    d = analyze(tmp_path, year=2025).to_json()
+    rc = d["incidents"][0]["root_cause"]
+    assert rc["category"] == "gpu-memory" and rc["template"].startswith("torch.OutOfMemoryError: CUDA out of memory")
+    roles = {h["category"]: h["role"] for h in d["incidents"][0]["hypotheses"]}
+    assert roles["engine"] == "symptom"
+
+
+def test_cli_analyze_prints_the_verdict_and_writes_analysis_json(tmp_path):
+    import subprocess
+    import sys
+
+    p = subprocess.run(
+        [sys.executable, "-m", "forensics", "analyze", str(SAMPLES / "cache-corruption"), "--out", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "200", "PATH": ""},
+    )
+    assert p.returncode == 0, p.stderr
+    assert "root cause supported" in p.stdout and "kv-cache" in p.stdout and "symptom: collective-timeout" in p.stdout
+    assert (
+        json.loads((tmp_path / "r" / "analysis.json").read_text())["incidents"][0]["root_cause"]["category"]
+        == "kv-cache"
+    )
