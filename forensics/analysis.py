@@ -71,9 +71,11 @@ class Report:
                 "traces": r.traces,
                 "notes": [{"file": f.file, "note": n} for f in r.files for n in f.notes],
             },
-            "throughput": {"unit": self.series.unit, "measured": not self.series.empty},
+            "throughput": _series_json(self.series),
             "clock_offsets": self.clock_offsets,
             "incidents": [_incident_json(i, self.clock_offsets) for i in self.incidents],
+            "template_changes": _changes_json(self.template_changes),
+            "alerts": [],
             "warnings": self.warnings + r.warnings,
         }
 
@@ -270,65 +272,105 @@ def _incident_report(inc, hyps, v, events, signals, series) -> IncidentReport:
 
 
 def _timeline(inc, hyps, signals, series) -> list[dict]:
-    rows = []
-    keep = {h.template_id: h for h in hyps if h.role in ("root_cause", "symptom", "impact") or h.kind == "change"}
+    """The condensed timeline: the tell, the trigger, the root cause on each host where it
+    appeared, the first occurrence of each symptom and impact, the drop, the fix, recovery."""
+    keep = {h.template_id: h for h in hyps if h.role in ("root_cause", "symptom", "impact")}
     lo, hi = inc.start - rootcause.LOOKBACK, (inc.end or signals[s.TS].max() or inc.start) + timedelta(minutes=5)
-    sig = signals.filter(pl.col("template_id").is_in(list(keep)) & (pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi))
-    firsts = sig.sort(s.TS).unique(["template_id", "node", s.POD], keep="first", maintain_order=True)
-    for r in firsts.iter_rows(named=True):
+    sig = signals.filter(pl.col("template_id").is_in(list(keep)) & (pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi)).sort(
+        s.TS
+    )
+    rc_id = next((h.template_id for h in hyps if h.role == "root_cause"), None)
+    rc_rows = (
+        sig.filter(pl.col("template_id") == rc_id).unique(["node", s.POD], keep="first", maintain_order=True).head(6)
+    )
+    others = sig.filter(pl.col("template_id") != rc_id).unique("template_id", keep="first", maintain_order=True)
+    rows = []
+    for r in pl.concat([rc_rows, others]).iter_rows(named=True):
         h = keep[r["template_id"]]
         rows.append(
-            {
-                "ts": _iso(r[s.TS]),
-                "host": r["node"] or r[s.POD] or r[s.HOST] or "-",
-                "pod": r[s.POD],
-                "source": r[s.SOURCE],
-                "template_id": r["template_id"],
-                "role": h.role,
-                "summary": f"{h.label}: {r['text'][:160]}",
-                "file": r[s.FILE],
-                "line": r[s.LINE],
-            }
+            _row(
+                r[s.TS],
+                r["node"] or r[s.POD] or r[s.HOST] or "-",
+                r[s.POD],
+                r[s.SOURCE],
+                r["template_id"],
+                h.role,
+                f"{h.label}: {r['text'][:160]}",
+                r[s.FILE],
+                r[s.LINE],
+            )
         )
-    rows.sort(key=lambda x: (x["ts"] or "", x["role"] != "root_cause", x["host"]))
-    # Keep every root-cause row, then the earliest of the rest.
-    rc = [x for x in rows if x["role"] == "root_cause"][:10]
-    rest = [x for x in rows if x["role"] != "root_cause"][: TIMELINE_MAX - len(rc)]
-    rows = sorted(rc + rest, key=lambda x: (x["ts"] or "", x["host"]))
+    rows = sorted(rows, key=lambda x: (x["ts"] or "", x["role"] != "root_cause"))[:TIMELINE_MAX]
     if inc.baseline is not None:
         what = (
             f"throughput falls from {inc.baseline:,.0f} to {inc.minimum:,.0f} {series.unit}"
             if inc.minimum is not None
             else f"queue builds up: {inc.peak_waiting or 0:,.0f} requests waiting at peak, KV cache full"
         )
-        rows.append(
-            {
-                "ts": _iso(inc.start),
-                "host": "cluster",
-                "pod": None,
-                "source": "metrics",
-                "template_id": None,
-                "role": "impact",
-                "summary": what,
-                "file": None,
-                "line": None,
-            }
-        )
+        rows.append(_row(inc.start, "cluster", None, "metrics", None, "impact", what))
+        for a, b in inc.recoveries:
+            rows.append(_row(a, "cluster", None, "metrics", None, "recovery", "partial recovery after restarts"))
+            rows.append(_row(b, "cluster", None, "metrics", None, "impact", "throughput falls again: the same fault"))
         if inc.end:
             rows.append(
-                {
-                    "ts": _iso(inc.end),
-                    "host": "cluster",
-                    "pod": None,
-                    "source": "metrics",
-                    "template_id": None,
-                    "role": "recovery",
-                    "summary": "throughput back above 80% of baseline",
-                    "file": None,
-                    "line": None,
-                }
+                _row(inc.end, "cluster", None, "metrics", None, "recovery", "throughput back above 80% of baseline")
             )
-    return sorted(rows, key=lambda x: (x["ts"] or "", x["host"]))
+    tell = _tell(inc, series)
+    if tell:
+        rows.append(
+            _row(
+                datetime.fromisoformat(tell["start"]),
+                "cluster",
+                None,
+                "metrics",
+                None,
+                "tell",
+                "KV cache at 100% while nothing waits and nothing is preempted",
+            )
+        )
+    trig = _trigger(inc, series)
+    if trig:
+        rows.append(
+            _row(
+                inc.start - timedelta(minutes=30),
+                "cluster",
+                None,
+                "metrics",
+                None,
+                "trigger",
+                f"traffic rising: prompt tokens/s x{trig['ratio']} over the 30 min before the drop",
+            )
+        )
+    res = _resolution(inc, signals)
+    if res["kind"] == "rollout":
+        rows.append(
+            _row(
+                datetime.fromisoformat(res["ts"]),
+                "cluster",
+                None,
+                "k8s-event",
+                None,
+                "resolution",
+                "rollout: " + "; ".join(d["text"][:100] for d in res["details"][:2]),
+                res["file"],
+                res["line"],
+            )
+        )
+    return sorted(rows, key=lambda x: (x["ts"] or "", x["host"], x["summary"]))
+
+
+def _row(ts, host, pod, source, tid, role, summary, file=None, line=None) -> dict:
+    return {
+        "ts": _iso(ts),
+        "host": host,
+        "pod": pod,
+        "source": source,
+        "template_id": tid,
+        "role": role,
+        "summary": summary,
+        "file": file,
+        "line": line,
+    }
 
 
 def _trigger(inc, series) -> dict | None:
@@ -413,18 +455,19 @@ def _incident_json(ir: IncidentReport, offsets: dict) -> dict:
             "evidence": top.evidence,
             "why": top.why,
         }
-        if v.status == "inconclusive":
-            rc["missing"] = v.missing
+        rc["missing"] = v.missing if v.status == "inconclusive" else None
     else:
         rc = {
             "status": "inconclusive",
             "confidence": 0.0,
             "category": "other",
+            "label": "not determined",
             "template": None,
             "template_id": None,
             "hosts": [],
             "first_seen": None,
             "evidence": [],
+            "why": [],
             "missing": v.missing,
         }
     return {
@@ -459,6 +502,47 @@ def _incident_json(ir: IncidentReport, offsets: dict) -> dict:
         ],
         "timeline": ir.timeline,
         "clock_offsets": offsets,
+    }
+
+
+def _changes_json(changes: pl.DataFrame | None, top: int = 15) -> list[dict]:
+    """The most significant NEW/CHANGED templates of the first incident against the time before it."""
+    if changes is None:
+        return []
+    keep = changes.filter(
+        pl.col("status").is_in(["NEW", "CHANGED"]) & (pl.col("count_current") > pl.col("count_baseline"))
+    )
+    return [
+        {
+            "template_id": r["template_id"],
+            "template": r["template"],
+            "source": r["source"],
+            "status": r["status"],
+            "count_current": r["count_current"],
+            "count_baseline": r["count_baseline"],
+            "score": round(r["score"], 2),
+        }
+        for r in keep.head(top).iter_rows(named=True)
+    ]
+
+
+def _series_json(sr: ser.Series) -> dict:
+    """The binned series the plots draw: cluster total, per pod, KV usage, waiting (compact)."""
+    if sr.empty:
+        return {"unit": sr.unit, "measured": False, "bin_s": ser.BIN_S, "t": [], "total": [], "per_pod": {}}
+
+    def arr(a):
+        return None if a is None else [None if (x is None or np.isnan(x)) else round(float(x), 3) for x in a]
+
+    return {
+        "unit": sr.unit,
+        "measured": True,
+        "bin_s": ser.BIN_S,
+        "t": [_iso(x) for x in sr.t],
+        "total": arr(sr.throughput),
+        "per_pod": {k: arr(v) for k, v in sorted(sr.per_pod.items())},
+        "kv_usage": arr(sr.kv_usage),
+        "waiting": arr(sr.waiting),
     }
 
 

@@ -230,11 +230,11 @@ def _assign_roles(hyps: list[Hypothesis], inc: Incident) -> None:
             h.role = "root_cause"
         elif top is not None and h.kind == "fault" and h.category == top.category:
             h.role = "symptom"
-            h.why.append(f"the same {top.category} failure as reported by another component")
+            h.why.insert(0, f"the same {top.category} failure as reported by another component")
         elif h.kind == "symptom":
             h.role = "symptom"
             if top is not None:
-                h.why.append(f"follows the {top.label.lower()} ({top.category}): explained by it")
+                h.why.insert(0, f"follows the {top.label.lower()} ({top.category}) and is explained by it")
         elif h.kind == "impact":
             h.role = "impact"
         else:

@@ -96,14 +96,20 @@ def _from_metrics(m: pl.DataFrame, events: pl.DataFrame) -> Series:
 
     def per_src(metric: str, agg: str = "mean") -> dict[str, np.ndarray]:
         sub = mb.filter(pl.col(s.METRIC) == metric)
-        g = sub.group_by("_src", "_bin").agg(getattr(pl.col(s.VALUE), agg)())
+        # NOTE: sorted before aggregating and stacking: float sums depend on order, and the
+        # same logs must give byte-identical reports.
+        g = (
+            sub.sort("_src", "_bin", s.FILE, s.LINE)
+            .group_by("_src", "_bin", maintain_order=True)
+            .agg(getattr(pl.col(s.VALUE), agg)())
+        )
         out: dict[str, np.ndarray] = {}
-        for src, part in g.group_by("_src"):
+        for src, part in g.group_by("_src", maintain_order=True):
             arr = np.full(n, np.nan)
             idx = part["_bin"].to_numpy()
             arr[idx[(idx >= 0) & (idx < n)]] = part[s.VALUE].to_numpy()[(idx >= 0) & (idx < n)]
             out[src[0]] = arr
-        return out
+        return dict(sorted(out.items()))
 
     gen = per_src("generation_tokens_per_s")
     # A pod that reported before and is silent now serves nothing (dead, or idle: V1 logs

@@ -1,0 +1,275 @@
+"""Prometheus alert rules derived from what an incident showed.
+
+Only rules relevant to the diagnosis are emitted (shared docs, prior-art §9.3), with real
+metric names: vLLM `vllm:*`, DCGM `DCGM_FI_*`, NCCL Inspector `nccl_*`, kube-state-metrics.
+Thresholds are relative where a baseline is needed (throughput against itself an hour
+earlier) so they carry over to other deployments. Output: a `PrometheusRule`
+(monitoring.coreos.com/v1) or a plain rules file, plus a `promtool test rules` fixture
+that replays the incident's shape and asserts the key alerts fire.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import yaml
+
+RUNBOOK = "https://runbooks.example.internal/gpu-serving/{alert}"
+"""Placeholder base for runbook_url: replace with your team's runbooks."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    alert: str
+    expr: str
+    for_: str
+    severity: str
+    summary: str
+    description: str
+    finding: str
+    """Which finding of the postmortem asked for this rule."""
+
+    def as_dict(self) -> dict:
+        return {
+            "alert": self.alert,
+            "expr": self.expr,
+            "for": self.for_,
+            "labels": {"severity": self.severity, "source": "forensics"},
+            "annotations": {
+                "summary": self.summary,
+                "description": self.description,
+                "runbook_url": RUNBOOK.format(alert=self.alert),
+            },
+        }
+
+
+def rules_for(analysis: dict) -> list[Rule]:
+    """The rules the incidents in `analysis` call for (always the throughput and latency SLO pair)."""
+    cats: set[str] = set()
+    tell = False
+    baseline = None
+    for inc in analysis["incidents"]:
+        cats.add(inc["root_cause"]["category"])
+        cats.update(h["category"] for h in inc["hypotheses"] if h["role"] in ("symptom", "root_cause"))
+        tell = tell or bool(inc.get("tell"))
+        baseline = baseline or inc.get("baseline_tokens_per_s")
+    base_txt = f" (baseline before the incident: {baseline:,.0f} tokens/s)" if baseline else ""
+    rules = [
+        Rule(
+            "VLLMThroughputCollapse",
+            "sum by (model_name) (rate(vllm:generation_tokens_total[5m])) < 0.5 * sum by (model_name) (rate(vllm:generation_tokens_total[5m] offset 1h))",
+            "5m",
+            "critical",
+            "vLLM generation throughput fell below half of what it was an hour ago",
+            "Generation tokens/s of {{ $labels.model_name }} is {{ $value | humanize }}, under 50% of the same window 1h ago"
+            + base_txt
+            + ".",
+            "impact",
+        ),
+        Rule(
+            "VLLMRequestLatencyP99High",
+            "histogram_quantile(0.99, sum by (le, model_name) (rate(vllm:e2e_request_latency_seconds_bucket[5m]))) > 30",
+            "10m",
+            "warning",
+            "p99 end-to-end request latency above 30 s",
+            "p99 e2e latency of {{ $labels.model_name }} is {{ $value | humanizeDuration }} (SLO placeholder: 30 s; set yours).",
+            "impact",
+        ),
+    ]
+    if "kv-cache" in cats or tell:
+        rules.append(
+            Rule(
+                "VLLMKVCacheFullWithoutQueueing",
+                "(max by (pod) (vllm:kv_cache_usage_perc) > 0.99) and on (pod) (max by (pod) (vllm:num_requests_waiting) == 0) "
+                "and on (pod) (sum by (pod) (increase(vllm:num_preemptions_total[5m])) == 0)",
+                "3m",
+                "critical",
+                "KV cache full while nothing queues and nothing is preempted",
+                "Pod {{ $labels.pod }} has its KV cache at 100% with an empty waiting queue and no preemptions: a correct "
+                "allocator would queue or preempt. This preceded the cache corruption in the postmortem; check the eviction policy.",
+                "root cause (kv-cache tell)",
+            )
+        )
+    if "capacity" in cats:
+        rules += [
+            Rule(
+                "VLLMKVCacheSaturated",
+                "max by (pod) (vllm:kv_cache_usage_perc) > 0.95",
+                "10m",
+                "warning",
+                "KV cache above 95%",
+                "Pod {{ $labels.pod }} KV cache usage {{ $value | humanizePercentage }}.",
+                "root cause (capacity)",
+            ),
+            Rule(
+                "VLLMPreemptionStorm",
+                "sum by (pod) (rate(vllm:num_preemptions_total[5m])) > 1",
+                "5m",
+                "warning",
+                "Requests are being preempted",
+                "Pod {{ $labels.pod }} preempts {{ $value | humanize }} requests/s: add capacity.",
+                "root cause (capacity)",
+            ),
+            Rule(
+                "VLLMQueueBacklog",
+                "sum by (model_name) (vllm:num_requests_waiting) > 100",
+                "5m",
+                "warning",
+                "Waiting queue above 100 requests",
+                "{{ $value }} requests waiting for {{ $labels.model_name }}.",
+                "root cause (capacity)",
+            ),
+        ]
+    if cats & {"network", "collective-timeout"}:
+        rules += [
+            Rule(
+                "NCCLCommunicationFailure",
+                'max by (node) (nccl_bus_bandwidth_gbs{collective="AllReduce"}) < 1 and on (node) '
+                'max by (node) (max_over_time(nccl_bus_bandwidth_gbs{collective="AllReduce"}[1h] offset 10m)) > 10',
+                "2m",
+                "critical",
+                "NCCL AllReduce bus bandwidth collapsed on a node",
+                "AllReduce bus bandwidth on {{ $labels.node }} is {{ $value | humanize }} GB/s after being healthy: collectives are "
+                "failing or hung (NCCL Inspector). Watchdog timeouts follow within the collective timeout.",
+                "symptoms (NCCL)",
+            ),
+            Rule(
+                "NCCLAllReduceLatencySpike",
+                'max by (node) (nccl_collective_exec_time_microseconds{collective="AllReduce"}) > 3 * '
+                'max by (node) (avg_over_time(nccl_collective_exec_time_microseconds{collective="AllReduce"}[1d]))',
+                "5m",
+                "warning",
+                "AllReduce latency 3x above its daily average",
+                "AllReduce on {{ $labels.node }} takes {{ $value | humanize }} us.",
+                "symptoms (NCCL)",
+            ),
+        ]
+    if "gpu-fault" in cats:
+        rules.append(
+            Rule(
+                "GPUXidErrorChanged",
+                "changes(DCGM_FI_DEV_XID_ERRORS[10m]) > 0",
+                "0m",
+                "critical",
+                "GPU reported a new XID error",
+                "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}.",
+                "root cause (gpu-fault)",
+            )
+        )
+    if "gpu-memory" in cats:
+        rules.append(
+            Rule(
+                "GPUFramebufferNearlyFull",
+                "DCGM_FI_DEV_FB_FREE / (DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_USED) < 0.02",
+                "5m",
+                "warning",
+                "GPU memory almost exhausted",
+                "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has under 2% memory free.",
+                "root cause (gpu-memory)",
+            )
+        )
+    if "node" in cats:
+        rules.append(
+            Rule(
+                "KubeNodeNotReady",
+                'kube_node_status_condition{condition="Ready",status="true"} == 0',
+                "2m",
+                "critical",
+                "Kubernetes node not ready",
+                "Node {{ $labels.node }} is NotReady: its GPU pods stop serving.",
+                "root cause (node)",
+            )
+        )
+    if "pod-lifecycle" in cats:
+        rules.append(
+            Rule(
+                "VLLMPodRestarting",
+                'increase(kube_pod_container_status_restarts_total{container=~"vllm.*"}[15m]) > 2',
+                "0m",
+                "warning",
+                "vLLM container restarting repeatedly",
+                "{{ $labels.namespace }}/{{ $labels.pod }} restarted {{ $value }} times in 15 min.",
+                "symptoms (restarts)",
+            )
+        )
+    return rules
+
+
+def prometheus_rule(rules: list[Rule], name: str = "forensics-incident-alerts", namespace: str = "monitoring") -> str:
+    """A `PrometheusRule` custom resource (kube-prometheus-stack picks it up by label)."""
+    doc = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"release": "kube-prometheus-stack", "app.kubernetes.io/part-of": "forensics"},
+        },
+        "spec": {"groups": [{"name": "gpu-serving-incident", "rules": [r.as_dict() for r in rules]}]},
+    }
+    return yaml.safe_dump(doc, sort_keys=False, width=200)
+
+
+def plain_rules(rules: list[Rule]) -> str:
+    """The same rules as a plain Prometheus rules file (`rule_files:`), checkable by promtool."""
+    return yaml.safe_dump(
+        {"groups": [{"name": "gpu-serving-incident", "rules": [r.as_dict() for r in rules]}]},
+        sort_keys=False,
+        width=200,
+    )
+
+
+def promtool_test(rules_file: str, analysis: dict) -> str:
+    """A `promtool test rules` fixture: the incident's shape as input series, the key alerts expected to fire."""
+    inc = analysis["incidents"][0] if analysis["incidents"] else None
+    base = (inc or {}).get("baseline_tokens_per_s") or 20000.0
+    per_min = int(base * 60)
+    series = [
+        # 2h of healthy throughput, then the counter stops: throughput collapses.
+        {
+            "series": 'vllm:generation_tokens_total{model_name="served-model"}',
+            "values": f"0+{per_min}x120 {per_min * 120}+0x30",
+        },
+    ]
+    by_name = {r.alert: r for r in rules_for(analysis)}
+
+    def expect(alert: str, labels: dict, value: str) -> dict:
+        r = by_name[alert]
+        ann = {k: _render(v, labels, value) for k, v in r.as_dict()["annotations"].items()}
+        return {"exp_labels": {**labels, "severity": r.severity, "source": "forensics"}, "exp_annotations": ann}
+
+    tests = [
+        {
+            "eval_time": "130m",
+            "alertname": "VLLMThroughputCollapse",
+            "exp_alerts": [expect("VLLMThroughputCollapse", {"model_name": "served-model"}, "0")],
+        }
+    ]
+    cats = {h["category"] for i in analysis["incidents"] for h in i["hypotheses"]}
+    if inc and (inc.get("tell") or "kv-cache" in cats):
+        series += [
+            {"series": 'vllm:kv_cache_usage_perc{pod="vllm-0"}', "values": "0.4+0.02x30 1x30"},
+            {"series": 'vllm:num_requests_waiting{pod="vllm-0"}', "values": "0x60"},
+            {"series": 'vllm:num_preemptions_total{pod="vllm-0"}', "values": "0x60"},
+        ]
+        tests.append(
+            {
+                "eval_time": "45m",
+                "alertname": "VLLMKVCacheFullWithoutQueueing",
+                "exp_alerts": [expect("VLLMKVCacheFullWithoutQueueing", {"pod": "vllm-0"}, "1")],
+            }
+        )
+    doc = {
+        "rule_files": [rules_file],
+        "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": tests}],
+    }
+    return yaml.safe_dump(doc, sort_keys=False, width=200)
+
+
+def _render(text: str, labels: dict, value: str) -> str:
+    """Expand the `{{ $labels.x }}` / `{{ $value | fn }}` placeholders used above, as Prometheus would."""
+    import re
+
+    out = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels.get(m.group(1), ""), text)
+    return re.sub(r"\{\{ \$value(?: \| \w+)? \}\}", value, out)

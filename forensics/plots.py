@@ -1,0 +1,117 @@
+"""Plots for the postmortem: cluster throughput with the incident marked, KV cache usage.
+
+Headless (Agg) and deterministic: fixed figure size, no timestamps or software version
+in the files' metadata, a fixed SVG hash salt, series drawn in sorted order. Drawn from
+`analysis.json` alone.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+METADATA_PNG = {"Software": None}
+METADATA_SVG = {"Creator": None, "Date": None, "Format": None, "Type": None}
+
+
+def _mpl():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    matplotlib.rcParams["svg.hashsalt"] = "forensics"
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    import matplotlib.dates as mdates
+    import matplotlib.pyplot as plt
+
+    return plt, mdates
+
+
+def _t(x: str) -> datetime:
+    return datetime.fromisoformat(x.replace("Z", "+00:00"))
+
+
+def throughput(analysis: dict, out: Path) -> list[Path]:
+    """throughput.png and .svg: cluster line, per-pod lines, incident shaded, root cause and symptoms marked."""
+    th = analysis["throughput"]
+    if not th.get("measured") or not th["t"]:
+        return []
+    plt, mdates = _mpl()
+    t = [_t(x) for x in th["t"]]
+    fig, ax = plt.subplots(figsize=(11, 4.2), dpi=110)
+    for name, ys in th["per_pod"].items():
+        ax.plot(t, [float("nan") if y is None else y for y in ys], lw=0.8, alpha=0.55, label=name[-24:])
+    ax.plot(t, [float("nan") if y is None else y for y in th["total"]], color="black", lw=2.0, label="cluster")
+    for n, inc in enumerate(analysis["incidents"], 1):
+        a = _t(inc["start"])
+        b = _t(inc["end"]) if inc["end"] else t[-1]
+        ax.axvspan(a, b, color="tab:red", alpha=0.10, label="incident" if n == 1 else None)
+        rc = inc["root_cause"]
+        if rc.get("first_seen"):
+            x = _t(rc["first_seen"])
+            ax.axvline(x, color="tab:red", lw=1.4, ls="--", label="root cause first seen" if n == 1 else None)
+            ax.annotate(
+                f"{rc['category']}", (x, ax.get_ylim()[1] * 0.92), color="tab:red", fontsize=8, rotation=90, ha="right"
+            )
+        seen = set()
+        for h in inc["hypotheses"]:
+            if h["role"] == "symptom" and h["first_seen"] and h["category"] not in seen and len(seen) < 3:
+                seen.add(h["category"])
+                x = _t(h["first_seen"])
+                ax.axvline(x, color="tab:orange", lw=0.9, ls=":")
+                ax.annotate(
+                    h["category"], (x, ax.get_ylim()[1] * 0.6), color="tab:orange", fontsize=7, rotation=90, ha="right"
+                )
+    ax.set_ylabel(th["unit"])
+    ax.set_title("Cluster throughput (UTC)")
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
+    ax.grid(alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if len(labels) > 12:
+        keep = [i for i, lab in enumerate(labels) if lab in ("cluster", "incident", "root cause first seen")]
+        handles, labels = [handles[i] for i in keep], [labels[i] for i in keep]
+    ax.legend(handles, labels, fontsize=7, loc="lower left", ncol=2)
+    fig.tight_layout()
+    paths = [out / "throughput.png", out / "throughput.svg"]
+    fig.savefig(paths[0], metadata=METADATA_PNG)
+    fig.savefig(paths[1], metadata=METADATA_SVG)
+    plt.close(fig)
+    return paths
+
+
+def kv_usage(analysis: dict, out: Path) -> list[Path]:
+    """kv_usage.png: mean GPU KV cache usage and the waiting queue, where the logs have them."""
+    th = analysis["throughput"]
+    kv = th.get("kv_usage")
+    if not th.get("measured") or not kv or all(v is None for v in kv):
+        return []
+    plt, mdates = _mpl()
+    t = [_t(x) for x in th["t"]]
+    fig, ax = plt.subplots(figsize=(11, 3.2), dpi=110)
+    ax.plot(
+        t,
+        [float("nan") if v is None else 100 * v for v in kv],
+        color="tab:purple",
+        lw=1.6,
+        label="GPU KV cache usage %",
+    )
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("KV cache usage %")
+    ax2 = ax.twinx()
+    w = th.get("waiting") or []
+    ax2.plot(t, [float("nan") if v is None else v for v in w], color="tab:green", lw=1.0, label="waiting requests")
+    ax2.set_ylabel("waiting requests")
+    for inc in analysis["incidents"]:
+        ax.axvspan(_t(inc["start"]), _t(inc["end"]) if inc["end"] else t[-1], color="tab:red", alpha=0.10)
+        if inc.get("tell"):
+            ax.axvspan(_t(inc["tell"]["start"]), _t(inc["tell"]["end"]), color="tab:purple", alpha=0.12)
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
+    ax.set_title("KV cache usage and queue (UTC)")
+    ax.grid(alpha=0.3)
+    lines = ax.get_legend_handles_labels()
+    lines2 = ax2.get_legend_handles_labels()
+    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], fontsize=7, loc="upper left")
+    fig.tight_layout()
+    path = out / "kv_usage.png"
+    fig.savefig(path, metadata=METADATA_PNG)
+    plt.close(fig)
+    return [path]

@@ -1,0 +1,266 @@
+"""Render the postmortem from `analysis.json` with Jinja templates (Markdown or HTML).
+
+Teams can pass their own template (`--template FILE`); the context is `analysis` (the
+JSON as is) plus a few derived, display-only values (`ctx`). Log text is hostile input:
+every string that comes from a log goes through a filter that escapes it for where it
+lands (`cell` for table cells, `code` for fenced blocks with a fence longer than any
+backtick run inside, `inline` for inline code), and long text is cut with a marker.
+The HTML template uses Jinja autoescaping.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+import jinja2
+
+from forensics import __version__
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+CUT = " …[truncated]"
+
+ACTIONS = {
+    "kv-cache": "Fix the KV-cache eviction policy: never evict or reuse a block whose reference count is above zero, and drop its hash when it is reused. Add the replay of this incident's trace as a regression test (`forensics replay --compare`).",
+    "network": "Take {host} out of service and repair its InfiniBand path (cable/HCA/switch port); run `ib_write_bw` and the NCCL tests before returning it.",
+    "gpu-memory": "Bound memory per request: lower `max_model_len` / `max_num_batched_tokens` or `gpu_memory_utilization`, and reject oversized prompts at the gateway.",
+    "gpu-fault": "Drain {host}, run DCGM diagnostics (level 3) and RMA the GPU if the XID recurs.",
+    "node": "Find why the kubelet on {host} stopped (PLEG: container runtime health, disk, memory) and add node-problem-detector remediation.",
+    "capacity": "Add capacity or autoscale on `vllm:num_requests_waiting` and KV usage; set an admission limit so overload queues at the gateway instead of preempting.",
+    "config-change": "Roll back the change and gate future rollouts on a canary that watches throughput and errors.",
+    "engine": "Find the exception that killed the engine (see evidence) and add a regression test for it.",
+}
+
+
+def cell(value, limit: int = 160) -> str:
+    """Text safe inside a Markdown table cell: one line, `|` and HTML escaped, cut at `limit`."""
+    if value is None:
+        return "-"
+    text = " ".join(str(value).split())
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("`", "\\`").replace("*", "\\*").replace("_", "\\_") or "-"
+
+
+def inline(value, limit: int = 200) -> str:
+    """Inline code for any text: a backtick fence longer than any run inside, padded if needed."""
+    text = " ".join(str(value or "").split())
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or longest else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def code(value, max_lines: int = 30, max_chars: int = 4000, lang: str = "text") -> str:
+    """A fenced code block that no content can close early; long text is cut with a marker."""
+    text = str(value or "")
+    lines = text.split("\n")
+    if len(lines) > max_lines:
+        lines = lines[:max_lines] + [f"…[{len(text.split(chr(10))) - max_lines} more lines truncated]"]
+    text = "\n".join(line if len(line) <= 500 else line[:500] + CUT for line in lines)
+    if len(text) > max_chars:
+        text = text[:max_chars] + CUT
+    longest = max((len(m) for m in re.findall(r"`{3,}|~{3,}", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def md_text(value) -> str:
+    """Free text from a log inside a paragraph: HTML and line-leading Markdown neutralised."""
+    text = " ".join(str(value or "").split())
+    return (
+        text.replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("`", "\\`")
+        .replace("*", "\\*")
+        .replace("_", "\\_")
+        .replace("#", "\\#")
+    )
+
+
+def mermaid_text(value, limit: int = 60) -> str:
+    """Text safe in a Mermaid gantt task name (no `:`, `#`, `;` or newlines)."""
+    text = re.sub(r"[:#;\n\r`\"<>]", " ", str(value or ""))
+    text = " ".join(text.split())
+    return (text[:limit] + "…") if len(text) > limit else text or "event"
+
+
+def hhmmss(iso: str | None) -> str:
+    return iso[11:19] if iso else "-"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "ongoing"
+    s = int(seconds)
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return (f"{h} h {m} min" if h else f"{m} min {sec} s") if s >= 60 else f"{sec} s"
+
+
+def environment(template_path: Path | None = None, html: bool = False) -> jinja2.Environment:
+    loader = jinja2.FileSystemLoader([str(template_path.parent)] if template_path else [str(TEMPLATES)])
+    env = jinja2.Environment(
+        loader=loader,
+        autoescape=html,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(
+        cell=cell, inline=inline, code=code, md=md_text, mermaid=mermaid_text, hhmmss=hhmmss, duration=duration
+    )
+    return env
+
+
+def context(
+    analysis: dict, *, command: str | None = None, replay: dict | None = None, plots: list[str] | None = None
+) -> dict:
+    """Display-only values derived from the analysis: headline, summary sentences, actions."""
+    incs = analysis["incidents"]
+    ctx: dict = {"version": __version__, "command": command, "replay": replay, "plots": plots or [], "incidents": []}
+    for inc in incs:
+        rc = inc["root_cause"]
+        host = (rc.get("hosts") or ["-"])[0]
+        symptoms = [h for h in inc["hypotheses"] if h["role"] == "symptom" and h["category"] != rc["category"]]
+        red = []
+        seen = set()
+        for h in symptoms:
+            if h["category"] in seen:
+                continue
+            seen.add(h["category"])
+            red.append(h)
+        actions = []
+        if rc["status"] == "supported" and rc["category"] in ACTIONS:
+            actions.append(("prevent", ACTIONS[rc["category"]].format(host=host), "root cause"))
+        elif rc["status"] != "supported":
+            actions.append(
+                (
+                    "detect",
+                    f"Collect what the verdict lacks: {rc.get('missing') or 'more logs'}",
+                    "inconclusive verdict",
+                )
+            )
+        if inc.get("tell"):
+            actions.append(
+                (
+                    "detect",
+                    "Alert on the tell that preceded the failure: KV cache full while nothing queues (`VLLMKVCacheFullWithoutQueueing`).",
+                    "tell",
+                )
+            )
+        if inc.get("trigger"):
+            actions.append(
+                (
+                    "mitigate",
+                    "Load-test at the peak rate seen here before the next traffic increase; keep headroom in KV cache.",
+                    "trigger",
+                )
+            )
+        for h in red:
+            if h["category"] == "collective-timeout":
+                actions.append(
+                    (
+                        "mitigate",
+                        "Shorten the NCCL watchdog timeout for serving (fail fast) and dump flight-recorder traces on timeout (`TORCH_NCCL_TRACE_BUFFER_SIZE`).",
+                        "symptom: NCCL timeouts",
+                    )
+                )
+            if h["category"] == "pod-lifecycle":
+                actions.append(
+                    (
+                        "mitigate",
+                        "Make the liveness probe tolerate a busy engine (separate readiness from liveness) so restarts do not add to the outage.",
+                        "symptom: restarts",
+                    )
+                )
+        actions.append(
+            (
+                "detect",
+                "Apply the recommended alert rules below (`alerts.yaml`) and check them with `promtool test rules alerts_test.yaml`.",
+                "detection gap",
+            )
+        )
+        imp = inc["impact"]
+        headline = (
+            f"{rc['label'] if rc.get('label') else rc['category']} on {host}"
+            if rc["status"] == "supported"
+            else "cause inconclusive"
+        )
+        ctx["incidents"].append(
+            {
+                "headline": headline,
+                "red_herrings": red,
+                "actions": actions,
+                "impact": imp,
+                "summary": _summary(inc, red),
+            }
+        )
+    return ctx
+
+
+def render(
+    analysis: dict,
+    *,
+    fmt: str = "md",
+    template: Path | None = None,
+    command: str | None = None,
+    replay: dict | None = None,
+    plot_dir: Path | None = None,
+) -> str:
+    """The postmortem as Markdown (`fmt="md"`) or a self-contained HTML page (`fmt="html"`)."""
+    html = fmt == "html"
+    env = environment(template, html=html)
+    name = template.name if template else ("postmortem.html.j2" if html else "postmortem.md.j2")
+    plots = []
+    if plot_dir is not None:
+        plots = [p.name for p in (plot_dir / "throughput.png", plot_dir / "kv_usage.png") if p.exists()]
+    ctx = context(analysis, command=command, replay=replay, plots=plots)
+    if html and plot_dir is not None:
+        ctx["inline_plots"] = {
+            n: "data:image/png;base64," + base64.b64encode((plot_dir / n).read_bytes()).decode() for n in plots
+        }
+    return env.get_template(name).render(analysis=analysis, ctx=ctx)
+
+
+def _summary(inc: dict, red: list[dict]) -> str:
+    """The Summary paragraph, one sentence per finding, in Markdown (log text escaped)."""
+    rc, imp = inc["root_cause"], inc["impact"]
+    if rc["status"] != "supported":
+        return f"The logs show an incident starting {hhmmss(inc['start'])} UTC but do not decide its cause: {md_text(rc.get('missing'))}."
+    out = [
+        f"At {hhmmss(rc['first_seen'])} UTC {md_text((rc['hosts'] or ['-'])[0])} logged {inline(rc['template'], 120)}, "
+        f"the first sign of a {rc['category']} failure ({md_text(rc['label'])})."
+    ]
+    if imp["measured"] and imp["min_per_s"] is not None:
+        s = f"Cluster {imp['unit']} fell from {imp['baseline_per_s']:,.0f} to {imp['min_per_s']:,.0f} at {hhmmss(inc['start'])}"
+        if imp["partial_recoveries"]:
+            s += f"; restarts brought it back {len(imp['partial_recoveries'])} times and the same fault took it down again each time"
+        out.append(s + ".")
+    elif imp["detector"] == "saturation":
+        out.append(
+            f"Nothing crashed: the waiting queue grew to {imp['peak_waiting'] or 0:,.0f} requests with the KV cache full."
+        )
+    else:
+        out.append("The impact could not be measured: these logs carry no throughput series.")
+    if inc.get("tell"):
+        out.append(
+            f"The tell was visible from {hhmmss(inc['tell']['start'])}: KV cache usage at 100% while nothing waited and nothing was preempted."
+        )
+    if red:
+        out.append(f"The loud signals ({', '.join(h['category'] for h in red)}) followed it: symptoms, not causes.")
+    res = inc["resolution"]
+    if res["kind"] == "rollout":
+        out.append(f"A rollout at {hhmmss(res['ts'])} ended the incident.")
+    elif not imp["measured"]:
+        out.append(f"The burst of faults and symptoms ends at {hhmmss(inc['end'])} in these logs.")
+    elif inc["end"]:
+        out.append(f"Throughput recovered at {hhmmss(inc['end'])} without a logged change.")
+    else:
+        out.append("It had not recovered by the end of the logs.")
+    return " ".join(out)

@@ -1,0 +1,180 @@
+"""The postmortem: golden files, escaping of hostile log text, plots, HTML and alert rules."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from forensics import analyze
+from forensics import report as rpt
+from forensics.postmortem import write_all
+from tests.conftest import write as write_file
+
+SAMPLES = Path(__file__).parent.parent / "samples"
+GOLDEN = Path(__file__).parent / "golden"
+NAMES = ["cache-corruption", "nccl-network", "gpu-oom", "node-failure", "kv-pressure", "healthy"]
+PROMTOOL = shutil.which("promtool")
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("reports")
+    out = {}
+    for name in NAMES:
+        d = base / name
+        write_all(analyze(SAMPLES / name), d, fmt="html", command=f"forensics analyze samples/{name}")
+        out[name] = d
+    return out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_postmortem_matches_its_golden_file_byte_for_byte(outputs, name):
+    got = (outputs[name] / "postmortem.md").read_text()
+    golden = GOLDEN / f"{name}.md"
+    if os.environ.get("FORENSICS_UPDATE_GOLDEN"):
+        golden.write_text(got)
+    assert got == golden.read_text(), f"run FORENSICS_UPDATE_GOLDEN=1 pytest {__file__} after checking the diff"
+
+
+def test_postmortem_has_the_sre_sections_in_order(outputs):
+    md = (outputs["cache-corruption"] / "postmortem.md").read_text()
+    sections = [
+        "## Summary",
+        "## Impact",
+        "## Root cause",
+        "## Trigger",
+        "## Detection",
+        "## Resolution",
+        "## Symptoms and red herrings",
+        "## Timeline (UTC)",
+        "## Action items",
+        "## Recommended alerts",
+        "## Appendix",
+    ]
+    positions = [md.index(s) for s in sections]
+    assert positions == sorted(positions)
+    assert "![throughput](throughput.png)" in md and "```mermaid" in md
+    assert "NCCL watchdog timeout" in md.split("## Symptoms and red herrings")[1].split("## Timeline")[0]
+
+
+def test_healthy_postmortem_says_no_incident(outputs):
+    md = (outputs["healthy"] / "postmortem.md").read_text()
+    assert md.startswith("# Postmortem: no incident found") and not (outputs["healthy"] / "alerts.yaml").exists()
+
+
+def _table_rows(md: str) -> list[str]:
+    return [line for line in md.splitlines() if line.startswith("|")]
+
+
+def _cells(row: str) -> int:
+    return len(re.findall(r"(?<!\\)\|", row)) - 1
+
+
+HOSTILE = [
+    "INFO 03-02 10:00:00 [x.py:1] warmup",
+    "ERROR 03-02 10:00:05 [core.py:720] EngineCore encountered a fatal error.",
+    "ERROR 03-02 10:00:05 [core.py:720] Traceback (most recent call last):",
+    "ERROR 03-02 10:00:05 [core.py:720] RuntimeError: Cache corruption detected in block 7 | col ``` `tick` <script>alert(1)</script> # Header",
+    "[2025-03-02 10:00:04,000] LMCache ERROR: Cache corruption detected in block 7 ```` | <b>bold</b> \n",
+    "[2025-03-02 10:00:04,100] LMCache ERROR: Cache corruption detected in block 8 " + "x" * 20000,
+    "# not a header | **not bold** _x_ <img src=x onerror=alert(1)>",
+]
+
+
+def test_hostile_log_lines_never_break_the_markdown(tmp_path):
+    write_file(tmp_path / "logs/vllm-0.log", "\n".join(HOSTILE) + "\n")
+    out = write_all(analyze(tmp_path / "logs", year=2025), tmp_path / "out", fmt="html")
+    md = out["postmortem"].read_text()
+    # Every table row has as many cells as its header row.
+    for block in re.split(r"\n\n+", md):
+        rows = _table_rows(block)
+        if len(rows) >= 2:
+            assert len({_cells(r) for r in rows}) == 1, rows
+    # Fences balance: nothing inside a code block closes it early.
+    fences = re.findall(r"^\s*(`{3,})(\w*)$", md, flags=re.M)
+    assert len(fences) % 2 == 0
+    # Outside code spans and blocks (where Markdown shows text verbatim) no raw HTML survives.
+    prose = re.sub(r"^( *)(`{3,})[^\n]*\n.*?^\1\2$", "", md, flags=re.M | re.S)
+    prose = re.sub(r"(`+).*?\1", "", prose)
+    assert "<script" not in prose and "<img" not in prose and "<b>" not in prose
+    assert "x" * 1000 not in md  # the 20,000-character line is cut wherever it lands
+    assert max(len(line) for line in md.splitlines()) < 5000
+    html = out["html"].read_text()
+    assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_markdown_filters_escape_each_context():
+    assert rpt.cell("a|b\nc `d` <e>") == "a\\|b c \\`d\\` &lt;e&gt;"
+    assert rpt.inline("x ``` y").startswith("````")
+    block = rpt.code("a\n```\nb")
+    assert block.startswith("````text\n") and block.endswith("\n````")
+    assert rpt.code("\n".join(str(i) for i in range(100)), max_lines=5).count("\n") == 7
+
+
+def test_plots_are_written_and_deterministic(outputs, tmp_path):
+    d = outputs["cache-corruption"]
+    for name in ("throughput.png", "throughput.svg", "kv_usage.png"):
+        assert (d / name).stat().st_size > 5000
+    again = tmp_path / "again"
+    write_all(analyze(SAMPLES / "cache-corruption"), again, command="forensics analyze samples/cache-corruption")
+    for name in ("throughput.png", "throughput.svg", "kv_usage.png", "postmortem.md", "analysis.json", "alerts.yaml"):
+        assert (again / name).read_bytes() == (d / name).read_bytes(), name
+
+
+def test_html_report_is_self_contained(outputs):
+    html = (outputs["cache-corruption"] / "postmortem.html").read_text()
+    assert html.startswith("<!DOCTYPE html>") and "data:image/png;base64," in html
+    assert "Cache corruption detected" in html and "</html>" in html
+
+
+def test_a_custom_template_replaces_the_default(tmp_path):
+    tpl = write_file(
+        tmp_path / "mine.md.j2", "# {{ analysis.incidents[0].root_cause.category }} | {{ ctx.incidents[0].headline }}\n"
+    )
+    out = write_all(analyze(SAMPLES / "gpu-oom"), tmp_path / "out", template=tpl)
+    assert out["postmortem"].read_text().startswith("# gpu-memory | GPU out of memory on gpu-node-1")
+
+
+def test_alert_rules_are_a_prometheusrule_with_the_required_fields(outputs):
+    import yaml
+
+    doc = yaml.safe_load((outputs["cache-corruption"] / "alerts.yaml").read_text())
+    assert doc["apiVersion"] == "monitoring.coreos.com/v1" and doc["kind"] == "PrometheusRule"
+    rules = doc["spec"]["groups"][0]["rules"]
+    names = {r["alert"] for r in rules}
+    assert {
+        "VLLMThroughputCollapse",
+        "VLLMRequestLatencyP99High",
+        "VLLMKVCacheFullWithoutQueueing",
+        "NCCLCommunicationFailure",
+        "NCCLAllReduceLatencySpike",
+    } <= names
+    assert any(
+        "histogram_quantile(0.99" in r["expr"] and "vllm:e2e_request_latency_seconds_bucket" in r["expr"] for r in rules
+    )
+    for r in rules:
+        assert r["for"] and r["labels"]["severity"] in ("critical", "warning", "info")
+        assert {"summary", "description", "runbook_url"} <= set(r["annotations"])
+
+
+def test_alerts_format_prometheus_writes_a_plain_rules_file(tmp_path):
+    import yaml
+
+    out = write_all(analyze(SAMPLES / "nccl-network"), tmp_path / "o", alerts_format="prometheus")
+    doc = yaml.safe_load(out["alerts"].read_text())
+    assert "groups" in doc and "kind" not in doc
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package `prometheus`; CI installs it)")
+@pytest.mark.parametrize("name", ["cache-corruption", "nccl-network", "gpu-oom", "node-failure", "kv-pressure"])
+def test_promtool_accepts_the_rules_and_the_incident_fixture_fires_the_alerts(outputs, name):
+    d = outputs[name]
+    check = subprocess.run([PROMTOOL, "check", "rules", "alerts.rules.yaml"], cwd=d, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    test = subprocess.run([PROMTOOL, "test", "rules", "alerts_test.yaml"], cwd=d, capture_output=True, text=True)
+    assert test.returncode == 0 and "SUCCESS" in test.stdout, test.stdout + test.stderr
