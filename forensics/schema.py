@@ -142,6 +142,7 @@ Source = Literal[
     "k8s-event",
     "k8s-dump",
     "syslog",
+    "kernel",
     "unknown",
 ]
 SOURCES: Final = Source.__args__

@@ -118,6 +118,37 @@ def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
         parts.append(parsed.filter(ok).with_columns(pl.lit(kind).alias("_kind")))
         if not ok.all():
             pending = pl.concat([pending, claimed.filter(~ok)], how="diagonal_relaxed")
+    # A journald/syslog line whose body is no known producer is still a parsed syslog event
+    # (kernel NVRM/Xid, containerd, systemd): the wrapper gave its time, host and ident.
+    sys_hit = pending.select(pl.col("_syslog").is_not_null() & ~pl.col("body").str.contains(CONT)).to_series()
+    if sys_hit.any():
+        sysl = pending.filter(sys_hit)
+        pending = pending.filter(~sys_hit)
+        parts.append(
+            sysl.with_columns(
+                pl.when(pl.col(s.PROCESS) == "kernel")
+                .then(pl.lit("kernel"))
+                .otherwise(pl.lit("syslog"))
+                .alias(s.SOURCE),
+                pl.col("body")
+                .str.extract(r"(?i)\b(emerg|alert|crit|err|error|warn|warning|notice|info|debug)\b", 1)
+                .str.to_uppercase()
+                .replace(
+                    {
+                        "EMERG": "CRITICAL",
+                        "ALERT": "CRITICAL",
+                        "CRIT": "CRITICAL",
+                        "ERR": "ERROR",
+                        "WARN": "WARNING",
+                        "NOTICE": "INFO",
+                    }
+                )
+                .alias(s.LEVEL),
+                pl.col("body").alias(s.MESSAGE),
+                pl.lit("syslog").alias("_kind"),
+                *[pl.lit(None, pl.Int32).alias(c) for c in TIME_PARTS],
+            )
+        )
     parts.append(pending.with_columns(pl.lit("other").alias("_kind")))
     df = pl.concat(parts, how="diagonal_relaxed").sort("_row")
     return _fold(df)

@@ -63,6 +63,8 @@ class Pod:
     collect: str  # "kubectl" or "cri"
     ip: str
     tp: int = 2
+    style: str = "v1"
+    """v1: V1 process prefixes; v0: V0 engine (`VllmWorkerProcess`, `metrics.py:396]`); ray: V0 on Ray actors."""
     instance: int = 0
     pids: dict[str, int] = field(default_factory=dict)
     alive: bool = True
@@ -110,18 +112,30 @@ class World:
             self.emit(self.pod_file(pod), t, f"{stamp} {text}")
 
     # -- producers
+    def prefix(self, pod: Pod, proc: str | None) -> str:
+        """The process prefix a line of `proc` carries in this pod's vLLM generation."""
+        if proc is None:
+            return ""
+        if pod.style == "v1":
+            return f"({proc} pid={pod.pids[proc]}) "
+        if proc.startswith("Worker_TP") and proc != "Worker_TP0":
+            name = "VllmWorkerProcess" if pod.style == "v0" else "RayWorkerWrapper"
+            ip = f", ip={pod.ip}" if pod.style == "ray" else ""
+            return f"({name} pid={pod.pids[proc]}{ip}) "
+        return ""
+
     def vllm(self, pod: Pod, t: datetime, proc: str, level: str, where: str, msg: str) -> None:
         nt = self.node_time(pod.node, t)
-        pid = pod.pids[proc]
+        if pod.style == "v1":
+            head = f"{level} {nt:%m-%d %H:%M:%S} [{where}]"
+        else:
+            head = f"{level} {nt:%m-%d %H:%M:%S} {where.split('/')[-1]}]"
         for i, line in enumerate(msg.split("\n")):
-            self.pod_line(
-                pod, t + timedelta(microseconds=i), f"({proc} pid={pid}) {level} {nt:%m-%d %H:%M:%S} [{where}] {line}"
-            )
+            self.pod_line(pod, t + timedelta(microseconds=i), f"{self.prefix(pod, proc)}{head} {line}")
 
     def raw(self, pod: Pod, t: datetime, proc: str | None, text: str, stream: str = "stderr") -> None:
         for i, line in enumerate(text.split("\n")):
-            prefix = f"({proc} pid={pod.pids[proc]}) " if proc else ""
-            self.pod_line(pod, t + timedelta(microseconds=i), prefix + line, stream)
+            self.pod_line(pod, t + timedelta(microseconds=i), self.prefix(pod, proc) + line, stream)
 
     def access(
         self, pod: Pod, t: datetime, status: int, path: str = "/v1/chat/completions", method: str = "POST"
@@ -137,7 +151,7 @@ class World:
         self.pod_line(
             pod,
             t,
-            f'(APIServer pid={pod.pids["APIServer"]}) INFO:     {client} - "{method} {path} HTTP/1.1" {status} {phrase}',
+            f'{self.prefix(pod, "APIServer")}INFO:     {client} - "{method} {path} HTTP/1.1" {status} {phrase}',
         )
 
     def nccl(
@@ -154,6 +168,9 @@ class World:
 
     def c10(self, pod: Pod, t: datetime, rank: int, sev: str, where: str, msg: str) -> None:
         nt = self.node_time(pod.node, t)
+        if pod.style == "ray":  # torch <= 2.1 inside Ray actors: no rank prefix, no time
+            self.pod_line(pod, t, f"{self.prefix(pod, f'Worker_TP{pod.tp - 1}')}[{sev} {where}] {msg}", "stderr")
+            return
         mmdd = nt.month * 100 + nt.day
         ns = self.rng.randrange(10**9)
         self.pod_line(pod, t, f"[rank{rank}]:[{sev}{mmdd} {nt:%H:%M:%S}.{ns:09d} {where}] {msg}", "stderr")
@@ -220,8 +237,8 @@ class World:
         self.events.append(ev)
 
     # -- the deployment
-    def add_pod(self, name: str, node: str, collect: str, ip: str, tp: int = 2) -> Pod:
-        p = Pod(name, node, _uid(name), collect, ip, tp)
+    def add_pod(self, name: str, node: str, collect: str, ip: str, tp: int = 2, style: str = "v1") -> Pod:
+        p = Pod(name, node, _uid(name), collect, ip, tp, style)
         self.pods[name] = p
         self._new_pids(p)
         return p
@@ -450,14 +467,16 @@ def serve(
             if pre:
                 parts.append(f"Preemptions: {pre}")
             parts += [f"GPU KV cache usage: {kv:.1f}%", f"Prefix cache hit rate: {w.rng.uniform(38, 46):.1f}%"]
-            w.vllm(
-                p,
-                t + timedelta(seconds=w.rng.uniform(0, 0.4)),
-                "APIServer",
-                "INFO",
-                "loggers.py:123",
-                "Engine 000: " + ", ".join(parts),
-            )
+            at_t = t + timedelta(seconds=w.rng.uniform(0, 0.4))
+            if p.style == "v1":
+                w.vllm(p, at_t, "APIServer", "INFO", "loggers.py:123", "Engine 000: " + ", ".join(parts))
+            else:
+                v0 = (
+                    f"Avg prompt throughput: {prompt:.1f} tokens/s, Avg generation throughput: {gen:.1f} tokens/s, "
+                    f"Running: {min(256, int(rate / 14) + w.rng.randrange(5))} reqs, Swapped: 0 reqs, "
+                    f"Pending: {load.waiting(p, t)} reqs, GPU KV cache usage: {kv:.1f}%, CPU KV cache usage: 0.0%."
+                )
+                w.vllm(p, at_t, "APIServer", "INFO", "metrics.py:396", v0)
             # A sample of the request flow: access lines and request logs.
             n_access = _poisson(w.rng, 1.0 * w.scale)
             for _ in range(n_access):
@@ -1236,6 +1255,219 @@ def healthy(w: World) -> dict:
     capture_trace(w, at("10:20"), at("10:25"), daily, n_max=600)
     noise(w, start, end)
     return {"root_cause": None, "symptoms": [], "impact": None}
+
+
+HOLDOUT = ("holdout-gpu-xid", "holdout-ray-socket", "holdout-node-memory")
+"""Scenarios written after the analysis was tuned on the six above, to measure how it
+generalises (other pod naming, vLLM generations and failure kinds). Not shipped."""
+
+
+@scenario("holdout-gpu-xid")
+def holdout_gpu_xid(w: World) -> dict:
+    """StatefulSet pods on the V0 engine; a GPU falls off the bus (Xid 79) under one worker."""
+    nodes = skewed_nodes(w, 3)
+    pods = [w.add_pod(f"vllm-{i}", nodes[i], "kubectl", f"10.0.{i + 1}.30", tp=2, style="v0") for i in range(3)]
+    start, fault, end = at("14:00"), at("14:20:11.250"), at("14:50")
+    for p in pods:
+        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)), version="0.6.3")
+    victim = pods[1]
+    nt = w.node_time(victim.node, fault)
+    kpid = victim.pids["Worker_TP1"]
+    w.emit(
+        f"nodes/{victim.node}/kernel.journal",
+        fault,
+        f"{nt:%b %d %H:%M:%S} {victim.node} kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid={kpid}, name=python3, GPU has fallen off the bus.",
+    )
+    w.emit(
+        f"nodes/{victim.node}/kernel.journal",
+        fault + timedelta(seconds=0.2),
+        f"{nt:%b %d %H:%M:%S} {victim.node} kernel: NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.",
+    )
+    w.vllm(
+        victim,
+        fault + timedelta(seconds=0.9),
+        "Worker_TP1",
+        "ERROR",
+        "multiproc_worker_utils.py:233",
+        "\n".join(
+            [
+                "Exception in worker VllmWorkerProcess while processing method execute_model.",
+                "Traceback (most recent call last):",
+                '  File "/usr/local/lib/python3.12/dist-packages/vllm/worker/model_runner.py", line 1703, in execute_model',
+                "RuntimeError: CUDA error: an illegal memory access was encountered",
+            ]
+        ),
+    )
+    w.vllm(
+        victim,
+        fault + timedelta(seconds=1.2),
+        "APIServer",
+        "ERROR",
+        "async_llm_engine.py:56",
+        "\n".join(
+            [
+                "Engine background task failed",
+                "Traceback (most recent call last):",
+                '  File "/usr/local/lib/python3.12/dist-packages/vllm/engine/async_llm_engine.py", line 46, in _log_task_completion',
+                "vllm.engine.async_llm_engine.AsyncEngineDeadError: Background loop has errored already.",
+            ]
+        ),
+    )
+    for i in range(6):
+        w.access(victim, fault + timedelta(seconds=1.5 + i), 500)
+    back = kill_and_restart(w, victim, fault + timedelta(seconds=10))
+    up_at = startup(w, victim, back + timedelta(minutes=4), version="0.6.3")
+    rate = lambda t: 5400.0  # noqa: E731
+    serve(
+        w,
+        pods,
+        Load(rate, lambda p, t: 44.0 + w.rng.uniform(-4, 4)),
+        at("14:02"),
+        end,
+        lambda p, t: not (p is victim and fault <= t < up_at),
+    )
+    noise(w, start, end)
+    return {
+        "root_cause": {
+            "category": "gpu-fault",
+            "template": "NVRM: Xid <*>: 79 ... GPU has fallen off the bus.",
+            "host": victim.node,
+            "pod": victim.name,
+            "first_time": iso(nt),
+        },
+        "symptoms": [{"category": "engine"}],
+        "impact": {"start": iso(fault), "end": iso(up_at)},
+    }
+
+
+@scenario("holdout-ray-socket")
+def holdout_ray_socket(w: World) -> dict:
+    """vLLM on Ray across nodes (V0, torch 2.1): one worker node's socket transport drops."""
+    nodes = skewed_nodes(w, 4)
+    pods = [
+        w.add_pod(
+            f"llama-ray-{i}-head-{s}",
+            nodes[i],
+            "kubectl" if i % 2 == 0 else "cri",
+            f"10.0.{5 + i}.11",
+            tp=2,
+            style="ray",
+        )
+        for i, s in enumerate(("x7k2p", "b9q4w", "m3n8r", "t5v6z"))
+    ]
+    start, fault, end = at("03:00"), at("03:31:44.020"), at("04:20")
+    for p in pods:
+        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)), version="0.5.4")
+    bad = pods[2]
+    w.nccl(bad, fault, 1, "WARN", f"Net : Connection closed by remote peer {pods[3].ip}<34552>", "misc/socket.cc:538")
+    for where in ("misc/socket.cc:549", "transport/net_socket.cc:368", "transport/net.cc:1008", "proxy.cc:858"):
+        w.nccl(
+            bad,
+            fault + timedelta(milliseconds=1),
+            1,
+            "INFO",
+            f"{where} -> 6" + (" [Proxy Thread]" if where == "proxy.cc:858" else ""),
+        )
+    for i, p in enumerate(pods):
+        w.c10(
+            p,
+            fault + timedelta(seconds=1800.4 + 0.01 * i),
+            1,
+            "E",
+            "ProcessGroupNCCL.cpp:475",
+            f"[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=8817, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 180{i}412 milliseconds before timing out.",
+        )
+    rate = lambda t: 6600.0  # noqa: E731
+    serve(
+        w,
+        pods,
+        Load(rate, lambda p, t: 51.0 + w.rng.uniform(-4, 4)),
+        at("03:02"),
+        end,
+        lambda p, t: not (p is bad and t >= fault),
+    )
+    noise(w, start, end)
+    return {
+        "root_cause": {
+            "category": "network",
+            "template": "Net : Connection closed by remote peer <*>",
+            "host": bad.node,
+            "pod": bad.name,
+            "first_time": iso(w.node_time(bad.node, fault)),
+        },
+        "symptoms": [{"category": "collective-timeout"}],
+        "impact": {"start": iso(fault), "end": None},
+    }
+
+
+@scenario("holdout-node-memory")
+def holdout_node_memory(w: World) -> dict:
+    """Host memory pressure on one node: the kubelet evicts the vLLM pod there."""
+    nodes = skewed_nodes(w, 2)
+    pods = deployment(w, "gemma-27b", 2, "6d4f8b9c7", nodes)
+    start, fault, end = at("18:00"), at("18:27:30.000"), at("19:00")
+    for p in pods:
+        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)))
+    victim = pods[1]
+    node = victim.node
+    for i in range(3):
+        w.kubelet(
+            node,
+            fault + timedelta(seconds=10 * i),
+            "W",
+            "eviction_manager.go:366",
+            '"Eviction manager: attempting to reclaim" resourceName="memory"',
+        )
+    w.event(
+        fault + timedelta(seconds=1),
+        "Warning",
+        "EvictionThresholdMet",
+        "Node",
+        node,
+        "Attempting to reclaim memory",
+        node,
+        ns="default",
+    )
+    w.event(
+        fault + timedelta(seconds=12),
+        "Warning",
+        "Evicted",
+        "Pod",
+        victim.name,
+        "The node was low on resource: memory. Threshold quantity: 100Mi, available: 61432Ki. Container vllm was using 187Gi, request is 64Gi, has larger consumption of memory. ",
+        node,
+    )
+    w.event(
+        fault + timedelta(seconds=13),
+        "Normal",
+        "Killing",
+        "Pod",
+        victim.name,
+        "Stopping container vllm",
+        node,
+        field_path="spec.containers{vllm}",
+    )
+    rate = lambda t: 4100.0  # noqa: E731
+    serve(
+        w,
+        pods,
+        Load(rate, lambda p, t: 49.0 + w.rng.uniform(-5, 5)),
+        at("18:02"),
+        end,
+        lambda p, t: not (p is victim and t >= fault + timedelta(seconds=13)),
+    )
+    noise(w, start, end)
+    return {
+        "root_cause": {
+            "category": "node",
+            "template": "EvictionThresholdMet: Attempting to reclaim memory",
+            "host": node,
+            "pod": victim.name,
+            "first_time": iso(w.node_time(node, fault)),
+        },
+        "symptoms": [{"category": "pod-lifecycle"}],
+        "impact": {"start": iso(fault), "end": None},
+    }
 
 
 def generate(name: str, out: Path, seed: int = 1, scale: float = 1.0) -> dict:

@@ -25,10 +25,17 @@ PROMTOOL = shutil.which("promtool")
 def outputs(tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("reports")
     out = {}
-    for name in NAMES:
-        d = base / name
-        write_all(analyze(SAMPLES / name), d, fmt="html", command=f"forensics analyze samples/{name}")
-        out[name] = d
+    # The report shows input paths as the user typed them: run from the repo root with
+    # relative paths so the golden files do not depend on where the checkout lives.
+    cwd = os.getcwd()
+    os.chdir(SAMPLES.parent)
+    try:
+        for name in NAMES:
+            d = base / name
+            write_all(analyze(Path("samples") / name), d, fmt="html", command=f"forensics analyze samples/{name}")
+            out[name] = d
+    finally:
+        os.chdir(cwd)
     return out
 
 
@@ -121,7 +128,14 @@ def test_plots_are_written_and_deterministic(outputs, tmp_path):
     for name in ("throughput.png", "throughput.svg", "kv_usage.png"):
         assert (d / name).stat().st_size > 5000
     again = tmp_path / "again"
-    write_all(analyze(SAMPLES / "cache-corruption"), again, command="forensics analyze samples/cache-corruption")
+    cwd = os.getcwd()
+    os.chdir(SAMPLES.parent)
+    try:
+        write_all(
+            analyze(Path("samples/cache-corruption")), again, command="forensics analyze samples/cache-corruption"
+        )
+    finally:
+        os.chdir(cwd)
     for name in ("throughput.png", "throughput.svg", "kv_usage.png", "postmortem.md", "analysis.json", "alerts.yaml"):
         assert (again / name).read_bytes() == (d / name).read_bytes(), name
 

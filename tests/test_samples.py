@@ -101,3 +101,16 @@ def test_cli_sample_writes_a_scenario(tmp_path):
         [sys.executable, "-m", "forensics", "sample", "nope", str(tmp_path / "x")], capture_output=True, text=True
     )
     assert bad.returncode == 1 and "choose one of" in bad.stderr
+
+
+@pytest.mark.parametrize("name", ["holdout-gpu-xid", "holdout-ray-socket", "holdout-node-memory"])
+def test_holdout_scenarios_generate_in_other_vllm_generations_and_ingest_cleanly(name, tmp_path):
+    truth = generate(name, tmp_path / name)
+    r = ingest(tmp_path / name)
+    assert r.unparsed == 0 and truth["root_cause"]["host"]
+    if name == "holdout-gpu-xid":
+        assert r.events.filter(pl.col(s.SOURCE) == "kernel").height == 2
+        assert r.events.filter(pl.col(s.PROCESS) == "VllmWorkerProcess").height > 0
+    if name == "holdout-ray-socket":
+        assert r.events.filter(pl.col(s.PROCESS) == "RayWorkerWrapper").height > 0
+        assert r.events.filter(pl.col(s.COLL_OP) == "ALLREDUCE").height == 4
