@@ -178,10 +178,45 @@ def detect(series: Series) -> list[Incident]:
     if series.empty:
         return []
     found = _drops(series)
-    for inc in _saturation(series):
+    for inc in _saturation(series) + _replica_drops(series):
         if not any(_overlaps(inc, f) for f in found):
             found.append(inc)
     return sorted(found, key=lambda i: i.start)
+
+
+REPLICA_DIP = 0.10
+"""A replica going dark counts when the cluster total dips at least this much: a rollout
+(old pods stop while new ones take over) keeps the total and is not an incident."""
+
+
+def _replica_drops(series: Series) -> list[Incident]:
+    """A pod whose throughput falls to near zero for 90 s+ while it had been serving.
+
+    The peer-outlier view of the series: losing one replica of many moves the cluster
+    total less than `DROP_FRACTION`, yet that replica's users are down.
+    """
+    out: list[Incident] = []
+    total = np.nan_to_num(series.throughput)
+    for _name, y in sorted(series.per_pod.items()):
+        v = np.nan_to_num(y, nan=-1.0)
+        serving = v > 0
+        if serving.sum() < 6:
+            continue
+        first = int(np.argmax(serving))
+        base = float(np.median(v[serving]))
+        dark = (v >= 0) & (v < 0.1 * base)
+        dark[:first] = False
+        for a, b in _runs(dark, min_len=3):
+            before = total[max(0, a - 10) : a]
+            if len(before) < 3:
+                continue
+            t_base = float(np.median(before))
+            t_low = float(np.mean(total[a:b]))
+            if t_base <= 0 or t_low > (1 - REPLICA_DIP) * t_base:
+                continue
+            end = series.t[b] if b < len(series.t) else None
+            out.append(Incident(series.t[a], end, t_base, float(np.min(total[a:b])), "replica-drop"))
+    return out
 
 
 def _overlaps(a: Incident, b: Incident) -> bool:
