@@ -87,6 +87,7 @@ def analyze(
     tz: str = "UTC",
     captured_at: datetime | None = None,
     progress=None,
+    stage=None,
 ) -> Report:
     """Find the incidents in a directory of logs and rank their root causes.
 
@@ -94,9 +95,13 @@ def analyze(
     >>> report.incidents[0].verdict.top.category  # doctest: +SKIP
     'kv-cache'
     """
+    step = stage or (lambda _name: None)
     roots = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
+    step("ingest")
     r = ingest(roots, year=year, tz=tz, captured_at=captured_at, progress=progress)
+    step("templates")
     mined = mining.mine(r.events)
+    step("timeline")
     events = r.events.with_columns(mined.template_ids.alias(mining.TEMPLATE_ID))
     pod_node = clock.pod_nodes(events)
     offsets = clock.estimate(events, pod_node)
@@ -105,6 +110,7 @@ def analyze(
     series = ser.build(events, metrics)
     signals = _signals(events, mined.templates, pod_node)
     incidents = ser.detect(series) if not series.empty else ser.error_bursts(signals)
+    step("root cause")
     ranked = []
     for inc in incidents:
         pods_total, nodes_total = _active(events, inc, signals, pod_node)

@@ -13,6 +13,7 @@ import typer
 
 from forensics.cli import analyze as _analyze_cmd
 from forensics.cli import ingest as _ingest_cmd
+from forensics.cli import replay as _replay_cmd
 from forensics.cli import sample as _sample_cmd
 from forensics.cli import templates as _templates_cmd
 
@@ -25,6 +26,7 @@ app = typer.Typer(
 )
 app.command("analyze")(_analyze_cmd.analyze)
 app.command("ingest")(_ingest_cmd.ingest)
+app.command("replay")(_replay_cmd.replay)
 app.command("sample")(_sample_cmd.sample)
 app.command("templates")(_templates_cmd.templates)
 

@@ -38,6 +38,37 @@ def progress(quiet: bool) -> Iterator:
         yield report
 
 
+STAGES = ("ingest", "templates", "timeline", "root cause", "report")
+
+
+@contextlib.contextmanager
+def stages(quiet: bool) -> Iterator:
+    """A bar across the analysis stages plus the byte progress of reading; yields (bytes_cb, stage_cb)."""
+    if quiet or not err_console.is_terminal:
+        yield None, None
+        return
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TextColumn("{task.fields[name]}", style="dim"),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        st = bar.add_task("stages", total=len(STAGES), name="")
+        rd = bar.add_task("reading", total=None, name="")
+
+        def on_bytes(done: int, total: int, name: str) -> None:
+            bar.update(rd, completed=done, total=total, name=name[-50:])
+
+        def on_stage(name: str) -> None:
+            idx = STAGES.index(name) if name in STAGES else 0
+            bar.update(st, completed=idx, name=name)
+
+        yield on_bytes, on_stage
+        bar.update(st, completed=len(STAGES))
+
+
 def print_ingest_summary(result, written: dict[str, Path]) -> None:
     """Files by format, line accounting, time span, hosts and pods, skipped files."""
     ev = result.events

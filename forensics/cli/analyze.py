@@ -28,6 +28,12 @@ def analyze(
     alerts_format: Annotated[
         str, typer.Option(help="prometheusrule (CRD) or prometheus (plain rules file).")
     ] = "prometheusrule",
+    replay: Annotated[
+        bool,
+        typer.Option("--replay", help="Replay the captured trace under the correct policy and every fault variant."),
+    ] = False,
+    replay_blocks: Annotated[int, typer.Option(help="KV blocks for --replay.")] = 2048,
+    replay_max_requests: Annotated[int, typer.Option(help="Requests replayed by --replay (keeps it quick).")] = 600,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary, no progress bar.")] = False,
 ) -> None:
     """Find the incident(s) in the logs, rank root cause vs symptoms, and write the postmortem."""
@@ -50,9 +56,31 @@ def analyze(
         from datetime import UTC
 
         captured_at = captured_at.replace(tzinfo=UTC)
-    with _console.progress(quiet) as report:
-        result = run(paths, year=year, tz=tz, captured_at=captured_at, progress=report)
+    with _console.stages(quiet) as (on_bytes, on_stage):
+        result = run(paths, year=year, tz=tz, captured_at=captured_at, progress=on_bytes, stage=on_stage)
+        if on_stage:
+            on_stage("report")
     command = "forensics " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    written = write_all(result, out, fmt=fmt, template=template, alerts_format=alerts_format, command=command)
+    replayed = None
+    if replay:
+        if not result.ingest.traces:
+            raise ForensicsError(
+                "--replay: no request trace among the inputs", hint="put the captured trace.jsonl in the log directory"
+            )
+        from replay.run import all_policies
+        from replay.scheduler import Config
+
+        trace = Path(paths[0]) / result.ingest.traces[0] if Path(paths[0]).is_dir() else Path(result.ingest.traces[0])
+        replayed = all_policies(
+            trace, rate_scale=1.0, cfg=Config(num_blocks=replay_blocks), max_requests=replay_max_requests
+        )
+    written = write_all(
+        result, out, fmt=fmt, template=template, alerts_format=alerts_format, command=command, replay=replayed
+    )
+    if replayed is not None:
+        import json
+
+        (out / "replay.json").write_text(json.dumps(replayed, indent=2) + "\n")
+        written["replay"] = out / "replay.json"
     if not quiet:
         _console.print_verdict(result.to_json(), written)

@@ -14,7 +14,7 @@ def sample(
     ],
     outdir: Annotated[Path, typer.Argument(help="Directory to write the incident into.")],
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives byte-identical output.")] = 1,
-    scale: Annotated[float, typer.Option(help="Multiply the baseline traffic lines (about 1600 for ~1 GB).")] = 1.0,
+    scale: Annotated[float, typer.Option(help="Multiply the baseline traffic lines (about 2800 for ~1 GB).")] = 1.0,
 ) -> None:
     """Generate a sample incident directory laid out as people collect it after an outage."""
     from forensics.errors import ForensicsError

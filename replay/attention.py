@@ -1,0 +1,79 @@
+"""Paged attention in PyTorch: gather K/V through a block table, compared with dense attention.
+
+The numerics half of the replay: a corrupted block table gathers the wrong KV, and the
+relative error against dense attention over the request's true KV shows it. CPU by
+default; CUDA when present (`device="auto"`). A Triton decode kernel is future work; the
+reference here is what it would be checked against.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def pick_device(device: str = "auto") -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def paged_attention(q, k_cache, v_cache, block_tables, context_lens, scale: float | None = None):
+    """Decode attention for a batch: q [S, H, D]; caches [num_blocks, block_size, H, D];
+    block_tables [S, max_blocks] (long); context_lens [S]. Returns [S, H, D]."""
+    s, h, d = q.shape
+    bs = k_cache.shape[1]
+    scale = scale if scale is not None else d**-0.5
+    max_len = int(context_lens.max())
+    pos = torch.arange(max_len, device=q.device)
+    blk = block_tables[:, (pos // bs).clamp(max=block_tables.shape[1] - 1)]  # [S, L]
+    k = k_cache[blk, pos % bs]  # [S, L, H, D]
+    v = v_cache[blk, pos % bs]
+    scores = torch.einsum("shd,slhd->shl", q, k) * scale
+    mask = pos[None, :] < context_lens[:, None]
+    scores = scores.masked_fill(~mask[:, None, :], float("-inf"))
+    return torch.einsum("shl,slhd->shd", torch.softmax(scores, dim=-1), v)
+
+
+def dense_attention(q, k, v, scale: float | None = None):
+    """One sequence: q [H, D], k/v [L, H, D]."""
+    d = q.shape[-1]
+    scale = scale if scale is not None else d**-0.5
+    w = torch.softmax(torch.einsum("hd,lhd->hl", q, k) * scale, dim=-1)
+    return torch.einsum("hl,lhd->hd", w, v)
+
+
+def naive_attention(q, k_cache, v_cache, table, n: int, scale: float | None = None):
+    """A per-token Python loop over the block table (the slow baseline for the benchmark)."""
+    bs = k_cache.shape[1]
+    ks = [k_cache[int(table[p // bs]), p % bs] for p in range(n)]
+    vs = [v_cache[int(table[p // bs]), p % bs] for p in range(n)]
+    return dense_attention(q, torch.stack(ks), torch.stack(vs), scale)
+
+
+def numerics_check(device: str = "auto", seed: int = 0) -> dict:
+    """Paged vs dense attention on random shapes with partial last blocks: max relative error (fp32)."""
+    dev = pick_device(device)
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    worst = 0.0
+    for s, h, d, bs in ((3, 4, 32, 16), (2, 8, 64, 16), (4, 2, 16, 8)):
+        lens = torch.randint(1, 5 * bs, (s,), generator=g)
+        nblk = int(((lens + bs - 1) // bs).sum()) + 1
+        k_cache = torch.randn(nblk, bs, h, d, generator=g).to(dev)
+        v_cache = torch.randn(nblk, bs, h, d, generator=g).to(dev)
+        perm = torch.randperm(nblk - 1, generator=g) + 1
+        tables, used = [], 0
+        for L in lens.tolist():
+            n = (L + bs - 1) // bs
+            tables.append(perm[used : used + n].tolist())
+            used += n
+        width = max(len(x) for x in tables)
+        bt = torch.tensor([x + [0] * (width - len(x)) for x in tables], device=dev)
+        q = torch.randn(s, h, d, generator=g).to(dev)
+        out = paged_attention(q, k_cache, v_cache, bt, lens.to(dev))
+        for i, L in enumerate(lens.tolist()):
+            pos = torch.arange(L, device=dev)
+            blk = bt[i, pos // bs]
+            ref = dense_attention(q[i], k_cache[blk, pos % bs], v_cache[blk, pos % bs])
+            err = float((out[i] - ref).norm() / ref.norm())
+            worst = max(worst, err)
+    return {"device": str(dev), "max_rel_error": worst, "dtype": "float32"}

@@ -1,0 +1,318 @@
+"""Virtual-time continuous batching over a `BlockPool`, with exact corruption detection.
+
+Each step admits waiting requests FCFS (prefix-cache hits first, never covering the last
+prompt token; capacity checked before anything is touched), runs chunked prefill under a
+token budget and one decode token per running request, allocates blocks as tables grow,
+preempts the latest request by recompute when allocation fails, and advances time by a
+step-time model `a + b * tokens`.
+
+Corruption is detected exactly, not sampled: every block carries the tag of the content
+its slots hold. A request's table entry i must hold its prompt block's chained hash (for
+full prompt blocks, shareable) or its own private tag. When a block is written while
+another live request still expects different content in it, that request is corrupted
+(the block was taken from under it); when a prefix hit returns a block whose tag is not
+the hash, the hitting request is corrupted (a stale hash). The first corruption is kept
+with its step, time, request and block.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import math
+from dataclasses import dataclass, field
+
+from replay.block_pool import Block, BlockPool
+from replay.traces import Request
+
+
+@dataclass
+class Config:
+    block_size: int = 16
+    num_blocks: int = 4096
+    max_num_seqs: int = 256
+    max_batched_tokens: int = 8192
+    step_base_s: float = 0.004
+    step_per_token_s: float = 2e-5
+    check_every: int = 0
+    """Run the full-pool invariant check every N steps (0: never; the incremental checks always run)."""
+
+
+@dataclass
+class _Req:
+    r: Request
+    hashes: list[int]
+    table: list[Block] = field(default_factory=list)
+    computed: int = 0
+    generated: int = 0
+    admitted_s: float | None = None
+    first_token_s: float | None = None
+    corrupted: bool = False
+
+    @property
+    def total(self) -> int:
+        return self.r.prompt_tokens + self.r.output_tokens
+
+    def expected(self, i: int) -> object:
+        return self.hashes[i] if i < len(self.hashes) else (self.r.rid, i)
+
+
+@dataclass
+class Result:
+    requests: int
+    finished: int
+    corrupted_requests: int
+    first_corruption: dict | None
+    invariant_violations: int
+    first_violation: str | None
+    peak_kv_usage: float
+    max_waiting: int
+    preemptions: int
+    ttft_s: dict
+    tpot_s: dict
+    e2e_s: dict
+    tokens_per_s: float
+    sim_seconds: float
+    steps: int
+    block_ops: int
+
+
+def chain_hashes(r: Request, block_size: int) -> list[int]:
+    """Hashes of the request's full prompt blocks, chained like vLLM's (parent, tokens)."""
+    per = max(1, r.trace_block_tokens // block_size)
+    n_full = r.prompt_tokens // block_size
+    out, parent = [], 0
+    for i in range(n_full):
+        tid = r.prefix_ids[i // per] if i // per < len(r.prefix_ids) else ("u", r.rid, i)
+        d = hashlib.blake2b(f"{parent}:{tid}:{i % per}".encode(), digest_size=8).digest()
+        parent = int.from_bytes(d, "little")
+        out.append(parent)
+    return out
+
+
+def simulate(requests: list[Request], policy, cfg: Config) -> Result:
+    pool = BlockPool(cfg.num_blocks, policy)
+    B = cfg.block_size
+    owners: dict[int, dict[int, int]] = {}
+    """block id -> {request id: table index} of live requests referencing it."""
+    pending = [(r.arrival_s, r.rid, r) for r in requests]
+    heapq.heapify(pending)
+    waiting: list[_Req] = []
+    running: list[_Req] = []
+    done: list[_Req] = []
+    state = {"first": None, "corrupted": set(), "rejected": 0}
+    t, steps, peak, max_wait, preempt = 0.0, 0, 0.0, 0, 0
+
+    def corrupt(q: _Req, block: Block, how: str) -> None:
+        if not q.corrupted:
+            q.corrupted = True
+            state["corrupted"].add(q.r.rid)
+            if state["first"] is None:
+                state["first"] = {
+                    "step": steps,
+                    "time_s": round(t, 6),
+                    "request": q.r.rid,
+                    "block": block.block_id,
+                    "how": how,
+                }
+
+    def write(q: _Req, idx: int) -> None:
+        """Request q writes the KV of its table entry `idx` (a token range in that block)."""
+        target = policy.slot_block(idx * B + B - 1, B, len(q.table)) if idx == len(q.table) - 1 else idx
+        if idx >= len(q.table):
+            target = idx  # the table is too short for these tokens (sizing bug): past the row
+        if target >= len(q.table):
+            # Past the row: the adjacent row's block (the next running request), or padding.
+            others = [o for o in running if o is not q and o.table]
+            block = others[0].table[0] if others else pool.null_block
+            if block is pool.null_block:
+                pool.violation("I8: a write landed in the null block")
+                return
+            tag = ("foreign", q.r.rid, idx)
+            corrupt(q, q.table[min(idx, len(q.table) - 1)], "its last slot was written past its block table")
+        else:
+            block = q.table[target]
+            tag = q.expected(idx) if target == idx else ("foreign", q.r.rid, idx)
+        for rid, j in list(owners.get(block.block_id, {}).items()):
+            other = by_id.get(rid)
+            if other is not None and other.expected(j) != tag:
+                corrupt(other, block, "its block was overwritten by another request while still in use")
+        block.tag = tag
+
+    by_id: dict[int, _Req] = {}
+
+    def own(q: _Req, b: Block, idx: int) -> None:
+        owners.setdefault(b.block_id, {})[q.r.rid] = idx
+
+    def release(q: _Req) -> None:
+        for i, b in enumerate(q.table):
+            d = owners.get(b.block_id)
+            if d is not None and d.get(q.r.rid) == i:
+                del d[q.r.rid]
+        pool.free_blocks(q.table)
+        q.table = []
+
+    def grow(q: _Req, n_tokens: int) -> bool:
+        need = policy.blocks_needed(n_tokens, B) - len(q.table)
+        if need <= 0:
+            return True
+        blocks = pool.get_new_blocks(need)
+        if blocks is None:
+            return False
+        for b in blocks:
+            own(q, b, len(q.table))
+            q.table.append(b)
+        return True
+
+    def too_long(q: _Req) -> bool:
+        """A request that cannot fit even in an empty pool is rejected, as vLLM rejects it."""
+        return policy.blocks_needed(q.total, B) > pool.num_usable
+
+    def admit(q: _Req) -> bool:
+        # Prefix hits: whole cached blocks, never covering the last prompt token (I6).
+        max_hit = (q.r.prompt_tokens - 1) // B
+        hits: list[Block] = []
+        for i in range(min(max_hit, len(q.hashes))):
+            b = pool.lookup(q.hashes[i])
+            if b is None:
+                break
+            hits.append(b)
+        evictable = sum(1 for b in hits if b.ref_cnt == 0)
+        first = min(q.r.prompt_tokens, cfg.max_batched_tokens) - len(hits) * B
+        need = max(0, policy.blocks_needed(len(hits) * B + max(first, 1), B) - len(hits))
+        if need + evictable > policy.num_available(pool):  # I7: check before touching anything
+            return False
+        pool.touch(hits)
+        for i, b in enumerate(hits):
+            own(q, b, i)
+            q.table.append(b)
+            if b.tag != q.hashes[i]:
+                corrupt(q, b, "a prefix-cache hit returned a block holding other content (stale hash)")
+        q.computed = len(hits) * B
+        return True
+
+    while pending or waiting or running:
+        if not running and not waiting and pending:
+            t = max(t, pending[0][0])
+        while pending and pending[0][0] <= t:
+            r = heapq.heappop(pending)[2]
+            q = _Req(r, chain_hashes(r, B))
+            by_id[r.rid] = q
+            waiting.append(q)
+        max_wait = max(max_wait, len(waiting))
+        # Admit FCFS while there is room.
+        while waiting and len(running) < cfg.max_num_seqs:
+            q = waiting[0]
+            if too_long(q):
+                waiting.pop(0)
+                state["rejected"] += 1
+                continue
+            if not admit(q):
+                if not running and not pending:
+                    # Nothing will ever free a block for it: reject rather than spin.
+                    waiting.pop(0)
+                    state["rejected"] += 1
+                    continue
+                break
+            waiting.pop(0)
+            q.admitted_s = q.admitted_s if q.admitted_s is not None else t
+            running.append(q)
+        # Schedule tokens: decodes first (1 each), then prefill chunks under the budget.
+        budget = cfg.max_batched_tokens
+        plan: list[tuple[_Req, int]] = []
+        for q in running:
+            if q.computed >= q.r.prompt_tokens and budget > 0:
+                plan.append((q, 1))
+                budget -= 1
+        for q in running:
+            if q.computed < q.r.prompt_tokens and budget > 0:
+                n = min(q.r.prompt_tokens - q.computed, budget)
+                plan.append((q, n))
+                budget -= n
+        tokens = 0
+        for q, n in plan:
+            if q not in running:
+                continue
+            upto = q.computed + n
+            while not grow(q, upto):
+                victim = running[-1]
+                running.remove(victim)
+                release(victim)
+                victim.computed, victim.generated = 0, 0
+                waiting.insert(0, victim)
+                preempt += 1
+                if victim is q:
+                    break
+            if q not in running:
+                continue
+            first_idx = q.computed // B
+            last_idx = (upto - 1) // B
+            for idx in range(first_idx, last_idx + 1):
+                write(q, idx)
+            # Cache newly full prompt blocks.
+            for i in range(q.computed // B, min(upto, q.r.prompt_tokens) // B):
+                if i < len(q.table) and i < len(q.hashes) and q.table[i].block_hash is None:
+                    pool.cache(q.table[i], q.hashes[i])
+            was_prefill = q.computed < q.r.prompt_tokens
+            q.computed = upto
+            tokens += n
+            if not was_prefill or q.computed >= q.r.prompt_tokens:
+                if q.computed > q.r.prompt_tokens or not was_prefill:
+                    q.generated += 1
+                elif q.computed == q.r.prompt_tokens:
+                    q.generated += 1  # the prefill's last step samples the first token
+                if q.first_token_s is None:
+                    q.first_token_s = t
+        dt = cfg.step_base_s + cfg.step_per_token_s * tokens
+        t += dt
+        steps += 1
+        peak = max(peak, pool.usage())
+        for q in [q for q in running if q.generated >= q.r.output_tokens]:
+            running.remove(q)
+            q.finish_s = t
+            release(q)
+            done.append(q)
+        if cfg.check_every and steps % cfg.check_every == 0:
+            refs: dict[int, int] = {}
+            for q in running:
+                for b in q.table:
+                    refs[b.block_id] = refs.get(b.block_id, 0) + 1
+            pool.check(refs)
+    return _result(requests, done, state, pool, t, steps, peak, max_wait, preempt)
+
+
+def _pct(xs: list[float]) -> dict:
+    if not xs:
+        return {"p50": None, "p90": None, "p99": None}
+    xs = sorted(xs)
+
+    def p(q: float) -> float:
+        return round(xs[min(len(xs) - 1, int(math.ceil(q * len(xs))) - 1)], 6)
+
+    return {"p50": p(0.5), "p90": p(0.9), "p99": p(0.99)}
+
+
+def _result(requests, done, state, pool, t, steps, peak, max_wait, preempt) -> Result:
+    ttft = [q.first_token_s - q.r.arrival_s for q in done if q.first_token_s is not None]
+    e2e = [q.finish_s - q.r.arrival_s for q in done]
+    tpot = [(q.finish_s - q.first_token_s) / max(1, q.r.output_tokens - 1) for q in done if q.first_token_s is not None]
+    out_tokens = sum(q.r.output_tokens for q in done)
+    span = t - (requests[0].arrival_s if requests else 0.0)
+    return Result(
+        requests=len(requests),
+        finished=len(done),
+        corrupted_requests=len(state["corrupted"]),
+        first_corruption=state["first"],
+        invariant_violations=pool.num_violations,
+        first_violation=pool.violations[0] if pool.violations else None,
+        peak_kv_usage=round(peak, 4),
+        max_waiting=max_wait,
+        preemptions=preempt,
+        ttft_s=_pct(ttft),
+        tpot_s=_pct(tpot),
+        e2e_s=_pct(e2e),
+        tokens_per_s=round(out_tokens / span, 1) if span > 0 else 0.0,
+        sim_seconds=round(t, 3),
+        steps=steps,
+        block_ops=pool.ops,
+    )

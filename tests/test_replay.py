@@ -1,0 +1,254 @@
+"""Replay: traces, the V1 block pool, each fault variant's detection, invariants, attention numerics, CLI."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replay import policies, traces
+from replay.block_pool import BlockPool
+from replay.scheduler import Config, simulate
+from tests.conftest import write
+
+
+def _trace(tmp_path: Path, n: int = 120, rate: float = 40.0, seed: int = 3) -> Path:
+    """Conversation-like requests: 60% extend an earlier prompt's 512-token block chain."""
+    rng = random.Random(seed)
+    convs, next_id, rows, t = [], 1, [], 0.0
+    for _ in range(n):
+        t += rng.expovariate(rate)
+        base = list(rng.choice(convs)) if convs and rng.random() < 0.6 else []
+        ids = base + list(range(next_id, next_id + rng.randint(1, 2)))
+        next_id += len(ids) - len(base)
+        convs.append(ids)
+        rows.append(
+            {
+                "timestamp": int(t * 1000),
+                "input_length": len(ids) * 512 - rng.randrange(300),
+                "output_length": rng.randint(20, 120),
+                "hash_ids": ids,
+            }
+        )
+    p = tmp_path / "trace.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return p
+
+
+def _run(path: Path, policy: str, blocks: int, scale: float = 1.0):
+    tr = traces.scale(traces.load(path), scale)
+    return simulate(
+        tr.requests,
+        policies.load_policy(policy),
+        Config(num_blocks=blocks, max_num_seqs=64, max_batched_tokens=4096, check_every=25),
+    )
+
+
+# --- traces ---------------------------------------------------------------------------
+
+
+def test_jsonl_reader_validates_rows_with_named_reasons(tmp_path):
+    p = write(
+        tmp_path / "t.jsonl",
+        '{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}\n'
+        '{"timestamp": 5, "input_length": 0, "output_length": 5, "hash_ids": [3]}\nnot json\n'
+        '{"timestamp": 9, "input_length": 5000, "output_length": 5, "hash_ids": [4]}\n',
+    )
+    tr = traces.load(p)
+    assert len(tr.requests) == 1 and tr.requests[0].prefix_ids == (1, 2)
+    assert tr.rejected == {"zero prompt tokens": 1, "bad json": 1, "hash_ids shorter than the prompt": 1}
+
+
+def test_azure_csv_reader_gives_private_prefixes(tmp_path):
+    p = write(
+        tmp_path / "a.csv",
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:50.9951690,1200,3\n",
+    )
+    tr = traces.load(p)
+    assert [r.prompt_tokens for r in tr.requests] == [374, 1200]
+    assert tr.requests[1].arrival_s == pytest.approx(4.3146, abs=1e-3)
+    assert not set(tr.requests[0].prefix_ids) & set(tr.requests[1].prefix_ids)
+
+
+def test_rate_scaling_compresses_time_and_superposes_with_separate_namespaces(tmp_path):
+    tr = traces.load(_trace(tmp_path, n=50))
+    x4 = traces.scale(tr, 4)
+    assert len(x4.requests) == 200
+    assert x4.rate == pytest.approx(4 * tr.rate, rel=0.05)
+    ids = [set(r.prefix_ids) for r in x4.requests]
+    firsts = {r.prefix_ids[0] >> 40 for r in x4.requests}
+    assert firsts == {0, 1, 2, 3} and len(ids) == 200
+
+
+@pytest.mark.skipif(
+    not (Path(__file__).parent.parent.parent / "shared/data/traces").is_dir(), reason="shared traces absent"
+)
+def test_public_traces_load():
+    d = Path(__file__).parent.parent.parent / "shared/data/traces"
+    assert len(traces.load(d / "mooncake_fast25_synthetic_trace.jsonl").requests) > 3000
+    assert len(traces.load(d / "azure2023_AzureLLMInferenceTrace_code.csv").requests) > 1000
+
+
+# --- policies ---------------------------------------------------------------------------
+
+
+def test_correct_policy_never_corrupts_even_when_the_pool_saturates(tmp_path):
+    r = _run(_trace(tmp_path), "lru", blocks=400, scale=4)
+    assert r.peak_kv_usage == 1.0 and (r.preemptions > 0 or r.max_waiting > 0)
+    assert r.corrupted_requests == 0 and r.invariant_violations == 0 and r.finished == r.requests
+
+
+def test_evict_live_is_silent_below_saturation_and_corrupts_at_it(tmp_path):
+    path = _trace(tmp_path)
+    calm = _run(path, "lru-evict-live", blocks=20000)
+    assert calm.peak_kv_usage < 1.0 and calm.corrupted_requests == 0
+    hot = _run(path, "lru-evict-live", blocks=400, scale=4)
+    assert hot.corrupted_requests > 0 and hot.first_corruption["how"].startswith("its block was overwritten")
+    # The tell: a full cache with nothing preempted.
+    assert hot.peak_kv_usage == 1.0 and hot.preemptions == 0
+
+
+@pytest.mark.parametrize("name", ["stale-hash", "double-free", "floor-blocks", "slot-off-by-one"])
+def test_each_fault_variant_is_detected(tmp_path, name):
+    r = _run(_trace(tmp_path, n=200), name, blocks=300, scale=4)
+    assert r.corrupted_requests > 0 or r.invariant_violations > 0
+    if r.corrupted_requests:
+        assert {"step", "time_s", "request", "block", "how"} <= set(r.first_corruption)
+
+
+def test_a_user_policy_can_be_plugged_as_module_and_class(tmp_path):
+    p = policies.load_policy("replay.policies:StaleHash")
+    assert p.name == "stale-hash" and p.fault
+    from forensics.errors import ForensicsError
+
+    with pytest.raises(ForensicsError):
+        policies.load_policy("nope")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["alloc", "free", "touch"]), st.integers(1, 6)), min_size=1, max_size=60))
+def test_random_operation_sequences_keep_the_invariants_under_the_correct_policy(ops):
+    pool = BlockPool(24, policies.Policy())
+    held: list[list] = []
+    refs: dict[int, int] = {}
+    for i, (op, n) in enumerate(ops):
+        if op == "alloc":
+            got = pool.get_new_blocks(n)
+            if got is not None:
+                for b in got:
+                    pool.cache(b, hash((i, b.block_id)))
+                    refs[b.block_id] = refs.get(b.block_id, 0) + 1
+                held.append(got)
+        elif op == "touch" and held:
+            blocks = held[n % len(held)]
+            pool.touch(blocks)
+            for b in blocks:
+                refs[b.block_id] += 1
+            held.append(list(blocks))
+        elif op == "free" and held:
+            blocks = held.pop(n % len(held))
+            pool.free_blocks(blocks)
+            for b in blocks:
+                refs[b.block_id] -= 1
+        pool.check({k: v for k, v in refs.items() if v > 0})
+        assert pool.num_violations == 0, pool.violations
+
+
+# --- attention ------------------------------------------------------------------------
+
+
+torch = pytest.importorskip("torch")
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.sampled_from([8, 16, 32]),
+    st.sampled_from([4, 16]),
+    st.integers(0, 2**31 - 1),
+)
+def test_paged_attention_matches_dense_on_random_shapes_with_partial_blocks(seqs, heads, dim, bs, seed):
+    from replay.attention import dense_attention, paged_attention
+
+    g = torch.Generator().manual_seed(seed)
+    lens = torch.randint(1, 4 * bs + 3, (seqs,), generator=g)
+    nblk = int(((lens + bs - 1) // bs).sum()) + 1
+    kc, vc = torch.randn(nblk, bs, heads, dim, generator=g), torch.randn(nblk, bs, heads, dim, generator=g)
+    perm, tables, used = (torch.randperm(nblk - 1, generator=g) + 1).tolist(), [], 0
+    for L in lens.tolist():
+        k = (L + bs - 1) // bs
+        tables.append(perm[used : used + k])
+        used += k
+    width = max(map(len, tables))
+    bt = torch.tensor([t + [0] * (width - len(t)) for t in tables])
+    q = torch.randn(seqs, heads, dim, generator=g)
+    out = paged_attention(q, kc, vc, bt, lens)
+    for i, L in enumerate(lens.tolist()):
+        pos = torch.arange(L)
+        ref = dense_attention(q[i], kc[bt[i, pos // bs], pos % bs], vc[bt[i, pos // bs], pos % bs])
+        assert float((out[i] - ref).norm() / ref.norm()) < 1e-5
+
+
+def test_a_wrong_block_table_entry_shows_up_as_attention_error():
+    from replay.attention import dense_attention, paged_attention
+
+    g = torch.Generator().manual_seed(1)
+    kc, vc = torch.randn(6, 4, 2, 8, generator=g), torch.randn(6, 4, 2, 8, generator=g)
+    q = torch.randn(1, 2, 8, generator=g)
+    true = torch.tensor([[1, 2, 3]])
+    stale = torch.tensor([[1, 5, 3]])  # block 2 was reused: the table points at foreign KV
+    pos = torch.arange(11)
+    ref = dense_attention(q[0], kc[true[0, pos // 4], pos % 4], vc[true[0, pos // 4], pos % 4])
+    bad = paged_attention(q, kc, vc, stale, torch.tensor([11]))[0]
+    assert float((bad - ref).norm() / ref.norm()) > 1e-2
+
+
+# --- CLI ---------------------------------------------------------------------------------
+
+
+def test_cli_compare_reproduces_with_the_fault_and_not_with_the_fix(tmp_path):
+    path = _trace(tmp_path, n=150, rate=200.0)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "forensics",
+            "replay",
+            str(path),
+            "--compare",
+            "lru-evict-live",
+            "lru",
+            "--blocks",
+            "300",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "250", "PATH": ""},
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "o" / "replay.json").read_text())
+    by = {r["policy"]: r for r in doc["runs"]}
+    assert by["lru-evict-live"]["corrupted_requests"] > 0 and by["lru"]["corrupted_requests"] == 0
+    assert "first corruption: first at request" in p.stdout
+
+
+def test_cli_lists_policies_marking_the_fault_variants():
+    p = subprocess.run(
+        [sys.executable, "-m", "forensics", "replay", "--list-policies"],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "250", "PATH": ""},
+    )
+    assert p.returncode == 0
+    lines = {line.split()[0]: line for line in p.stdout.splitlines() if line.strip()}
+    assert "correct" in lines["lru"] and "FAULT" in lines["lru-evict-live"] and len(lines) == 6
