@@ -77,3 +77,38 @@ def numerics_check(device: str = "auto", seed: int = 0) -> dict:
             err = float((out[i] - ref).norm() / ref.norm())
             worst = max(worst, err)
     return {"device": str(dev), "max_rel_error": worst, "dtype": "float32"}
+
+
+def kv_from_keys(keys, dim: int = 16):
+    """Deterministic K/V vectors for slots identified by integer content keys ([..., D] each).
+
+    The replay does not store real activations: a slot's K/V is a function of what it
+    holds, so a block holding another request's content yields other vectors.
+    """
+    freq = torch.arange(1, dim + 1, dtype=torch.float64)
+    x = (keys.to(torch.float64) % 1_000_003)[..., None] * 1e-3
+    k = torch.sin(x * freq).to(torch.float32)
+    v = torch.cos(x * freq * 0.7).to(torch.float32)
+    return k, v
+
+
+def replay_step_error(
+    held: list[list[int]], expected: list[list[int]], block_size: int, context_lens: list[int]
+) -> float:
+    """Max relative error of paged attention over the KV the blocks hold vs dense attention over the true KV.
+
+    `held[s][i]` / `expected[s][i]`: content key of sequence s's table entry i as stored
+    in the pool / as the request wrote it. One head, fp32.
+    """
+    worst = 0.0
+    for h, e, n in zip(held, expected, context_lens, strict=True):
+        slots = torch.arange(n)
+        hk = torch.tensor([h[i // block_size] for i in range(n)], dtype=torch.int64) * block_size + slots % block_size
+        ek = torch.tensor([e[i // block_size] for i in range(n)], dtype=torch.int64) * block_size + slots % block_size
+        k_h, v_h = kv_from_keys(hk)
+        k_e, v_e = kv_from_keys(ek)
+        q = torch.sin(torch.arange(k_h.shape[-1], dtype=torch.float32) + n)
+        got = dense_attention(q[None], k_h[:, None], v_h[:, None])
+        ref = dense_attention(q[None], k_e[:, None], v_e[:, None])
+        worst = max(worst, float((got - ref).norm() / ref.norm().clamp_min(1e-12)))
+    return worst

@@ -37,7 +37,7 @@ def run(
     max_requests: int | None = None,
 ) -> dict:
     """Replay `trace_path` under `policy`; the result as a JSON-ready dict."""
-    cfg = cfg or Config()
+    cfg = cfg or Config(numerics_every=200)
     tr = traces.scale(traces.load(trace_path), rate_scale)
     if max_requests:
         tr.requests = tr.requests[:max_requests]

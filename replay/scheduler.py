@@ -36,6 +36,8 @@ class Config:
     step_per_token_s: float = 2e-5
     check_every: int = 0
     """Run the full-pool invariant check every N steps (0: never; the incremental checks always run)."""
+    numerics_every: int = 0
+    """Every N steps, run attention over the KV two decoding requests actually read (0: never; needs torch)."""
 
 
 @dataclass
@@ -75,6 +77,8 @@ class Result:
     sim_seconds: float
     steps: int
     block_ops: int
+    attention_max_rel_error: float | None = None
+    """Largest relative error of attention over held vs true KV on sampled steps (None: not sampled)."""
 
 
 def chain_hashes(r: Request, block_size: int) -> list[int]:
@@ -272,13 +276,28 @@ def simulate(requests: list[Request], policy, cfg: Config) -> Result:
             q.finish_s = t
             release(q)
             done.append(q)
+        if cfg.numerics_every and steps % cfg.numerics_every == 0:
+            sample = [q for q in running if q.computed >= q.r.prompt_tokens and q.table][:2]
+            if sample:
+                from replay.attention import replay_step_error
+
+                def key(x: object) -> int:
+                    return int.from_bytes(hashlib.blake2b(repr(x).encode(), digest_size=6).digest(), "little")
+
+                held = [[key(b.tag) for b in q.table] for q in sample]
+                want = [[key(q.expected(i)) for i in range(len(q.table))] for q in sample]
+                lens = [min(q.computed, len(q.table) * B) for q in sample]
+                err = replay_step_error(held, want, B, lens)
+                state["attn"] = max(state.get("attn", 0.0), err)
         if cfg.check_every and steps % cfg.check_every == 0:
             refs: dict[int, int] = {}
             for q in running:
                 for b in q.table:
                     refs[b.block_id] = refs.get(b.block_id, 0) + 1
             pool.check(refs)
-    return _result(requests, done, state, pool, t, steps, peak, max_wait, preempt)
+    res = _result(requests, done, state, pool, t, steps, peak, max_wait, preempt)
+    res.attention_max_rel_error = state.get("attn") if cfg.numerics_every else None
+    return res
 
 
 def _pct(xs: list[float]) -> dict:

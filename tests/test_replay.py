@@ -252,3 +252,13 @@ def test_cli_lists_policies_marking_the_fault_variants():
     assert p.returncode == 0
     lines = {line.split()[0]: line for line in p.stdout.splitlines() if line.strip()}
     assert "correct" in lines["lru"] and "FAULT" in lines["lru-evict-live"] and len(lines) == 6
+
+
+def test_sampled_replay_steps_show_corruption_as_attention_error(tmp_path):
+    path = _trace(tmp_path)
+    tr = traces.scale(traces.load(path), 4)
+    cfg = Config(num_blocks=400, max_num_seqs=64, max_batched_tokens=4096, numerics_every=20)
+    good = simulate(tr.requests, policies.Policy(), cfg)
+    bad = simulate(tr.requests, policies.EvictLive(), cfg)
+    assert good.attention_max_rel_error is not None and good.attention_max_rel_error < 1e-6
+    assert bad.attention_max_rel_error > 1e-3

@@ -43,7 +43,7 @@ def replay(
         raise ForensicsError(
             "no trace given", hint="forensics replay samples/cache-corruption/trace.jsonl --compare lru-evict-live lru"
         )
-    cfg = Config(block_size=block_size, num_blocks=blocks)
+    cfg = Config(block_size=block_size, num_blocks=blocks, numerics_every=200)
     names = list(compare) if compare else [policy]
     runs = [rr.run(trace, n, rate_scale=rate_scale, cfg=cfg, device=device, max_requests=max_requests) for n in names]
     for r in runs:
@@ -58,7 +58,7 @@ def replay(
             f"[bold]{r['policy']}[/] ({'fault variant' if r['fault'] else 'correct'}): [{style}]{r['corrupted_requests']} of "
             f"{r['requests']} requests corrupted[/]; first corruption: {first}; invariant violations: {r['invariant_violations']}; "
             f"peak KV {100 * r['peak_kv_usage']:.0f}%, max waiting {r['max_waiting']}, preemptions {r['preemptions']}; "
-            f"TTFT p99 {r['ttft_s']['p99']} s; attention max rel. error {r['attention'].get('max_rel_error', '-')}"
+            f"TTFT p99 {r['ttft_s']['p99']} s; attention on sampled steps: max rel. error {r['attention_max_rel_error']}"
         )
     if len(runs) == 2:
         a, b = runs
