@@ -7,7 +7,6 @@ report only renders what this module computed; `analysis.json` is its source of 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -264,20 +263,21 @@ def _incident_report(inc, hyps, v, events, signals, series) -> IncidentReport:
         "affected": affected_pods,
         "detector": inc.detector,
     }
+    trigger, resolution, tell = _trigger(inc, series), _resolution(inc, signals), _tell(inc, series)
     return IncidentReport(
         inc,
         hyps,
         v,
-        _timeline(inc, hyps, signals, series),
+        _timeline(inc, hyps, signals, series, tell, trigger, resolution),
         impact,
-        _trigger(inc, series),
+        trigger,
         _detection(inc, hyps, signals),
-        _resolution(inc, signals),
-        _tell(inc, series),
+        resolution,
+        tell,
     )
 
 
-def _timeline(inc, hyps, signals, series) -> list[dict]:
+def _timeline(inc, hyps, signals, series, tell, trig, res) -> list[dict]:
     """The condensed timeline: the tell, the trigger, the root cause on each host where it
     appeared, the first occurrence of each symptom and impact, the drop, the fix, recovery."""
     keep = {h.template_id: h for h in hyps if h.role in ("root_cause", "symptom", "impact")}
@@ -321,7 +321,6 @@ def _timeline(inc, hyps, signals, series) -> list[dict]:
             rows.append(
                 _row(inc.end, "cluster", None, "metrics", None, "recovery", "throughput back above 80% of baseline")
             )
-    tell = _tell(inc, series)
     if tell:
         rows.append(
             _row(
@@ -334,7 +333,6 @@ def _timeline(inc, hyps, signals, series) -> list[dict]:
                 "KV cache at 100% while nothing waits and nothing is preempted",
             )
         )
-    trig = _trigger(inc, series)
     if trig:
         rows.append(
             _row(
@@ -347,7 +345,6 @@ def _timeline(inc, hyps, signals, series) -> list[dict]:
                 f"traffic rising: prompt tokens/s x{trig['ratio']} over the 30 min before the drop",
             )
         )
-    res = _resolution(inc, signals)
     if res["kind"] == "rollout":
         rows.append(
             _row(
@@ -558,17 +555,3 @@ def _iso(t: datetime | None) -> str | None:
 
 def _r(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and np.isnan(x)) else round(float(x), 1)
-
-
-def write(report: Report, out: Path) -> dict[str, Path]:
-    """Write analysis.json, events.parquet and templates.parquet to `out`."""
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "analysis": out / "analysis.json",
-        "events": out / "events.parquet",
-        "templates": out / "templates.parquet",
-    }
-    paths["analysis"].write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
-    report.events.write_parquet(paths["events"], statistics=False)
-    report.templates.write_parquet(paths["templates"], statistics=False)
-    return paths

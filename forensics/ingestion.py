@@ -512,9 +512,7 @@ def _account(
             .agg(
                 ((pl.col(s.SOURCE) != "unknown") & ~pl.col("_drop").fill_null(False)).sum().alias("parsed"),
                 ((pl.col(s.SOURCE) == "unknown") & ~pl.col("_drop").fill_null(False)).sum().alias("unparsed"),
-                (pl.col("_nfold").fill_null(0) + pl.col("_drop").fill_null(False).cast(pl.UInt32) * 0)
-                .sum()
-                .alias("folded"),
+                pl.col("_nfold").fill_null(0).sum().alias("folded"),
                 pl.col("_outer_ts").is_not_null().mean().alias("outer"),
                 pl.col(s.STREAM).is_not_null().mean().alias("stream"),
                 pl.col("_syslog").is_not_null().mean().alias("syslog")

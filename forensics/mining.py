@@ -72,7 +72,6 @@ hashes and addresses vary per line while the words around them do not (an id sta
 with a letter keeps its leading letters: a few key variants, not one per line). Words
 without a digit (`cafe`, `added`) are untouched, so the key never merges different wording."""
 
-MASK_TOKENS = tuple(f"<{name}>" for name, _ in MASKS)
 _PARAM_PATTERN = "|".join(f"(?:{rx})" for _, rx in MASKS)
 
 

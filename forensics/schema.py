@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Final, Literal
 
 import polars as pl
-import pyarrow as pa
 
 SCHEMA_VERSION: Final = 1
 """Bumped when a column is renamed, removed or changes meaning."""
@@ -198,11 +197,6 @@ def empty_events() -> pl.DataFrame:
 def empty_metrics() -> pl.DataFrame:
     """A metrics table with no rows and the full schema."""
     return pl.DataFrame(schema=METRIC_DTYPES)
-
-
-def event_arrow_schema() -> pa.Schema:
-    """The Arrow schema of the events table (what events.parquet holds)."""
-    return empty_events().to_arrow().schema
 
 
 def conform(df: pl.DataFrame, dtypes: dict[str, pl.DataType]) -> pl.DataFrame:

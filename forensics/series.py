@@ -67,7 +67,7 @@ class Incident:
     """Partial recoveries inside a merged incident: (back up, down again)."""
 
 
-def build(events: pl.DataFrame, metrics: pl.DataFrame, pod_of_engine: bool = True) -> Series:
+def build(events: pl.DataFrame, metrics: pl.DataFrame) -> Series:
     """Cluster series from metrics lines, falling back to access lines."""
     m = metrics.filter(pl.col(s.TS).is_not_null())
     gen = m.filter(pl.col(s.METRIC) == "generation_tokens_per_s")

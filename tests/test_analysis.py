@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from forensics import analyze
-from forensics.analysis import write
+from forensics.postmortem import write_all
 from tests.conftest import write as write_file
 
 SAMPLES = Path(__file__).parent.parent / "samples"
@@ -120,8 +120,8 @@ def test_analysis_json_has_the_contract_fields(analyses):
 
 
 def test_the_same_logs_give_byte_identical_analysis(tmp_path):
-    a = write(analyze(SAMPLES / "gpu-oom"), tmp_path / "a")["analysis"].read_bytes()
-    b = write(analyze(SAMPLES / "gpu-oom"), tmp_path / "b")["analysis"].read_bytes()
+    a = write_all(analyze(SAMPLES / "gpu-oom"), tmp_path / "a")["analysis"].read_bytes()
+    b = write_all(analyze(SAMPLES / "gpu-oom"), tmp_path / "b")["analysis"].read_bytes()
     assert a == b
 
 
