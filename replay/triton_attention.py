@@ -49,6 +49,7 @@ def _paged_decode(
     BLOCK_SIZE: tl.constexpr,
     PAGES: tl.constexpr,
     SPLITS: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
 ):
     s = tl.program_id(0)
     kvh = tl.program_id(1)
@@ -65,7 +66,7 @@ def _paged_decode(
         q_ptr + s * stride_qs + heads[:, None] * stride_qh + d[None, :],
         mask=gmask[:, None] & dmask[None, :],
         other=0.0,
-    ).to(tl.float32)
+    )
     m = tl.full([GROUP_P], float("-inf"), tl.float32)
     den = tl.zeros([GROUP_P], tl.float32)
     acc = tl.zeros([GROUP_P, HEAD_DIM_P], tl.float32)
@@ -77,14 +78,14 @@ def _paged_decode(
         page = tl.load(bt_ptr + s * stride_bts + pos // BLOCK_SIZE, mask=live, other=0).to(tl.int64)
         kv_off = page[:, None] * stride_kb + (pos % BLOCK_SIZE)[:, None] * stride_kt + kvh * stride_kh + d[None, :]
         kv_mask = live[:, None] & dmask[None, :]
-        k = tl.load(k_ptr + kv_off, mask=kv_mask, other=0.0).to(tl.float32)
-        scores = tl.sum(q[:, None, :] * k[None, :, :], axis=2) * scale  # [GROUP_P, TILE]
+        k = tl.load(k_ptr + kv_off, mask=kv_mask, other=0.0)
+        scores = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * scale  # [GROUP_P, TILE], fp32
         scores = tl.where(live[None, :], scores, float("-inf"))
         m_new = tl.maximum(m, tl.max(scores, axis=1))
         p = tl.exp(scores - m_new[:, None])
         alpha = tl.exp(m - m_new)
-        v = tl.load(v_ptr + kv_off, mask=kv_mask, other=0.0).to(tl.float32)
-        acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * v[None, :, :], axis=1)
+        v = tl.load(v_ptr + kv_off, mask=kv_mask, other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
         den = den * alpha + tl.sum(p, axis=1)
         m = m_new
     omask = gmask[:, None] & dmask[None, :]
@@ -121,7 +122,8 @@ def paged_decode(
     if k_cache.stride(-1) != 1 or q.stride(-1) != 1:
         raise ValueError("q and the caches need a contiguous last (head_dim) axis")
     group = h // hkv
-    pages = triton.next_power_of_2(pages or max(1, 64 // bs))
+    # tl.dot wants tiles of at least 16 rows: pad the query group, and take >= 16 tokens a tile.
+    pages = triton.next_power_of_2(max(pages or 64 // bs, triton.cdiv(16, bs), 1))
     tile = pages * bs
     max_len = int(context_lens.max())
     if not splits:
@@ -131,7 +133,7 @@ def paged_decode(
             splits = max(1, min(triton.cdiv(2 * sms, s * hkv), triton.cdiv(max_len, 4 * tile)))
     split_len = triton.cdiv(triton.cdiv(max_len, splits), tile) * tile
     splits = triton.cdiv(max_len, split_len)
-    dp = triton.next_power_of_2(d)
+    dp = max(16, triton.next_power_of_2(d))
     out = torch.empty_like(q)
     if splits > 1:
         part_m = torch.empty(s, h, splits, device=q.device, dtype=torch.float32)
@@ -161,12 +163,13 @@ def paged_decode(
         out.stride(0),
         out.stride(1),
         GROUP=group,
-        GROUP_P=triton.next_power_of_2(group),
+        GROUP_P=max(16, triton.next_power_of_2(group)),
         HEAD_DIM=d,
         HEAD_DIM_P=dp,
         BLOCK_SIZE=bs,
         PAGES=pages,
         SPLITS=splits,
+        DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
     )
     if splits > 1:
         # Log-sum-exp merge; a split past a sequence's end has m = -inf and weighs nothing.
