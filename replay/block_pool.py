@@ -17,7 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 
-@dataclass
+@dataclass(eq=False)  # identity: blocks are compared by `is`, never by value
 class Block:
     block_id: int
     ref_cnt: int = 0

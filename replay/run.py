@@ -28,7 +28,7 @@ def blocks_from_logs(logdir: Path, block_size: int) -> int | None:
 
 
 def run(
-    trace_path: Path,
+    trace_path: Path | traces.Trace,
     policy: str,
     *,
     rate_scale: float = 1.0,
@@ -36,9 +36,10 @@ def run(
     device: str = "auto",
     max_requests: int | None = None,
 ) -> dict:
-    """Replay `trace_path` under `policy`; the result as a JSON-ready dict."""
+    """Replay `trace_path` (a trace file, or a `Trace` already captured) under `policy`; a JSON-ready dict."""
     cfg = cfg or Config(numerics_every=200)
-    tr = traces.scale(traces.load(trace_path), rate_scale)
+    loaded = trace_path if isinstance(trace_path, traces.Trace) else traces.load(trace_path)
+    tr = traces.scale(loaded, rate_scale)
     if max_requests:
         tr.requests = tr.requests[:max_requests]
     p = pol.load_policy(policy)
@@ -54,7 +55,7 @@ def run(
         "policy": p.name,
         "fault": p.fault,
         "description": p.description,
-        "trace": str(trace_path),
+        "trace": loaded.source if isinstance(trace_path, traces.Trace) else str(trace_path),
         "rate_scale": rate_scale,
         "rejected": tr.rejected,
         "config": dataclasses.asdict(cfg),
@@ -92,13 +93,18 @@ def verdict(runs: list[dict]) -> str:
 
 
 def all_policies(
-    trace_path: Path, *, rate_scale: float, cfg: Config, extra: str | None = None, max_requests: int | None = None
+    trace_path: Path | traces.Trace,
+    *,
+    rate_scale: float,
+    cfg: Config,
+    extra: str | None = None,
+    max_requests: int | None = None,
 ) -> dict:
     """The correct policy and every fault variant (and a user policy) on the same trace."""
     names = list(pol.BUILTIN) + ([extra] if extra else [])
     runs = [run(trace_path, n, rate_scale=rate_scale, cfg=cfg, max_requests=max_requests) for n in names]
     return {
-        "trace": str(trace_path),
+        "trace": runs[0]["trace"],
         "requests": runs[0]["requests"],
         "rate_scale": rate_scale,
         "runs": runs,

@@ -40,7 +40,7 @@ class Config:
     """Every N steps, run attention over the KV two decoding requests actually read (0: never; needs torch)."""
 
 
-@dataclass
+@dataclass(eq=False)
 class _Req:
     r: Request
     hashes: list[int]

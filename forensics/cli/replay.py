@@ -13,7 +13,11 @@ from forensics.cli._console import console
 
 def replay(
     trace: Annotated[
-        Path | None, typer.Argument(help="trace.jsonl (Mooncake format) or an Azure LLM inference CSV.")
+        Path | None,
+        typer.Argument(
+            help="trace.jsonl (Mooncake format), an Azure LLM inference CSV, or vLLM logs with request lines "
+            "(a file or directory: the trace is captured from them)."
+        ),
     ] = None,
     policy: Annotated[str, typer.Option(help="Built-in policy name or package.module:Class.")] = "lru",
     compare: Annotated[
@@ -43,9 +47,19 @@ def replay(
         raise ForensicsError(
             "no trace given", hint="forensics replay samples/cache-corruption/trace.jsonl --compare lru-evict-live lru"
         )
+    from forensics.trace_capture import load_or_capture
+
+    captured = load_or_capture(trace)
+    if captured.source not in ("jsonl", "azure"):
+        console.print(
+            f"captured {len(captured.requests)} requests from {captured.source}"
+            + (f"; set aside: {captured.rejected}" if captured.rejected else "")
+        )
     cfg = Config(block_size=block_size, num_blocks=blocks, numerics_every=200)
     names = list(compare) if compare else [policy]
-    runs = [rr.run(trace, n, rate_scale=rate_scale, cfg=cfg, device=device, max_requests=max_requests) for n in names]
+    runs = [
+        rr.run(captured, n, rate_scale=rate_scale, cfg=cfg, device=device, max_requests=max_requests) for n in names
+    ]
     for r in runs:
         fc = r["first_corruption"]
         first = (
