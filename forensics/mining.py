@@ -121,8 +121,20 @@ def first_line(expr: pl.Expr) -> pl.Expr:
 
 
 def params_expr(expr: pl.Expr) -> pl.Expr:
-    """The masked values of each message, in order, as a list column (`[88123]`, `[10.0.4.13<44413>]`)."""
+    """The masked values of each message, in order, as a list column (`[88123]`, `[10.0.4.13:44413]`)."""
     return first_line(expr).str.extract_all(_PARAM_PATTERN)
+
+
+def write_events(events: pl.DataFrame, template_ids: pl.Series | None, path: Path) -> None:
+    """Write the events table with its `template_id` and `params` (the masked values) columns.
+
+    The params are computed here, at write time, on the streaming engine: nothing in the
+    analysis reads them, and at millions of rows a list column is worth not holding.
+    """
+    lf = events.lazy()
+    if template_ids is not None and TEMPLATE_ID not in events.columns:
+        lf = lf.with_columns(template_ids.alias(TEMPLATE_ID))
+    lf.with_columns(params_expr(pl.col(s.MESSAGE)).alias(PARAMS)).sink_parquet(path, statistics=False)
 
 
 def mine(events: pl.DataFrame, config: MinerConfig | None = None) -> MiningResult:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from forensics import alerts, plots
+from forensics import alerts, mining, plots
 from forensics import report as rpt
 from forensics.analysis import Report
 
@@ -45,7 +45,7 @@ def write_all(
         analysis["replay"] = replay
     paths: dict[str, Path] = {"analysis": out / "analysis.json"}
     paths["analysis"].write_text(json.dumps(analysis, indent=2, ensure_ascii=False) + "\n")
-    result.events.write_parquet(out / "events.parquet", statistics=False)
+    mining.write_events(result.events, None, out / "events.parquet")
     result.templates.write_parquet(out / "templates.parquet", statistics=False)
     paths["events"], paths["templates"] = out / "events.parquet", out / "templates.parquet"
     for p in plots.throughput(analysis, out) + plots.kv_usage(analysis, out):

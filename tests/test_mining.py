@@ -238,4 +238,11 @@ def test_cli_templates_saves_and_diffs_against_a_baseline(tmp_path):
     assert "NEW" in p.stdout and "Cache corruption detected in block <NUM>" in p.stdout
     changes = pl.read_parquet(out / "template_changes.parquet")
     assert changes.filter(pl.col("template").str.starts_with("Cache corruption"))["status"][0] == "NEW"
-    assert "template_id" in pl.read_parquet(out / "events.parquet").columns
+    events = pl.read_parquet(out / "events.parquet")
+    assert "template_id" in events.columns
+    # The masked values travel with each row: the corrupted block numbers, in order.
+    corrupt = events.filter(pl.col("message").str.starts_with("Cache corruption detected in block"))
+    assert corrupt.height > 0
+    for msg, params in corrupt.select("message", "params").iter_rows():
+        assert params[0] == msg.split("block ")[1].split()[0].rstrip(":,."), (msg, params)
+        assert [p for p in params if p.startswith("chatcmpl-")] == [w for w in msg.split() if w.startswith("chatcmpl-")]

@@ -42,7 +42,7 @@ def templates(
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         table.write_parquet(out / "templates.parquet")
-        result.events.with_columns(mined.template_ids.alias(mining.TEMPLATE_ID)).write_parquet(out / "events.parquet")
+        mining.write_events(result.events, mined.template_ids, out / "events.parquet")
         if changes is not None:
             changes.write_parquet(out / "template_changes.parquet")
     if save is not None:
