@@ -287,9 +287,13 @@ def _timeline(inc, hyps, signals, series, tell, trig, res) -> list[dict]:
     )
     rc_id = next((h.template_id for h in hyps if h.role == "root_cause"), None)
     rc_rows = (
-        sig.filter(pl.col("template_id") == rc_id).unique(["node", s.POD], keep="first", maintain_order=True).head(6)
+        sig.filter(pl.col("template_id").eq_missing(rc_id))
+        .unique(["node", s.POD], keep="first", maintain_order=True)
+        .head(6)
     )
-    others = sig.filter(pl.col("template_id") != rc_id).unique("template_id", keep="first", maintain_order=True)
+    others = sig.filter(pl.col("template_id").ne_missing(rc_id)).unique(
+        "template_id", keep="first", maintain_order=True
+    )
     rows = []
     for r in pl.concat([rc_rows, others]).iter_rows(named=True):
         h = keep[r["template_id"]]

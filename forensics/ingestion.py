@@ -602,7 +602,7 @@ def _finish(ev: pl.DataFrame | None, metas: list[_Meta]) -> pl.DataFrame:
         c: pl.col(c).forward_fill().over("_fid").replace("", None) for c in ("_dump_pod", "_dump_ns", "_dump_container")
     }
     ev = ev.with_columns(**dump)
-    node_sources = ["kubelet", "klog", "k8s-event", "syslog"]
+    node_sources = ["kubelet", "klog", "k8s-event", "k8s-state", "syslog", "kernel"]
     container_log = ~pl.col(s.SOURCE).is_in(node_sources)
     ev = ev.with_columns(
         pl.coalesce(pl.col(s.POD), pl.col("_dump_pod"), pl.when(container_log).then(pl.col("_hpod"))).alias(s.POD),

@@ -139,6 +139,7 @@ Source = Literal[
     "kubelet",
     "klog",
     "k8s-event",
+    "k8s-state",
     "k8s-dump",
     "syslog",
     "kernel",

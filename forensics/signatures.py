@@ -108,6 +108,13 @@ SIGNATURES: tuple[Signature, ...] = (
         r"PLEG is not healthy|NodeNotReady|status is now: NodeNotReady|SystemOOM|OOMKilling|Rebooted|has been rebooted|NodeHasInsufficientMemory|EvictionThresholdMet|Kernel panic",
         "node failure",
     ),
+    Signature(
+        "pod-lifecycle",
+        "fault",
+        0,
+        r"\(OOMKilled\b|^pod \S+ OOMKilled:|Reason:\s+OOMKilled",
+        "container OOM-killed (memory limit)",
+    ),
     # --- changes
     Signature(
         "config-change",

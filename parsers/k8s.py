@@ -1,4 +1,6 @@
-"""Kubernetes: klog lines, event documents and tables, `describe` events, cluster-info dumps.
+"""Kubernetes: klog lines, event documents and tables, `describe` events, cluster-info dumps,
+and state snapshots (`kubectl get pods|nodes` rows, `kubectl describe pod` fields and
+container states, source `k8s-state`).
 
     I0313 16:02:43.934473    1450 kubelet.go:1778] skipping pod synchronization - [PLEG ...]
     E0413 10:53:52.844381    3263 kubelet.go:2055] "Skipping pod synchronization" err="PLEG ..."
@@ -37,7 +39,31 @@ TABLE = (
     r"^(?:(?P<ns>[a-z0-9][\w.\-]*)\s+)?(?P<age>\d+[smhd]\S*|<unknown>)\s+(?P<type>Normal|Warning)\s+"
     r"(?P<reason>\w+)\s+(?P<obj>[a-z][\w.]*/\S+)\s+(?P<msg>.*)$"
 )
-DETECT_TABLE_HEADER = r"^(?:NAMESPACE\s+)?LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE|^\s*Type\s+Reason\s+Age\s+From\s+Message|^\s*----\s+------|^Events:"
+DETECT_TABLE_HEADER = (
+    r"^(?:NAMESPACE\s+)?LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE|^\s*Type\s+Reason\s+Age\s+From\s+Message|^\s*----\s+------|^Events:"
+    # other `kubectl get` table headers, and the non-pod rows of `kubectl get all`
+    r"|^(?:NAMESPACE\s+)?NAME\s+(?:READY|STATUS|DESIRED|TYPE|CLASS|DATA|CAPACITY|ROLES|AGE)\s"
+    r"|^(?:[a-z0-9][\w.\-]*\s+)?(?:deployment|replicaset|statefulset|daemonset|service|job|cronjob|horizontalpodautoscaler)(?:\.[\w.]+)?/\S+\s+\S"
+)
+# `kubectl get pods [-o wide] [-A]`: NAME READY STATUS RESTARTS AGE [IP NODE ...]
+DETECT_PODS = r"^(?:[a-z0-9][\w.\-]*\s+)?(?:pod/)?[a-z0-9][a-z0-9.\-]*\s+\d+/\d+\s+[A-Za-z][\w:\-]*\s+\d+(?:\s+\(\w+ ago\))?\s+\d+[smhdy]"
+PODS = (
+    r"^(?:(?P<ns>[a-z0-9][\w.\-]*)\s+)?(?:pod/)?(?P<pod>[a-z0-9][a-z0-9.\-]*)\s+(?P<ready>\d+)/(?P<want>\d+)\s+"
+    r"(?P<status>[A-Za-z][\w:\-]*)\s+(?P<restarts>\d+)(?:\s+\((?P<last>\w+) ago\))?\s+(?P<age>\d+[smhdy]\w*)"
+    r"(?:\s+(?P<ip>[\d.]+|<none>)\s+(?P<node>\S+))?"
+)
+POD_OK = ("Running", "Completed", "Succeeded")
+# `kubectl get nodes`: NAME STATUS ROLES AGE VERSION
+DETECT_NODES = r"^[a-z0-9][\w.\-]*\s+(?:Not)?(?:Ready|Unknown)(?:,\w+)*\s+\S+\s+\d+[smhdy]\w*\s+v\d"
+NODES = r"^(?P<node>\S+)\s+(?P<status>\S+)\s+(?P<roles>\S+)\s+(?P<age>\S+)\s+(?P<ver>v\S+)"
+# `kubectl describe pod`: top-level fields (column 0) and a container's State / Last State,
+# whose indented Reason / Exit Code / Started / Finished lines fold into it.
+DETECT_DESCRIBE_FIELD = (
+    r"^(?:Name|Namespace|Priority|Priority Class Name|Service Account|Node|Start Time|Labels|Annotations|Status|"
+    r"Reason|Message|IPs?|Controlled By|Init Containers|Containers|Conditions|Volumes|QoS Class|Node-Selectors|"
+    r"Tolerations|Nominated Node Name|Runtime Class Name|Topology Spread Constraints):(?:\s|$)"
+)
+DETECT_CONTAINER_STATE = r"^\s+(?:State|Last State):\s+(?:Running|Waiting|Terminated)\s*$"
 DETECT_DUMP = r"^==== (?:START|END) logs for container "
 DUMP = r"^==== (?P<what>START|END) logs for container (?P<c>\S+) of pod (?P<ns>[^/\s]+)/(?P<pod>\S+) ===="
 
@@ -112,6 +138,165 @@ def parse_table(df: pl.DataFrame) -> pl.DataFrame:
         age_seconds(m("age")).alias("_age_s"),
         *no_time(),
     ).drop("_m")
+
+
+def parse_pods(df: pl.DataFrame) -> pl.DataFrame:
+    """`kubectl get pods` rows: one state event per pod, timed at its last restart when shown.
+
+    A snapshot has no time of its own: `(2m30s ago)` after the restart count dates the last
+    restart; otherwise the row is the state at capture time (age 0), resolved like
+    `describe` ages against the capture time.
+    """
+    m = pl.col("_m").struct.field
+    df = df.with_columns(pl.col("body").str.extract_groups(PODS).alias("_m"))
+    status, restarts = m("status"), to_i64(m("restarts"))
+    bad = ~status.is_in(POD_OK) | (m("ready") != m("want")) & (status != "Completed")
+    last = pl.when(m("last").is_not_null()).then(pl.lit(", last ") + m("last") + pl.lit(" ago")).otherwise(pl.lit(""))
+    return df.with_columns(
+        pl.when(m("pod").is_not_null()).then(pl.lit("k8s-state")).alias(s.SOURCE),
+        pl.when(bad).then(pl.lit("WARNING")).otherwise(pl.lit("INFO")).alias(s.LEVEL),
+        pl.when(bad).then(pl.lit("Warning")).otherwise(pl.lit("Normal")).alias(s.K8S_TYPE),
+        status.alias(s.K8S_REASON),
+        (pl.lit("pod/") + m("pod")).alias(s.K8S_OBJECT),
+        m("pod").alias(s.POD),
+        pl.coalesce(m("ns"), pl.col(s.NAMESPACE) if s.NAMESPACE in df.columns else None).alias(s.NAMESPACE),
+        pl.coalesce(m("node").replace("<none>", None), pl.col(s.HOST)).alias(s.HOST),
+        pl.format(
+            "pod {} {}: ready {}/{}, {} restarts{} (kubectl get pods, age {})",
+            m("pod"),
+            status,
+            m("ready"),
+            m("want"),
+            restarts,
+            last,
+            m("age"),
+        ).alias(s.MESSAGE),
+        pl.coalesce(age_seconds(m("last")), pl.lit(0.0)).alias("_age_s"),
+        *no_time(),
+    ).drop("_m")
+
+
+def parse_nodes(df: pl.DataFrame) -> pl.DataFrame:
+    """`kubectl get nodes` rows: a NotReady or Unknown node is a node failure at capture time."""
+    m = pl.col("_m").struct.field
+    df = df.with_columns(pl.col("body").str.extract_groups(NODES).alias("_m"))
+    bad = ~m("status").str.starts_with("Ready")
+    return df.with_columns(
+        pl.when(m("node").is_not_null()).then(pl.lit("k8s-state")).alias(s.SOURCE),
+        pl.when(bad).then(pl.lit("WARNING")).otherwise(pl.lit("INFO")).alias(s.LEVEL),
+        pl.when(bad).then(pl.lit("Warning")).otherwise(pl.lit("Normal")).alias(s.K8S_TYPE),
+        pl.when(bad).then(pl.lit("NodeNotReady")).otherwise(m("status")).alias(s.K8S_REASON),
+        (pl.lit("node/") + m("node")).alias(s.K8S_OBJECT),
+        m("node").alias(s.HOST),
+        pl.when(bad)
+        .then(pl.format("NodeNotReady: node {} is {} (kubectl get nodes)", m("node"), m("status")))
+        .otherwise(pl.format("node {} is {} (kubectl get nodes)", m("node"), m("status")))
+        .alias(s.MESSAGE),
+        pl.lit(0.0).alias("_age_s"),
+        *no_time(),
+    ).drop("_m")
+
+
+def parse_describe_field(df: pl.DataFrame) -> pl.DataFrame:
+    """A top-level `kubectl describe pod` field (`Name:`, `Node:`, `Status:`...): context, level-less."""
+    return df.with_columns(
+        pl.lit("k8s-state").alias(s.SOURCE),
+        pl.lit(None, pl.String).alias(s.LEVEL),
+        pl.col("body").str.strip_chars_end().alias(s.MESSAGE),
+        *no_time(),
+    )
+
+
+def parse_container_state(df: pl.DataFrame) -> pl.DataFrame:
+    """A container's `State:` / `Last State:` line; its details fold in (see `container_states`)."""
+    return df.with_columns(
+        pl.lit("k8s-state").alias(s.SOURCE),
+        pl.lit("INFO").alias(s.LEVEL),
+        pl.col("body").str.strip_chars().alias(s.MESSAGE),
+        pl.lit(True).alias("_cstate"),
+        *no_time(),
+    )
+
+
+STATE_FIELDS = (
+    r"(?s)^(?P<which>State|Last State):\s+(?P<state>\w+)"
+    r"(?:.*?\n\s*Reason:\s+(?P<reason>\w+))?(?:.*?\n\s*Exit Code:\s+(?P<code>\d+))?"
+    r"(?:.*?\n\s*Started:\s+(?P<started>[^\n]+))?(?:.*?\n\s*Finished:\s+(?P<finished>[^\n]+))?"
+)
+EXIT_MEANING = {"137": "SIGKILL", "139": "SIGSEGV", "143": "SIGTERM", "134": "SIGABRT", "1": "error"}
+
+
+def container_states(events: pl.DataFrame) -> pl.DataFrame:
+    """After folding: give each container State / Last State event its reason, exit code and time.
+
+    The event is timed at `Finished` (or `Started`), which `describe` prints with its zone,
+    and its first line summarises it so signatures can read it:
+    `Last State: Terminated (OOMKilled, exit code 137 SIGKILL) container vllm`.
+    The pod, node and container come from the nearest `Name:` / `Node:` fields and container
+    header above.
+    """
+    if "_cstate" not in events.columns or not events["_cstate"].any():
+        return events
+    body_first = pl.col(s.MESSAGE).str.strip_chars()
+    # Pod and container of the describe block: forward-filled per file from the field lines.
+    pod = pl.when(body_first.str.starts_with("Name:") & (pl.col(s.SOURCE) == "k8s-state")).then(
+        body_first.str.slice(5).str.strip_chars()
+    )
+    node = pl.when(body_first.str.starts_with("Node:") & (pl.col(s.SOURCE) == "k8s-state")).then(
+        body_first.str.slice(5).str.strip_chars().str.replace(r"/.*$", "")
+    )
+    events = events.with_columns(
+        pod.forward_fill().over("_fid").alias("_dpod"),
+        node.forward_fill().over("_fid").alias("_dnode"),
+        pl.col(s.MESSAGE)
+        .str.extract(r"(?m)^\s{2}([a-z0-9][a-z0-9\-]*):\s*$", 1)
+        .forward_fill()
+        .over("_fid")
+        .alias("_dcont"),
+    )
+    m = pl.col("_m").struct.field
+    st = events.filter(pl.col("_cstate").fill_null(False)).with_columns(
+        pl.col(s.MESSAGE).str.extract_groups(STATE_FIELDS).alias("_m")
+    )
+    reason = pl.coalesce(m("reason"), m("state"))
+    code = m("code")
+    sig = code.replace_strict(EXIT_MEANING, default="", return_dtype=pl.String)
+    detail = (
+        pl.when(code.is_not_null())
+        .then(pl.format(", exit code {}", code) + pl.when(sig != "").then(pl.lit(" ") + sig).otherwise(pl.lit("")))
+        .otherwise(pl.lit(""))
+    )
+    bad = reason.is_in(["OOMKilled", "Error", "CrashLoopBackOff", "ContainerCannotRun", "StartError"]) | (
+        code.is_not_null() & (code != "0")
+    )
+    when = (
+        pl.coalesce(m("finished"), m("started"))
+        .str.strip_chars()
+        .str.strptime(pl.Datetime("us", "UTC"), "%a, %d %b %Y %H:%M:%S %z", strict=False)
+    )
+    st = st.with_columns(
+        (
+            pl.format("{}: {} ({}", m("which"), m("state"), reason)
+            + detail
+            + pl.lit(")")
+            + pl.when(pl.col("_dcont").is_not_null())
+            .then(pl.lit(" container ") + pl.col("_dcont"))
+            .otherwise(pl.lit(""))
+            + pl.lit("\n")
+            + pl.col(s.MESSAGE)
+        ).alias(s.MESSAGE),
+        reason.alias(s.K8S_REASON),
+        pl.when(bad).then(pl.lit("Warning")).otherwise(pl.lit("Normal")).alias(s.K8S_TYPE),
+        pl.when(bad).then(pl.lit("WARNING")).otherwise(pl.lit("INFO")).alias(s.LEVEL),
+        pl.coalesce(pl.col(s.POD) if s.POD in events.columns else None, pl.col("_dpod")).alias(s.POD),
+        pl.coalesce(pl.col(s.HOST), pl.col("_dnode")).alias(s.HOST),
+        pl.coalesce(pl.col(s.CONTAINER) if s.CONTAINER in events.columns else None, pl.col("_dcont")).alias(
+            s.CONTAINER
+        ),
+        pl.coalesce(when, pl.col("_outer_ts")).alias("_outer_ts"),
+    ).drop("_m")
+    rest = events.filter(~pl.col("_cstate").fill_null(False))
+    return pl.concat([rest, st], how="diagonal_relaxed").sort("_row").drop("_dpod", "_dnode", "_dcont", "_cstate")
 
 
 def parse_structure(df: pl.DataFrame) -> pl.DataFrame:

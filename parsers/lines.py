@@ -44,9 +44,13 @@ KINDS: list[tuple[str, str]] = [
     ("pylog", pylog.DETECT),
     ("k8s_describe", k8s.DETECT_DESCRIBE),
     ("k8s_table", k8s.DETECT_TABLE),
+    ("k8s_pods", k8s.DETECT_PODS),
+    ("k8s_nodes", k8s.DETECT_NODES),
     ("k8s_header", k8s.DETECT_TABLE_HEADER),
     ("dump", k8s.DETECT_DUMP),
     ("exc", pylog.DETECT_EXC),
+    ("k8s_field", k8s.DETECT_DESCRIBE_FIELD),
+    ("k8s_cstate", k8s.DETECT_CONTAINER_STATE),
     ("cont", CONT),
 ]
 """(kind, detect regex), tried in this order on the lines not yet claimed."""
@@ -62,6 +66,10 @@ PARSERS = {
     "k8s_describe": k8s.parse_describe,
     "k8s_table": k8s.parse_table,
     "k8s_header": k8s.parse_structure,
+    "k8s_pods": k8s.parse_pods,
+    "k8s_nodes": k8s.parse_nodes,
+    "k8s_field": k8s.parse_describe_field,
+    "k8s_cstate": k8s.parse_container_state,
     "dump": k8s.parse_dump_marker,
     "exc": pylog.parse_exception,
 }
@@ -80,6 +88,7 @@ WORKING_COLUMNS = (
     "_exc",
     "_structure",
     "_pfold",
+    "_cstate",
 )
 """Per-line working state dropped once events are formed: keeping `body` and `_text` would
 hold a second and third copy of every line until the end of ingest."""
@@ -151,7 +160,7 @@ def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
         )
     parts.append(pending.with_columns(pl.lit("other").alias("_kind")))
     df = pl.concat(parts, how="diagonal_relaxed").sort("_row")
-    return _fold(df)
+    return k8s.container_states(_fold(df))
 
 
 def _split_glued(df: pl.DataFrame) -> pl.DataFrame:

@@ -9,6 +9,7 @@ import pytest
 
 from forensics import analyze
 from forensics.postmortem import write_all
+from tests.conftest import DATA
 from tests.conftest import write as write_file
 
 SAMPLES = Path(__file__).parent.parent / "samples"
@@ -176,3 +177,19 @@ def test_cli_analyze_prints_the_verdict_and_writes_analysis_json(tmp_path):
         json.loads((tmp_path / "r" / "analysis.json").read_text())["incidents"][0]["root_cause"]["category"]
         == "kv-cache"
     )
+
+
+def test_describe_pod_last_state_oomkilled_is_the_cause_of_the_crash_loop(tmp_path):
+    """Only kubectl snapshots in the folder: the container's OOM kill is the cause; the
+    CrashLoopBackOff it produced is a symptom."""
+    from datetime import UTC, datetime
+
+    captured = datetime(2025, 5, 6, 17, 50, 51, tzinfo=UTC)  # `2m30s ago` then dates the last restart
+    d = analyze(DATA / "k8s-state", year=2025, captured_at=captured).to_json()
+    inc = d["incidents"][0]
+    rc = inc["root_cause"]
+    assert rc["category"] == "pod-lifecycle" and "OOMKilled" in rc["template"]
+    assert rc["evidence"][0]["line"] == 24
+    roles = {h["template"].split(":")[0]: h["role"] for h in inc["hypotheses"]}
+    assert roles["pod <POD> CrashLoopBackOff"] == "symptom" and roles["State"] == "symptom"
+    assert roles["NodeNotReady"] != "root_cause"  # another node, not where the pod ran

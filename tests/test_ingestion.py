@@ -11,7 +11,7 @@ import pytest
 
 from forensics import ingest
 from forensics import schema as s
-from tests.conftest import SHARED, write
+from tests.conftest import DATA, SHARED, write
 
 
 def _row(ev: pl.DataFrame, **eq) -> dict:
@@ -514,3 +514,29 @@ def test_nul_padding_after_a_crash_is_removed_and_the_file_still_parsed(tmp_path
     )
     r = ingest(tmp_path, year=2025)
     assert r.parsed == 2 and any("NUL bytes removed" in n for n in r.files[0].notes)
+
+
+def test_kubectl_get_pods_nodes_and_describe_pod_become_state_events():
+    """Snapshots an on-call pastes into the incident folder: pod status rows, node status rows,
+    and a describe whose container Last State says why the container died, with its time."""
+    r = ingest([DATA / "k8s-state"])
+    ev = r.events.filter(pl.col("source") == "k8s-state")
+    pods = ev.filter(pl.col("k8s_object").str.starts_with("pod/"))
+    assert pods.select("pod", "k8s_reason", "level", "host").rows() == [
+        ("deepseek-r1-distill-llama-8b-5cc594fd46-hg5rw", "CrashLoopBackOff", "WARNING", "minikube"),
+        ("vllm-0", "Running", "INFO", "gpu-node-1"),
+    ]
+    assert "5 restarts, last 2m30s ago" in pods["message"][0]
+    node = ev.filter(pl.col("k8s_reason") == "NodeNotReady")
+    assert node.select("host", "pod").rows() == [("gpu-node-3", None)]
+    died = ev.filter(pl.col("k8s_reason") == "OOMKilled").row(0, named=True)
+    assert died["message"].startswith("Last State: Terminated (OOMKilled, exit code 137 SIGKILL) container vllm-openai")
+    assert died["ts"] == datetime(2025, 5, 6, 17, 48, 21, tzinfo=UTC) and died["ts_quality"] == "exact"
+    assert (died["pod"], died["container"], died["host"]) == (
+        "deepseek-r1-distill-llama-8b-5cc594fd46-hg5rw",
+        "vllm-openai",
+        "minikube",
+    )
+    (f,) = r.files
+    assert f.unparsed == 3  # the three `$ kubectl ...` shell prompts, honestly counted
+    assert f.parsed + f.folded + f.unparsed == f.lines
