@@ -17,6 +17,7 @@ import json
 import os
 import re
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -31,6 +32,8 @@ from parsers._common import apply
 from parsers.lines import parse_lines
 from parsers.wrappers import syslog_time_parts
 
+WORKERS = max(1, min(4, os.cpu_count() or 1))
+"""Batches parsed at once (threads). Each holds a batch's frames, so memory grows with it."""
 BATCH_CHARS = 32 * 1024 * 1024
 """Lines of many small files are parsed together up to this many characters."""
 BATCH_FILES = 4000
@@ -164,12 +167,19 @@ def ingest(
     traces: list[str] = []
     batch: list[tuple[int, int, int, list[str]]] = []
     batch_chars = 0
-    parsed_batches: list[pl.DataFrame] = []
+    parsed_batches: list[Future] = []
+    # Batches parse on a thread pool: polars releases the GIL, and a batch's many small
+    # passes are mostly single-threaded, so two batches in flight use two cores. Results
+    # are taken in submission order (deterministic); at most WORKERS + 1 batches wait, which
+    # bounds memory.
+    pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="forensics-parse")
 
     def flush() -> None:
         nonlocal batch, batch_chars
         if batch:
-            parsed_batches.append(_parse_batch(batch))
+            parsed_batches.append(pool.submit(_parse_batch, batch))
+            if sum(not f.done() for f in parsed_batches) > WORKERS:
+                next(f for f in parsed_batches if not f.done()).result()
         batch, batch_chars = [], 0
 
     for f in files:
@@ -224,10 +234,15 @@ def ingest(
         lines_read[fid] = first - 1
         del text
     flush()
+    try:
+        batches = [f.result() for f in parsed_batches]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     if progress:
         progress(total, total, "")
 
-    events = _assemble(parsed_batches, doc_rows, metas)
+    events = _assemble(batches, doc_rows, metas)
+    batches.clear()
     parsed_batches.clear()  # the assembled table is a copy; do not hold both
     if events is None and not doc_rows:
         if not lines_read:
