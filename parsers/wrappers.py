@@ -34,6 +34,16 @@ SYSLOG_AFTER_ISO = r"^(?P<host>[\w.\-]+) (?P<ident>[A-Za-z][\w.\-/]*)(?:\[(?P<pi
 COMPOSE_PROBE = r"^[A-Za-z0-9][\w.\-]*\s+\| "
 CI_PIPE_PROBE = r"^\s+\| "
 MPI_PROBE = r"^\[\d+,\d+\]<(?:stdout|stderr)>: ?"
+# Copy/paste artefacts from issue threads and terminals (log-formats §6.15).
+BOX_PROBE = r"^│ ?"
+"""k9s and other TUI panes: `│ INFO 07-28 ... │`."""
+_PRODUCER_START = r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} |\([A-Za-z]\w*(?: rank=\d+)? pid=|\[\d{4}-\d{2}-\d{2} |[IWEF]\d{4} |\[?rank\d+\]:)"
+LINENO_PROBE = r"^\[\d{1,7}\] " + _PRODUCER_START
+"""Pasted line numbers before a known producer: `[80746] INFO 07-28 ...`."""
+DESKTOP_PROBE = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} " + _PRODUCER_START
+"""Docker Desktop's log view: `2024-06-10 13:26:25 INFO 06-10 ...` (local time, no zone)."""
+CI_TS_PROBE = r"^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})\] "
+"""CI runners: `[2025-06-26T16:27:15Z] INFO ...`."""
 ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 ANSI_RESIDUE = r"(^|[^\w\]])\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
 PROC_PROBE = r"^\s*\([A-Za-z]\w*(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\)"
@@ -100,7 +110,18 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
     df = _reassemble_partials(df)
     inner = "|".join(
         f"(?:{p.removeprefix('^')})"
-        for p in (SYSLOG_PROBE, MPI_PROBE, COMPOSE_PROBE, CI_PIPE_PROBE, PROC_PROBE, RANK_PROBE)
+        for p in (
+            SYSLOG_PROBE,
+            MPI_PROBE,
+            COMPOSE_PROBE,
+            CI_PIPE_PROBE,
+            PROC_PROBE,
+            RANK_PROBE,
+            BOX_PROBE,
+            LINENO_PROBE,
+            DESKTOP_PROBE,
+            CI_TS_PROBE,
+        )
     )
     # One capture-free pass decides which rows need any of the inner layers at all.
     return apply(
@@ -112,6 +133,31 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
 
 def _peel_inner(df: pl.DataFrame) -> pl.DataFrame:
     body = pl.col("body")
+    df = apply(
+        df,
+        body.str.contains(BOX_PROBE),
+        lambda d: d.with_columns(body.str.replace(BOX_PROBE, "").str.replace(r"\s*│\s*$", "")),
+    )
+    df = apply(df, body.str.contains(LINENO_PROBE), lambda d: d.with_columns(body.str.replace(r"^\[\d+\] ", "")))
+    df = apply(
+        df,
+        body.str.contains(DESKTOP_PROBE),
+        lambda d: d.with_columns(
+            body.str.slice(0, 19)
+            .str.strptime(pl.Datetime("us"), "%Y-%m-%d %H:%M:%S", strict=False)
+            .dt.replace_time_zone("UTC")
+            .alias("_outer_ts"),
+            body.str.slice(20),
+        ),
+    )
+    df = apply(
+        df,
+        body.str.contains(CI_TS_PROBE),
+        lambda d: d.with_columns(
+            parse_rfc3339(body.str.slice(1, body.str.find("]", literal=True) - 1)).alias("_outer_ts"),
+            body.str.slice(body.str.find("]", literal=True) + 2),
+        ),
+    )
     df = apply(df, body.str.contains(SYSLOG_PROBE), _peel_syslog)
     # journalctl -o short-iso: the ISO time has an offset without colon (`+0000`).
     df = apply(

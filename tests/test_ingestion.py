@@ -540,3 +540,26 @@ def test_kubectl_get_pods_nodes_and_describe_pod_become_state_events():
     (f,) = r.files
     assert f.unparsed == 3  # the three `$ kubectl ...` shell prompts, honestly counted
     assert f.parsed + f.folded + f.unparsed == f.lines
+
+
+def test_paste_artefacts_from_issue_threads_and_terminals_are_peeled(tmp_path):
+    """k9s box borders, pasted line numbers, Docker Desktop and CI time prefixes (log-formats §6.15)."""
+    write(
+        tmp_path / "pasted.log",
+        "│ INFO 07-28 06:41:19 [loggers.py:118] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation "
+        "throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.1%, Prefix cache hit rate: 0.0% │\n"
+        "[80746] ERROR 07-28 06:41:20 [core.py:100] EngineCore encountered a fatal error.\n"
+        "2025-07-28 06:41:21 (APIServer pid=1) WARNING 07-28 06:41:21 [api_server.py:1000] docker desktop view\n"
+        "[2025-07-28T06:41:23Z] INFO 07-28 06:41:23 [core.py:103] ci runner\n",
+    )
+    r = ingest([tmp_path])
+    ev = r.events
+    assert ev["source"].to_list() == ["vllm"] * 4 and r.unparsed == 0
+    assert ev["message"].to_list()[1:] == [
+        "EngineCore encountered a fatal error.",
+        "docker desktop view",
+        "ci runner",
+    ]
+    assert ev["process"][2] == "APIServer"
+    assert ev["ts"][3] == datetime(2025, 7, 28, 6, 41, 23, tzinfo=UTC)
+    assert r.metrics.filter(pl.col("metric") == "generation_tokens_per_s")["value"].to_list() == [2.0]
