@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -43,6 +44,12 @@ LAST_SEEN: str = "last_seen"
 TEMPLATES_FILE_VERSION = 1
 
 MASKS: tuple[tuple[str, str], ...] = (
+    (
+        "TS",
+        r"\b(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? +)?(?:\d{1,2} +)?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,4}"
+        r"(?: +\d{1,2})?(?: +\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)(?: +\d{4})?(?: [+-]\d{4}| [A-Z]{3})?\b"
+        r"|\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?",
+    ),
     ("REQ_ID", r"\b(?:chatcmpl|cmpl|chat|req|request|embd|tokn)-[0-9A-Za-z][0-9A-Za-z\-]{7,}"),
     ("UUID", r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
     (
@@ -185,13 +192,18 @@ def cluster(
     drain_cfg.parametrize_numeric_tokens = True
     cluster_of: list[tuple[str, int]] = []
     finals: dict[tuple[str, int], str] = {}
+    fed: list[list[str]] = []
     for (source,), part in keys.group_by(s.SOURCE, maintain_order=True):
         drain = _new_drain(drain_cfg)
         for masked in part["_masked"]:
-            tokens = masked.split()
-            if len(tokens) > MAX_TOKENS:
-                tokens = tokens[:MAX_TOKENS]
-            cl, _change = drain.add_log_message(" ".join(tokens) if tokens else "<EMPTY>")
+            tokens = masked.split()[:MAX_TOKENS] or ["<EMPTY>"]
+            fed.append(tokens)
+            # A masked token reaches Drain as MASKED, which counts only MASKED_WEIGHT of a
+            # shared word when Drain measures similarity: otherwise every `[instance:
+            # <UUID>] ...` line looks alike. The names are put back from the members below.
+            cl, _change = drain.add_log_message(
+                " ".join(MASKED if "<" in t and PLACEHOLDER.search(t) else t for t in tokens)
+            )
             cluster_of.append((source, cl.cluster_id))
         created = drain.clusters_counter
         if created > config.explode_warning:
@@ -202,9 +214,12 @@ def cluster(
             )
         for c in drain.clusters:
             finals[(source, c.cluster_id)] = c.get_template()
+    finals = _restore_names(finals, cluster_of, fed)
     # A cluster evicted by max_clusters has no final template: fall back to its masked text.
     masked_list = keys["_masked"].to_list()
     tmpl = [finals.get(k, m) for k, m in zip(cluster_of, masked_list, strict=True)]
+    merged = merge_by_shape([(src, t) for (src, _), t in zip(cluster_of, tmpl, strict=True)])
+    tmpl = [merged[(src, t)] for (src, _), t in zip(cluster_of, tmpl, strict=True)]
     keys = keys.with_columns(
         pl.Series(TEMPLATE, tmpl, dtype=pl.String),
         pl.Series(
@@ -222,10 +237,83 @@ def cluster(
     return ids, names, warnings
 
 
+PLACEHOLDER = re.compile(r"<(?:\*|[A-Z_]+)>")
+MASKED = "<#>"
+MASKED_WEIGHT = 0.0
+"""How much two masked tokens at one position count towards Drain's similarity (a word
+counts 1). At 1 (plain Drain3) masked ids make unrelated lines look alike (Loghub
+OpenStack GA 0.30); at 0 two lines that share only their variables' positions drift
+apart (Linux GA 0.23); 0.5 measured best on Loghub-2k."""
+
+
+def _restore_names(
+    finals: dict[tuple[str, int], str], cluster_of: list[tuple[str, int]], fed: list[list[str]]
+) -> dict[tuple[str, int], str]:
+    """Put the mask names back where Drain saw `<*>`: a position keeps its token when every
+    member of the cluster has the same one there (`<UUID>]`, `peer=<IP>`), else stays `<*>`."""
+    seen: dict[tuple[str, int], list[set[str]]] = {}
+    for key, toks in zip(cluster_of, fed, strict=True):
+        cols = seen.get(key)
+        if cols is None:
+            seen[key] = [{t} for t in toks]
+        elif len(cols) == len(toks):
+            for c, t in zip(cols, toks, strict=True):
+                c.add(t)
+    out = {}
+    for key, t in finals.items():
+        toks, cols = t.split(" "), seen.get(key)
+        if cols is not None and len(cols) == len(toks):
+            toks = [
+                (next(iter(c)) if len(c) == 1 else "<*>") if x in ("<*>", MASKED) else x
+                for x, c in zip(toks, cols, strict=True)
+            ]
+        out[key] = " ".join(toks)
+    return out
+
+
+def merge_by_shape(templates: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Merge templates of a source that differ only in which placeholder a position holds.
+
+    Drain splits one statement into several clusters when a variable position is masked
+    differently line to line (`peer <IP>` / `peer <HOST>` / `peer <*>`), since it compares
+    tokens, not kinds. Templates equal once every placeholder reads `<*>` (literal text
+    around it kept: `setSteps=<NUM>` never merges with `setMinute=<NUM>`) are one
+    statement: positions where they differ become `<*>`, the rest stays (a position that is
+    `<HOST>` in all of them keeps its name). Order-independent, so the result does not
+    depend on the order clusters were found.
+    """
+    groups: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}
+    for src, t in set(templates):
+        toks = t.split(" ")
+        shape = tuple(PLACEHOLDER.sub("<*>", x) for x in toks)
+        groups.setdefault((src, shape), []).append(toks)
+    out: dict[tuple[str, str], str] = {}
+    for (src, _), members in groups.items():
+        merged = " ".join(col[0] if all(c == col[0] for c in col) else "<*>" for col in zip(*members, strict=True))
+        for m in members:
+            out[(src, " ".join(m))] = merged
+    return out
+
+
 def _new_drain(cfg):
     from drain3.drain import Drain
 
-    return Drain(
+    class _Drain(Drain):
+        def get_seq_distance(self, seq1, seq2, include_params: bool):
+            """Drain3's similarity, with MASKED tokens counting MASKED_WEIGHT when both sides have one."""
+            if not seq1:
+                return 1.0, 0
+            sim, params = 0.0, 0
+            for t1, t2 in zip(seq1, seq2, strict=True):
+                if t1 == self.param_str:
+                    params += 1
+                elif t1 == t2:
+                    sim += MASKED_WEIGHT if t1 == MASKED else 1.0
+            if include_params:
+                sim += params
+            return sim / len(seq1), params
+
+    return _Drain(
         sim_th=cfg.drain_sim_th,
         depth=cfg.drain_depth,
         max_children=cfg.drain_max_children,
