@@ -160,7 +160,8 @@ def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
         )
     parts.append(pending.with_columns(pl.lit("other").alias("_kind")))
     df = pl.concat(parts, how="diagonal_relaxed").sort("_row")
-    return k8s.container_states(_fold(df))
+    events = k8s.container_states(_fold(df))
+    return events.drop([c for c in WORKING_COLUMNS if c in events.columns])
 
 
 def _split_glued(df: pl.DataFrame) -> pl.DataFrame:
