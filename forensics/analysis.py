@@ -237,8 +237,15 @@ def _active(
     """Pods serving (vLLM/uvicorn lines) and nodes seen around the incident: the peer group."""
     lo = inc.start - rootcause.LOOKBACK
     hi = inc.end or events[s.TS].max()
-    w = events.filter((pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi) & pl.col(s.SOURCE).is_in(["vllm", "uvicorn"]))
-    pods = {p for p in w[s.POD].to_list() if p}
+    pods = set(
+        events.lazy()
+        .select(s.TS, s.SOURCE, s.POD)
+        .filter((pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi) & pl.col(s.SOURCE).is_in(["vllm", "uvicorn"]))
+        .select(pl.col(s.POD).drop_nulls().unique())
+        .collect()[s.POD]
+        .to_list()
+    )
+    pods.discard("")
     nodes = {pod_node[p] for p in pods if p in pod_node} | {n for n in signals["node"].to_list() if n}
     return len(pods), len(nodes)
 
