@@ -109,6 +109,8 @@ def analyze(
     series = ser.build(events, metrics)
     signals = _signals(events, mined.templates, pod_node)
     incidents = ser.detect(series) if not series.empty else ser.error_bursts(signals)
+    if not incidents:
+        signals, incidents = _untimed(signals)
     step("root cause")
     ranked = []
     for inc in incidents:
@@ -146,6 +148,23 @@ def analyze(
 
 
 MERGE_GAP = timedelta(minutes=30)
+
+
+def _untimed(signals: pl.DataFrame) -> tuple[pl.DataFrame, list]:
+    """One incident over the faults and symptoms that have no time, ordered by position."""
+    bare = pl.col(s.TS).is_null() & pl.col("kind").is_in(["fault", "symptom"])
+    if signals.is_empty() or not signals.select(bare.any()).item():
+        return signals, []
+    stand_in = pl.lit(ser.UNTIMED_EPOCH) + pl.duration(
+        seconds=pl.col("_ev").cast(pl.Int64) * int(ser.UNTIMED_STEP.total_seconds())
+    )
+    signals = signals.with_columns(
+        pl.when(pl.col(s.TS).is_null()).then(stand_in).otherwise(pl.col(s.TS)).alias(s.TS)
+    ).sort(s.TS, "_ev")
+    incidents = ser.error_bursts(signals.filter(pl.col(s.TS) < ser.UNTIMED_EPOCH.replace(year=1901)), gap=timedelta.max)
+    for inc in incidents:
+        inc.timed = False
+    return signals, incidents
 
 
 def _merge_recurrences(ranked: list) -> list:
@@ -487,6 +506,9 @@ def _incident_json(ir: IncidentReport, offsets: dict) -> dict:
     return {
         "start": _iso(inc.start),
         "end": _iso(inc.end),
+        "timing": "exact"
+        if inc.timed
+        else "untimed: these logs carry no timestamps; the order of lines in each file stands in for time",
         "detector": inc.detector,
         "baseline_tokens_per_s": _r(inc.baseline) if ir.impact["unit"] == "generation tokens/s" else None,
         "min_tokens_per_s": _r(inc.minimum) if ir.impact["unit"] == "generation tokens/s" else None,
@@ -561,7 +583,10 @@ def _series_json(sr: ser.Series) -> dict:
 
 
 def _iso(t: datetime | None) -> str | None:
-    return t.isoformat().replace("+00:00", "Z") if t is not None else None
+    """ISO 8601 in UTC; None for no time and for the file-order stand-ins of untimed logs."""
+    if t is None or t.year < 1901:
+        return None
+    return t.isoformat().replace("+00:00", "Z")
 
 
 def _r(x: float | None) -> float | None:

@@ -93,6 +93,14 @@ def hhmmss(iso: str | None) -> str:
     return iso[11:19] if iso else "-"
 
 
+def window(inc: dict) -> str:
+    """`(2025-03-02 08:07:00–08:45:30 UTC)`, or what stands in for time in untimed logs."""
+    if not inc.get("start"):
+        return "(no timestamps in these logs: ordered by position in each file)"
+    end = hhmmss(inc["end"]) if inc.get("end") else "ongoing"
+    return f"({inc['start'][:10]} {hhmmss(inc['start'])}–{end} UTC)"
+
+
 def duration(seconds: float | None) -> str:
     if seconds is None:
         return "ongoing"
@@ -113,7 +121,14 @@ def environment(template_path: Path | None = None, html: bool = False) -> jinja2
         undefined=jinja2.StrictUndefined,
     )
     env.filters.update(
-        cell=cell, inline=inline, code=code, md=md_text, mermaid=mermaid_text, hhmmss=hhmmss, duration=duration
+        cell=cell,
+        inline=inline,
+        code=code,
+        md=md_text,
+        mermaid=mermaid_text,
+        hhmmss=hhmmss,
+        duration=duration,
+        window=window,
     )
     return env
 
@@ -231,10 +246,12 @@ def render(
 def _summary(inc: dict, red: list[dict]) -> str:
     """The Summary paragraph, one sentence per finding, in Markdown (log text escaped)."""
     rc, imp = inc["root_cause"], inc["impact"]
+    when = f"At {hhmmss(rc['first_seen'])} UTC" if inc["start"] else "First in these untimed logs,"
     if rc["status"] != "supported":
-        return f"The logs show an incident starting {hhmmss(inc['start'])} UTC but do not decide its cause: {md_text(rc.get('missing'))}."
+        start = f"starting {hhmmss(inc['start'])} UTC" if inc["start"] else "(the logs carry no timestamps)"
+        return f"The logs show an incident {start} but do not decide its cause: {md_text(rc.get('missing'))}."
     out = [
-        f"At {hhmmss(rc['first_seen'])} UTC {md_text((rc['hosts'] or ['-'])[0])} logged {inline(rc['template'], 120)}, "
+        f"{when} {md_text((rc['hosts'] or ['-'])[0])} logged {inline(rc['template'], 120)}, "
         f"the first sign of a {rc['category']} failure ({md_text(rc['label'])})."
     ]
     if imp["measured"] and imp["min_per_s"] is not None:

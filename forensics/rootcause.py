@@ -16,13 +16,14 @@ like. When the top candidates are close, or only symptoms are present, the verdi
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import polars as pl
 
 from forensics import schema as s
-from forensics.series import Incident, Series, tell_kv_full_no_queue
+from forensics.series import UNTIMED_STEP, Incident, Series, tell_kv_full_no_queue
 
 LOOKBACK = timedelta(minutes=30)
 ONSET_SLACK_S = 90.0
@@ -96,16 +97,49 @@ def hypotheses(
         )
         _score(h, part, inc, first_symptom, base_n.get(tid, 0), base_span, win_span, pods_total, nodes_total, tell)
         out.append(h)
+    _peer_loss(out)
     _capacity(out, inc, series)
     _assign_roles(out, inc)
     out.sort(key=lambda h: (h.role != "root_cause", -h.score, h.first_seen or inc.start, h.template_id))
     return out
 
 
+PEER_LOSS = re.compile(
+    r"Connection closed by remote peer|Connection reset by peer|Broken pipe|Call to recv from \S+ failed"
+)
+PROCESS_DEATH = ("gpu-memory", "gpu-fault")
+
+
+def _peer_loss(out: list[Hypothesis]) -> None:
+    """A socket closed or reset by the peer is what the survivors of a dead process log.
+
+    When a fault that kills a process (CUDA OOM, a GPU fault) is in the same incident, the
+    lost connection is more likely its consequence than a network failure of its own, in
+    whichever order interleaved output printed them: it counts as a symptom, at half its
+    score, and says why.
+    """
+    deaths = [h for h in out if h.kind == "fault" and h.category in PROCESS_DEATH]
+    if not deaths:
+        return
+    for h in out:
+        if h.category == "network" and h.kind == "fault" and PEER_LOSS.search(h.template or ""):
+            h.score *= 0.5
+            h.kind = "symptom"
+            h.why.append(f"a peer that closes its sockets may have died: {deaths[0].label} is in these logs too")
+
+
 def _score(h, part, inc, first_symptom, n_base, base_span, win_span, pods_total, nodes_total, tell) -> None:
     why = h.why
     lead = (inc.start - h.first_seen).total_seconds() if h.first_seen else -1e9
-    if lead >= -ONSET_SLACK_S:
+    if not inc.timed:
+        # Untimed logs: position stands in for time, and interleaved processes make it a
+        # weaker witness than a clock, so lateness costs less.
+        steps = max(0, round(-lead / UNTIMED_STEP.total_seconds()))
+        prec = math.exp(-steps / 20.0)
+        why.append(
+            "the first signal in the logs" if steps == 0 else f"{steps} events after the first signal (line order)"
+        )
+    elif lead >= -ONSET_SLACK_S:
         prec = 1.0
         why.append(f"starts {_dur(lead)} before the throughput drop" if lead > 0 else "starts with the throughput drop")
     else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import polars as pl
@@ -53,6 +53,13 @@ class Series:
         return len(self.t) < 6
 
 
+UNTIMED_EPOCH = datetime(1900, 1, 1, tzinfo=UTC)
+UNTIMED_STEP = timedelta(seconds=100)
+"""Logs with no timestamps (an NCCL excerpt pasted into a ticket) are ordered by position:
+event i stands at UNTIMED_EPOCH + i * UNTIMED_STEP, a step longer than the ranking's onset
+slack, so "before" means "earlier in the file". Such times are never shown."""
+
+
 @dataclass
 class Incident:
     start: datetime
@@ -65,6 +72,9 @@ class Incident:
     peak_waiting: float | None = None
     recoveries: list[tuple[datetime, datetime]] = field(default_factory=list)
     """Partial recoveries inside a merged incident: (back up, down again)."""
+    timed: bool = True
+    """False when the logs carry no timestamps: times are then file-order stand-ins (see
+    `analysis.UNTIMED_EPOCH`) and are never shown."""
 
 
 def build(events: pl.DataFrame, metrics: pl.DataFrame) -> Series:

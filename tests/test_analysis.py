@@ -193,3 +193,32 @@ def test_describe_pod_last_state_oomkilled_is_the_cause_of_the_crash_loop(tmp_pa
     roles = {h["template"].split(":")[0]: h["role"] for h in inc["hypotheses"]}
     assert roles["pod <POD> CrashLoopBackOff"] == "symptom" and roles["State"] == "symptom"
     assert roles["NodeNotReady"] != "root_cause"  # another node, not where the pod ran
+
+
+def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_the_oom(tmp_path):
+    """An NCCL_DEBUG=WARN excerpt pasted into a ticket has no timestamps at all: the analysis
+    still finds the incident, orders by position, shows no invented times, and reads the
+    socket closed by the remote peer as what the dying process's peers log."""
+    write_file(
+        tmp_path / "nccl.txt",
+        "node7:3063025:3066048 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer node7-ib<51159>\n"
+        "node7:3063025:3066048 [0] NCCL INFO misc/socket.cc:749 -> 6\n"
+        "node7:3063025:3066048 [0] NCCL INFO transport/p2p.cc:438 -> 3\n"
+        "\n"
+        "node7:3063028:3066152 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n"
+        "node7:3063028:3066152 [3] NCCL INFO transport/p2p.cc:204 -> 1\n",
+    )
+    report = analyze(tmp_path, year=2025)
+    d = report.to_json()
+    (inc,) = d["incidents"]
+    assert inc["start"] is None and inc["timing"].startswith("untimed")
+    assert inc["root_cause"]["category"] == "gpu-memory"
+    roles = {h["category"]: h["role"] for h in inc["hypotheses"]}
+    assert roles["network"] == "symptom"
+    assert all(row["ts"] is None for row in inc["timeline"])
+    out = tmp_path / "report"
+    write_all(report, out)
+    md = (out / "postmortem.md").read_text()
+    assert (
+        "no timestamps in these logs" in md and "1900" not in md and "1900" not in (out / "analysis.json").read_text()
+    )

@@ -168,6 +168,8 @@ def print_verdict(analysis: dict, written: dict[str, Path]) -> None:
         imp = inc["impact"]
         end = inc["end"] or "not recovered"
         head = f"[bold]Incident {n}[/]: {inc['start']} -> {end}"
+        if not inc["start"]:
+            head = f"[bold]Incident {n}[/]: untimed (no timestamps in these logs; ordered by position)"
         if imp["measured"] and imp["min_per_s"] is not None:
             head += f"  throughput {imp['baseline_per_s']:,.0f} -> {imp['min_per_s']:,.0f} {imp['unit']}"
         elif not imp["measured"]:
@@ -176,7 +178,8 @@ def print_verdict(analysis: dict, written: dict[str, Path]) -> None:
         style = "bold green" if rc["status"] == "supported" else "bold yellow"
         console.print(
             f"  root cause [{style}]{rc['status']}[/] ({rc['confidence']:.2f}): "
-            f"[bold]{rc['category']}[/] {rc.get('label', '')} on {', '.join(rc['hosts'][:2]) or '-'} from {rc['first_seen'] or '-'}"
+            f"[bold]{rc['category']}[/] {rc.get('label', '')} on {', '.join(rc['hosts'][:2]) or '-'}"
+            + (f" from {rc['first_seen']}" if rc["first_seen"] else "")
         )
         if rc.get("template"):
             console.print(f"    {rc['template'][:140]}", markup=False)
