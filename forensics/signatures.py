@@ -85,6 +85,13 @@ SIGNATURES: tuple[Signature, ...] = (
         r"illegal memory access|Xid \d+|NVRM: Xid|uncorrectable ECC|fallen off the bus|device-side assert|CUDA error: (?!out of memory)",
         "GPU / CUDA fault",
     ),
+    Signature(
+        "gpu-fault",
+        "fault",
+        0,
+        r"Cuda failure \d* ?'(?!out of memory)|ncclUnhandledCudaError",
+        "CUDA call failed inside NCCL",
+    ),
     # --- network / NCCL transport
     Signature(
         "network",
@@ -99,6 +106,20 @@ SIGNATURES: tuple[Signature, ...] = (
         1,
         r"socketProgress(?:Opt)?: |Connection (?:closed|reset) by (?:remote )?peer|No route to host|socketStartConnect|Broken pipe|Net : Call to recv",
         "NCCL socket error",
+    ),
+    Signature(
+        "network",
+        "fault",
+        1,
+        r"ncclSystemError|ncclRemoteError",
+        "NCCL system / remote error",
+    ),
+    Signature(
+        "other",
+        "fault",
+        1,
+        r"ncclInternalError|ncclInvalidUsage|ncclInvalidArgument",
+        "NCCL internal error or misuse",
     ),
     # --- node
     Signature(

@@ -222,3 +222,33 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
     assert (
         "no timestamps in these logs" in md and "1900" not in md and "1900" not in (out / "analysis.json").read_text()
     )
+
+
+@pytest.mark.parametrize(
+    ("line", "exception", "category", "kind"),
+    [
+        ("transport/nvls.cc:157 NCCL WARN Cuda failure 1 'invalid argument'", None, "gpu-fault", "fault"),
+        ("include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'", None, "gpu-memory", "fault"),
+        ("Traceback (most recent call last):", "ncclInternalError: Internal check failed.", "other", "fault"),
+        (
+            "Traceback (most recent call last):",
+            "ncclSystemError: System call (e.g. socket, malloc) failed.",
+            "network",
+            "fault",
+        ),
+        ("Last State: Terminated (OOMKilled, exit code 137 SIGKILL) container vllm", None, "pod-lifecycle", "fault"),
+        (
+            "pod vllm-0 CrashLoopBackOff: ready 0/1, 5 restarts (kubectl get pods, age 13m)",
+            None,
+            "pod-lifecycle",
+            "symptom",
+        ),
+        ("NodeNotReady: node gpu-node-3 is NotReady (kubectl get nodes)", None, "node", "fault"),
+    ],
+)
+def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, category, kind):
+    from forensics import signatures
+
+    head, tb = signatures.classify_text(line, exception)
+    sig = tb if exception else head
+    assert (sig.category, sig.kind) == (category, kind)
