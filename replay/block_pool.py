@@ -41,6 +41,9 @@ class BlockPool:
         self.violations: list[str] = []
         self.num_violations = 0
         self.ops = 0
+        self.version = 0
+        """Bumped when a block returns to the free queue or a hash is cached: until then, an
+        admission that failed fails again (the scheduler skips re-checking it)."""
 
     @property
     def num_usable(self) -> int:
@@ -99,6 +102,7 @@ class BlockPool:
             if b.block_id in self.free:
                 self.violation(f"I1: block {b.block_id} is already in the free queue")
             self.free[b.block_id] = None
+            self.version += 1
 
     # --- prefix cache ----------------------------------------------------------------
     def lookup(self, h: int) -> Block | None:
@@ -111,6 +115,7 @@ class BlockPool:
             self.violation(f"I3: block {b.block_id} already has a hash")
         b.block_hash = h
         self.cached.setdefault(h, b.block_id)
+        self.version += 1
 
     def violation(self, what: str) -> None:
         """Count every violation; keep the first few texts (a broken pool can log millions)."""

@@ -50,6 +50,8 @@ class _Req:
     admitted_s: float | None = None
     first_token_s: float | None = None
     corrupted: bool = False
+    failed_at: tuple[int, int] | None = None
+    """(pool version, blocks available) of the last failed admission attempt."""
 
     @property
     def total(self) -> int:
@@ -81,15 +83,25 @@ class Result:
     """Largest relative error of attention over held vs true KV on sampled steps (None: not sampled)."""
 
 
+_CHAIN: dict[tuple, int] = {}
+"""(parent hash, trace block id, offset) -> block hash: requests sharing a prefix share its chain."""
+
+
 def chain_hashes(r: Request, block_size: int) -> list[int]:
     """Hashes of the request's full prompt blocks, chained like vLLM's (parent, tokens)."""
     per = max(1, r.trace_block_tokens // block_size)
     n_full = r.prompt_tokens // block_size
     out, parent = [], 0
+    if len(_CHAIN) > 4_000_000:
+        _CHAIN.clear()  # a memo, not state: bounded
     for i in range(n_full):
         tid = r.prefix_ids[i // per] if i // per < len(r.prefix_ids) else ("u", r.rid, i)
-        d = hashlib.blake2b(f"{parent}:{tid}:{i % per}".encode(), digest_size=8).digest()
-        parent = int.from_bytes(d, "little")
+        key = (parent, tid, i % per)
+        h = _CHAIN.get(key)
+        if h is None:
+            d = hashlib.blake2b(f"{parent}:{tid}:{i % per}".encode(), digest_size=8).digest()
+            h = _CHAIN[key] = int.from_bytes(d, "little")
+        parent = h
         out.append(parent)
     return out
 
@@ -137,6 +149,8 @@ def simulate(requests: list[Request], policy, cfg: Config) -> Result:
         else:
             block = q.table[target]
             tag = q.expected(idx) if target == idx else ("foreign", q.r.rid, idx)
+            if block.tag == tag:
+                return  # rewriting what the block holds changes nothing (every decode step)
         for rid, j in list(owners.get(block.block_id, {}).items()):
             other = by_id.get(rid)
             if other is not None and other.expected(j) != tag:
@@ -173,6 +187,11 @@ def simulate(requests: list[Request], policy, cfg: Config) -> Result:
         return policy.blocks_needed(q.total, B) > pool.num_usable
 
     def admit(q: _Req) -> bool:
+        available = policy.num_available(pool)
+        if available < 1:
+            return False  # every admission needs at least one new block (I6 keeps the last token uncached)
+        if q.failed_at == (pool.version, available):
+            return False  # nothing was freed or cached since it last failed: it fails again
         # Prefix hits: whole cached blocks, never covering the last prompt token (I6).
         max_hit = (q.r.prompt_tokens - 1) // B
         hits: list[Block] = []
@@ -184,7 +203,8 @@ def simulate(requests: list[Request], policy, cfg: Config) -> Result:
         evictable = sum(1 for b in hits if b.ref_cnt == 0)
         first = min(q.r.prompt_tokens, cfg.max_batched_tokens) - len(hits) * B
         need = max(0, policy.blocks_needed(len(hits) * B + max(first, 1), B) - len(hits))
-        if need + evictable > policy.num_available(pool):  # I7: check before touching anything
+        if need + evictable > available:  # I7: check before touching anything
+            q.failed_at = (pool.version, available)
             return False
         pool.touch(hits)
         for i, b in enumerate(hits):
