@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from forensics import clock, mining, rootcause, signatures
+from forensics import clock, collectives, mining, rootcause, signatures
 from forensics import schema as s
 from forensics import series as ser
 from forensics.ingestion import IngestResult, ingest
@@ -125,6 +125,12 @@ def analyze(
             # Re-rank over the merged window.
             hyps = rootcause.hypotheses(signals, inc, series, *_active(events, inc, signals, pod_node))
             v = rootcause.verdict(hyps)
+        if v.status == "inconclusive" and any(h.category == "collective-timeout" for h in hyps):
+            window = events.filter(pl.col(s.TS).is_null() | (pl.col(s.TS) >= inc.start - rootcause.LOOKBACK))
+            stragglers = collectives.silent_ranks(window)
+            if stragglers is not None:
+                said = stragglers.sentence()
+                v.missing = said[0].upper() + said[1:] + ". " + (v.missing or "")
         reports.append(_incident_report(inc, hyps, v, events, signals, series))
     changes = None
     if incidents:

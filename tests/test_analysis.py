@@ -252,3 +252,20 @@ def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, ca
     head, tb = signatures.classify_text(line, exception)
     sig = tb if exception else head
     assert (sig.category, sig.kind) == (category, kind)
+
+
+def test_ranks_missing_from_a_timed_out_collective_are_named_as_the_logs_to_get(tmp_path):
+    write_file(
+        tmp_path / "ranks.log",
+        "cuda0003:2949601:2949642 [0] NCCL INFO comm 0x55fb6f3ce680 rank 0 nranks 4 cudaDev 0 nvmlDev 2 busId 41000 commId 0x795520212f433144 - Init COMPLETE\n"
+        + "".join(
+            f"[rank{r}]:[E1001 16:06:04.53713184{r} ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=128, NumelOut=128, Timeout(ms)=600000) ran for 600009 milliseconds before timing out.\n"
+            for r in (2, 0, 1)
+        ),
+    )
+    rc = analyze(tmp_path, year=2024).to_json()["incidents"][0]["root_cause"]
+    assert rc["status"] == "inconclusive"
+    assert rc["missing"].startswith(
+        "Ranks 0, 1, 2 of 4 timed out waiting in ALLREDUCE SeqNum=1; rank 3 never reported it"
+    )
