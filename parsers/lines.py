@@ -164,20 +164,28 @@ def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
     return events.drop([c for c in WORKING_COLUMNS if c in events.columns])
 
 
+GLUE_STRIDE = 1024
+"""`_row` spacing made when glued lines are split: record i of line r gets r * GLUE_STRIDE + i."""
+
+
 def _split_glued(df: pl.DataFrame) -> pl.DataFrame:
     """Split physical lines holding several glued vLLM records; extra records get `_extra`."""
     # Only a line starting with a vLLM record can carry a second one glued to it.
     hit = df.select(pl.col("body").str.contains(vllm.DETECT) & pl.col("body").str.contains(vllm.GLUED)).to_series()
     if not hit.any():
         return df
-    glued = df.filter(hit)
+    # `_row` identifies an event head in `_fold` and orders the batch: spacing every row by
+    # GLUE_STRIDE leaves room for the split records in file order without renumbering (or
+    # re-sorting) the whole batch; `_row` need not be contiguous.
+    rest = df.filter(~hit).with_columns((pl.col("_row").cast(pl.UInt64) * GLUE_STRIDE).alias("_row"))
     rows = []
-    for row in glued.iter_rows(named=True):
-        for i, part in enumerate(vllm.split_glued([row["body"]])):
-            rows.append(row | {"body": part, "_extra": i > 0})
-    out = pl.concat([df.filter(~hit), pl.DataFrame(rows, schema=df.schema)], how="diagonal_relaxed")
-    # `_row` identifies an event head in `_fold`: keep it unique (and in file order) after the split.
-    return out.sort("_row", "_extra").drop("_row").with_row_index("_row")
+    for row in df.filter(hit).iter_rows(named=True):
+        parts = vllm.split_glued([row["body"]])
+        if len(parts) > GLUE_STRIDE:
+            parts = parts[: GLUE_STRIDE - 1] + ["".join(parts[GLUE_STRIDE - 1 :])]
+        base = row["_row"] * GLUE_STRIDE
+        rows += [row | {"body": part, "_extra": i > 0, "_row": base + i} for i, part in enumerate(parts)]
+    return pl.concat([rest, pl.DataFrame(rows, schema=rest.schema)], how="diagonal_relaxed")
 
 
 def _ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:

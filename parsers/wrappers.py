@@ -133,6 +133,29 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
 
 def _peel_inner(df: pl.DataFrame) -> pl.DataFrame:
     body = pl.col("body")
+    # The paste and host wrappers are rare: one probe decides whether any row needs them
+    # (a layer can only apply after an earlier one in this group did, so the first body
+    # decides), instead of nine probes over every row.
+    rare = "|".join(
+        f"(?:{p.removeprefix('^')})"
+        for p in (
+            BOX_PROBE,
+            LINENO_PROBE,
+            DESKTOP_PROBE,
+            CI_TS_PROBE,
+            SYSLOG_PROBE,
+            MPI_PROBE,
+            COMPOSE_PROBE,
+            CI_PIPE_PROBE,
+        )
+    )
+    if df.select((body.str.contains(f"^(?:{rare})") | pl.col("_jiso").fill_null(False)).any()).item():
+        df = _peel_pasted(df)
+    return _peel_producer_prefixes(df)
+
+
+def _peel_pasted(df: pl.DataFrame) -> pl.DataFrame:
+    body = pl.col("body")
     df = apply(
         df,
         body.str.contains(BOX_PROBE),
@@ -167,7 +190,11 @@ def _peel_inner(df: pl.DataFrame) -> pl.DataFrame:
     )
     df = apply(df, body.str.contains(MPI_PROBE), lambda d: d.with_columns(body.str.replace(MPI_PROBE, "")))
     df = apply(df, body.str.contains(COMPOSE_PROBE), lambda d: d.with_columns(body.str.replace(COMPOSE_PROBE, "")))
-    df = apply(df, body.str.contains(CI_PIPE_PROBE), lambda d: d.with_columns(body.str.replace(CI_PIPE_PROBE, "")))
+    return apply(df, body.str.contains(CI_PIPE_PROBE), lambda d: d.with_columns(body.str.replace(CI_PIPE_PROBE, "")))
+
+
+def _peel_producer_prefixes(df: pl.DataFrame) -> pl.DataFrame:
+    body = pl.col("body")
     df = apply(
         df,
         body.str.contains(r"\x1b|\[[0-9;]+m"),
