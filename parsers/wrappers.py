@@ -263,9 +263,11 @@ def _peel_process(d: pl.DataFrame) -> pl.DataFrame:
     pid_at = body.str.find(" pid=", literal=True)
     close = body.str.find(")", literal=True)
     after = close + 1 + (body.str.slice(close + 1, 1) == " ").cast(pl.UInt32)
+    pid = body.str.slice(pid_at + 5, close - pid_at - 5)
+    comma = pid.str.find(",", literal=True)  # Ray: `pid=N, ip=10.0.0.2`
     return d.with_columns(
         body.str.slice(open_ + 1, pid_at - open_ - 1).alias(s.PROCESS),
-        body.str.slice(pid_at + 5, close - pid_at - 5).str.replace(r",.*$", "").alias("_pid"),
+        pl.when(comma.is_null()).then(pid).otherwise(pid.str.slice(0, comma)).alias("_pid"),
         body.str.slice(after).alias("body"),
     )
 
