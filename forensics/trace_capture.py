@@ -25,29 +25,39 @@ def captured_trace(events: pl.DataFrame, source: str = "vllm request logs"):
     return tr if tr.requests or tr.rejected else None
 
 
-def load_or_capture(path):
-    """A trace file as it is; a log file or directory: its trace file, else its captured request lines."""
+def replay_input(result, root):
+    """What `forensics replay` / `analyze --replay` replay for logs ingested from `root`.
+
+    The trace file found among them (as a path, so reports name it), else a `Trace`
+    captured from their vLLM request lines; a `ForensicsError` saying what to provide when
+    neither exists.
+    """
     from pathlib import Path
 
-    from forensics.errors import ForensicsError, ParseError
-    from forensics.ingestion import ingest
-    from replay import traces
+    from forensics.errors import ForensicsError
 
-    path = Path(path)
-    if path.is_file():
-        try:
-            return traces.load(path)
-        except ParseError:
-            pass  # a log file: capture from its request lines below
-    res = ingest([path])
-    if res.traces:
-        return traces.load(path / res.traces[0] if path.is_dir() else path)
-    tr = captured_trace(res.events, source=f"vLLM request lines in {path}")
+    root = Path(root)
+    if result.traces:
+        return root / result.traces[0] if root.is_dir() else root
+    tr = captured_trace(result.events, source=f"vLLM request lines in {root}")
     if tr is None or not tr.requests:
         why = "; ".join(f"{n} {k}" for k, n in sorted(tr.rejected.items())) if tr else "no request lines"
         raise ForensicsError(
-            f"no request trace in {path} ({why})",
+            f"no request trace in {root} ({why})",
             hint="pass a trace.jsonl / Azure CSV, or logs of vLLM run with request logging "
             "(--enable-log-requests; the newest versions log prompt token ids at DEBUG)",
         )
     return tr
+
+
+def load_or_capture(path):
+    """A trace file as its path; a log file or directory: its trace file, else its captured request lines."""
+    from pathlib import Path
+
+    from forensics.ingestion import ingest
+    from replay import traces
+
+    path = Path(path)
+    if path.is_file() and traces.is_trace(path):
+        return path
+    return replay_input(ingest([path]), path)

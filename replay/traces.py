@@ -45,14 +45,26 @@ class Trace:
         return len(self.requests) / self.duration_s if self.duration_s > 0 else float(len(self.requests))
 
 
-def load(path: Path) -> Trace:
-    """Read a trace, choosing the reader by content (JSON lines vs Azure CSV header)."""
-    path = Path(path)
+def _format(path: Path) -> str | None:
+    """`jsonl`, `azure`, or None for a file that is not a request trace (read from its first line)."""
     with open(path, encoding="utf-8", errors="replace") as fh:
         head = fh.readline()
     if head.lstrip().startswith("{"):
+        return "jsonl"
+    return "azure" if "ContextTokens" in head else None
+
+
+def is_trace(path: Path) -> bool:
+    return _format(Path(path)) is not None
+
+
+def load(path: Path) -> Trace:
+    """Read a trace, choosing the reader by content (JSON lines vs Azure CSV header)."""
+    path = Path(path)
+    fmt = _format(path)
+    if fmt == "jsonl":
         return _jsonl(path)
-    if "ContextTokens" in head:
+    if fmt == "azure":
         return _azure(path)
     from forensics.errors import ParseError
 

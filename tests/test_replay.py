@@ -275,6 +275,7 @@ def test_cli_compare_reproduces_with_the_fault_and_not_with_the_fix(tmp_path):
     by = {r["policy"]: r for r in doc["runs"]}
     assert by["lru-evict-live"]["corrupted_requests"] > 0 and by["lru"]["corrupted_requests"] == 0
     assert "first corruption: first at request" in p.stdout
+    assert {r["trace"] for r in doc["runs"]} == {str(path)}  # a trace file is named by its path
 
 
 def test_cli_lists_policies_marking_the_fault_variants():

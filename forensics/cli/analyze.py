@@ -63,21 +63,11 @@ def analyze(
     command = "forensics " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     replayed = None
     if replay:
+        from forensics.trace_capture import replay_input
         from replay.run import all_policies
         from replay.scheduler import Config
 
-        if result.ingest.traces:
-            first = result.ingest.traces[0]
-            trace = Path(paths[0]) / first if Path(paths[0]).is_dir() else Path(first)
-        else:
-            from forensics.trace_capture import captured_trace
-
-            trace = captured_trace(result.ingest.events, source="vLLM request lines in the logs")
-            if trace is None or not trace.requests:
-                raise ForensicsError(
-                    "--replay: no request trace among the inputs, and no vLLM request lines with token ids",
-                    hint="put the captured trace.jsonl in the log directory, or run vLLM with request logging",
-                )
+        trace = replay_input(result.ingest, Path(paths[0]))
         replayed = all_policies(
             trace, rate_scale=1.0, cfg=Config(num_blocks=replay_blocks), max_requests=replay_max_requests
         )

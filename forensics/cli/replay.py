@@ -48,9 +48,10 @@ def replay(
             "no trace given", hint="forensics replay samples/cache-corruption/trace.jsonl --compare lru-evict-live lru"
         )
     from forensics.trace_capture import load_or_capture
+    from replay.traces import Trace
 
     captured = load_or_capture(trace)
-    if captured.source not in ("jsonl", "azure"):
+    if isinstance(captured, Trace):
         console.print(
             f"captured {len(captured.requests)} requests from {captured.source}"
             + (f"; set aside: {captured.rejected}" if captured.rejected else "")
