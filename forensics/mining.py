@@ -202,9 +202,9 @@ def cluster(
         for masked in part["_masked"]:
             tokens = masked.split()[:MAX_TOKENS] or ["<EMPTY>"]
             fed.append(tokens)
-            # A masked token reaches Drain as MASKED, which counts only MASKED_WEIGHT of a
-            # shared word when Drain measures similarity: otherwise every `[instance:
-            # <UUID>] ...` line looks alike. The names are put back from the members below.
+            # A masked token reaches Drain as MASKED, which never counts as a shared word
+            # when Drain measures similarity: otherwise every `[instance: <UUID>] ...` line
+            # looks alike. The names are put back from the members below.
             cl, _change = drain.add_log_message(
                 " ".join(MASKED if "<" in t and PLACEHOLDER.search(t) else t for t in tokens)
             )
@@ -243,12 +243,11 @@ def cluster(
 
 PLACEHOLDER = re.compile(r"<(?:\*|[A-Z_]+)>")
 MASKED = "<#>"
-MASKED_WEIGHT = 0.0
-"""How much two masked tokens at one position count towards Drain's similarity (a word
-counts 1). At 1 (plain Drain3) masked ids make unrelated lines look alike (Loghub-2k
-OpenStack GA 0.30, mean 0.765); 0 measured best (mean 0.825 with the TS mask): a line's
-variables neither join nor split it, its words decide. Intermediate weights lost on both
-sides (0.3: 0.769, 0.5: 0.754)."""
+"""What Drain sees for a masked token: a word that never counts as shared when Drain
+measures similarity (`_new_drain`). Giving it plain Drain3's full credit made masked ids
+make unrelated lines look alike (Loghub-2k OpenStack GA 0.30, mean 0.765); no credit
+measured best (mean 0.825 with the TS mask, depth 4), and partial credit lost on both
+sides (0.3: 0.769, 0.5: 0.754): a line's variables neither join nor split it, its words decide."""
 
 
 def _restore_names(
@@ -305,15 +304,15 @@ def _new_drain(cfg):
 
     class _Drain(Drain):
         def get_seq_distance(self, seq1, seq2, include_params: bool):
-            """Drain3's similarity, with MASKED tokens counting MASKED_WEIGHT when both sides have one."""
+            """Drain3's similarity, except that MASKED tokens never count as shared words."""
             if not seq1:
                 return 1.0, 0
             sim, params = 0.0, 0
             for t1, t2 in zip(seq1, seq2, strict=True):
                 if t1 == self.param_str:
                     params += 1
-                elif t1 == t2:
-                    sim += MASKED_WEIGHT if t1 == MASKED else 1.0
+                elif t1 == t2 and t1 != MASKED:
+                    sim += 1.0
             if include_params:
                 sim += params
             return sim / len(seq1), params

@@ -51,6 +51,19 @@ RAY_REPEAT = r"\s*\[repeated \d+x across cluster\]\s*$"
 RANK_PROBE = r"^\s?\[?rank\d+\]: ?"
 MONTHS = {m: i + 1 for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())}
 
+
+def _any_of(*probes: str) -> str:
+    """One anchored regex matching where any of the `^`-anchored probes matches."""
+    return "^(?:" + "|".join(f"(?:{p.removeprefix('^')})" for p in probes) + ")"
+
+
+PASTED = _any_of(
+    BOX_PROBE, LINENO_PROBE, DESKTOP_PROBE, CI_TS_PROBE, SYSLOG_PROBE, MPI_PROBE, COMPOSE_PROBE, CI_PIPE_PROBE
+)
+"""The paste and host wrappers `_peel_pasted` strips, in its order."""
+INNER = _any_of(PASTED, PROC_PROBE, RANK_PROBE)
+"""Any layer `_peel_inner` strips (ANSI colour is probed apart: it is not anchored)."""
+
 STR, TS = pl.String, pl.Datetime("us", "UTC")
 WRAPPER_COLUMNS: dict[str, pl.DataType] = {
     "_outer_ts": TS,
@@ -108,25 +121,10 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
     df = apply(df, body.str.starts_with('{"log":'), _docker_json)
     df = apply(df, body.str.contains(RFC3339_PROBE), _peel_rfc3339)
     df = _reassemble_partials(df)
-    inner = "|".join(
-        f"(?:{p.removeprefix('^')})"
-        for p in (
-            SYSLOG_PROBE,
-            MPI_PROBE,
-            COMPOSE_PROBE,
-            CI_PIPE_PROBE,
-            PROC_PROBE,
-            RANK_PROBE,
-            BOX_PROBE,
-            LINENO_PROBE,
-            DESKTOP_PROBE,
-            CI_TS_PROBE,
-        )
-    )
     # One capture-free pass decides which rows need any of the inner layers at all.
     return apply(
         df,
-        body.str.contains(f"^(?:{inner})") | body.str.contains(r"\x1b|\[[0-9;]+m|across cluster\]") | pl.col("_jiso"),
+        body.str.contains(INNER) | body.str.contains(r"\x1b|\[[0-9;]+m|across cluster\]") | pl.col("_jiso"),
         _peel_inner,
     )
 
@@ -136,20 +134,7 @@ def _peel_inner(df: pl.DataFrame) -> pl.DataFrame:
     # The paste and host wrappers are rare: one probe decides whether any row needs them
     # (a layer can only apply after an earlier one in this group did, so the first body
     # decides), instead of nine probes over every row.
-    rare = "|".join(
-        f"(?:{p.removeprefix('^')})"
-        for p in (
-            BOX_PROBE,
-            LINENO_PROBE,
-            DESKTOP_PROBE,
-            CI_TS_PROBE,
-            SYSLOG_PROBE,
-            MPI_PROBE,
-            COMPOSE_PROBE,
-            CI_PIPE_PROBE,
-        )
-    )
-    if df.select((body.str.contains(f"^(?:{rare})") | pl.col("_jiso").fill_null(False)).any()).item():
+    if df.select((body.str.contains(PASTED) | pl.col("_jiso").fill_null(False)).any()).item():
         df = _peel_pasted(df)
     return _peel_producer_prefixes(df)
 
