@@ -49,9 +49,20 @@ def apply(df: pl.DataFrame, mask: pl.Expr, fn: Callable[[pl.DataFrame], pl.DataF
     return pl.concat([df.filter(~hit), fn(df.filter(hit))], how="diagonal_relaxed")
 
 
-def level_from_word(expr: pl.Expr) -> pl.Expr:
+SYSLOG_LEVEL_WORDS = {
+    **LEVEL_WORDS,
+    "EMERG": "CRITICAL",
+    "ALERT": "CRITICAL",
+    "CRIT": "CRITICAL",
+    "ERR": "ERROR",
+    "NOTICE": "INFO",
+}
+"""Syslog severity names too (kernel and daemon lines say `err`, `crit`, `notice`)."""
+
+
+def level_from_word(expr: pl.Expr, words: dict[str, str] = LEVEL_WORDS) -> pl.Expr:
     """Map INFO/WARN/WARNING/ERROR/... (any case) to the `schema.Level` vocabulary."""
-    return expr.str.to_uppercase().replace_strict(LEVEL_WORDS, default=None, return_dtype=pl.String)
+    return expr.str.to_uppercase().replace_strict(words, default=None, return_dtype=pl.String)
 
 
 def level_from_letter(expr: pl.Expr) -> pl.Expr:

@@ -25,7 +25,7 @@ import polars as pl
 
 from forensics import schema as s
 from parsers import k8s, nccl, pylog, torch, uvicorn, vllm, wrappers
-from parsers._common import TIME_PARTS
+from parsers._common import SYSLOG_LEVEL_WORDS, TIME_PARTS, level_from_word, no_time
 
 CONT = (
     r"^(?:\s|Traceback \(most recent call last\)|frame #\d+:|Exception raised from |terminate called |"
@@ -139,23 +139,15 @@ def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
                 .then(pl.lit("kernel"))
                 .otherwise(pl.lit("syslog"))
                 .alias(s.SOURCE),
-                pl.col("body")
-                .str.extract(r"(?i)\b(emerg|alert|crit|err|error|warn|warning|notice|info|debug)\b", 1)
-                .str.to_uppercase()
-                .replace(
-                    {
-                        "EMERG": "CRITICAL",
-                        "ALERT": "CRITICAL",
-                        "CRIT": "CRITICAL",
-                        "ERR": "ERROR",
-                        "WARN": "WARNING",
-                        "NOTICE": "INFO",
-                    }
-                )
-                .alias(s.LEVEL),
+                level_from_word(
+                    pl.col("body").str.extract(
+                        r"(?i)\b(emerg|alert|crit|err|error|warn|warning|notice|info|debug)\b", 1
+                    ),
+                    SYSLOG_LEVEL_WORDS,
+                ).alias(s.LEVEL),
                 pl.col("body").alias(s.MESSAGE),
                 pl.lit("syslog").alias("_kind"),
-                *[pl.lit(None, pl.Int32).alias(c) for c in TIME_PARTS],
+                *no_time(),
             )
         )
     parts.append(pending.with_columns(pl.lit("other").alias("_kind")))
