@@ -237,17 +237,20 @@ def container_states(events: pl.DataFrame) -> pl.DataFrame:
     """
     if "_cstate" not in events.columns or not events["_cstate"].any():
         return events
+    # Pod, node and container of the describe block, forward-filled per file over the
+    # describe output alone (its `Name:` / `Node:` fields and folded container headers).
     body_first = pl.col(s.MESSAGE).str.strip_chars()
-    # Pod and container of the describe block: forward-filled per file from the field lines.
-    pod = pl.when(body_first.str.starts_with("Name:") & (pl.col(s.SOURCE) == "k8s-state")).then(
-        body_first.str.slice(5).str.strip_chars()
-    )
-    node = pl.when(body_first.str.starts_with("Node:") & (pl.col(s.SOURCE) == "k8s-state")).then(
-        body_first.str.slice(5).str.strip_chars().str.replace(r"/.*$", "")
-    )
-    events = events.with_columns(
-        pod.forward_fill().over("_fid").alias("_dpod"),
-        node.forward_fill().over("_fid").alias("_dnode"),
+    described = events.filter(pl.col(s.SOURCE) == "k8s-state").with_columns(
+        pl.when(body_first.str.starts_with("Name:"))
+        .then(body_first.str.slice(5).str.strip_chars())
+        .forward_fill()
+        .over("_fid")
+        .alias("_dpod"),
+        pl.when(body_first.str.starts_with("Node:"))
+        .then(body_first.str.slice(5).str.strip_chars().str.replace(r"/.*$", ""))
+        .forward_fill()
+        .over("_fid")
+        .alias("_dnode"),
         pl.col(s.MESSAGE)
         .str.extract(r"(?m)^\s{2}([a-z0-9][a-z0-9\-]*):\s*$", 1)
         .forward_fill()
@@ -255,7 +258,7 @@ def container_states(events: pl.DataFrame) -> pl.DataFrame:
         .alias("_dcont"),
     )
     m = pl.col("_m").struct.field
-    st = events.filter(pl.col("_cstate").fill_null(False)).with_columns(
+    st = described.filter(pl.col("_cstate").fill_null(False)).with_columns(
         pl.col(s.MESSAGE).str.extract_groups(STATE_FIELDS).alias("_m")
     )
     reason = pl.coalesce(m("reason"), m("state"))
@@ -296,7 +299,7 @@ def container_states(events: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce(when, pl.col("_outer_ts")).alias("_outer_ts"),
     ).drop("_m")
     rest = events.filter(~pl.col("_cstate").fill_null(False))
-    return pl.concat([rest, st], how="diagonal_relaxed").sort("_row").drop("_dpod", "_dnode", "_dcont", "_cstate")
+    return pl.concat([rest, st.drop("_dpod", "_dnode", "_dcont")], how="diagonal_relaxed").sort("_row").drop("_cstate")
 
 
 def parse_structure(df: pl.DataFrame) -> pl.DataFrame:
