@@ -292,6 +292,12 @@ MODEL = "meta-llama/Llama-3.1-70B-Instruct"
 KV_TOKENS = 1_843_200
 
 
+def start_all(w: World, pods: list[Pod], start: datetime, **kw) -> None:
+    """Every pod starts within 20 s after `start`, jitter drawn in pod order."""
+    for p in pods:
+        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)), **kw)
+
+
 def startup(
     w: World, p: Pod, t: datetime, version: str = "0.10.2", image: str = "vllm/vllm-openai:v0.10.2"
 ) -> datetime:
@@ -800,8 +806,7 @@ def cache_corruption(w: World) -> dict:
         at("08:51:30"),
         at("09:12"),
     )
-    for p in pods:
-        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)))
+    start_all(w, pods, start)
     rate = ramp(ramp0, ramp1, 9800.0, 14720.0)
 
     def kv(p: Pod, t: datetime) -> float:
@@ -979,8 +984,7 @@ def nccl_network(w: World) -> dict:
     nodes = skewed_nodes(w, 4)
     pods = deployment(w, "llama-405b", 4, "6b8f9d7c5", nodes, tp=2)
     start, fault, end = at("09:00"), at("09:31:07.402"), at("10:05")
-    for p in pods:
-        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)))
+    start_all(w, pods, start)
     bad = pods[1]
     peer = pods[3]  # the other half of the replica, over IB
     rate = lambda t: 8200.0  # noqa: E731
@@ -1074,8 +1078,7 @@ def gpu_oom(w: World) -> dict:
     nodes = skewed_nodes(w, 2)
     pods = deployment(w, "qwen-32b", 2, "59c7d6b8f", nodes)
     start, fault, end = at("13:10"), at("13:37:52.610"), at("14:05")
-    for p in pods:
-        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)))
+    start_all(w, pods, start)
     victim = pods[0]
     w.vllm(
         victim,
@@ -1127,8 +1130,7 @@ def node_failure(w: World) -> dict:
     nodes = skewed_nodes(w, 3)
     pods = deployment(w, "mixtral-8x7b", 3, "84d6c9f7b", nodes)
     start, fault, end = at("21:00"), at("21:24:13.500"), at("22:00")
-    for p in pods:
-        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)))
+    start_all(w, pods, start)
     victim = pods[2]
     node = victim.node
     for i in range(14):
@@ -1209,8 +1211,7 @@ def kv_pressure(w: World) -> dict:
     nodes = skewed_nodes(w, 2)
     pods = deployment(w, "llama-8b", 2, "7c5d9b6f8", nodes, tp=1)
     start, grow0, grow1, end = at("16:00"), at("16:20"), at("16:35"), at("17:05")
-    for p in pods:
-        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)))
+    start_all(w, pods, start)
     rate = ramp(grow0, grow1, 2100.0, 5200.0)
 
     def over(t: datetime) -> float:
@@ -1248,8 +1249,7 @@ def healthy(w: World) -> dict:
     nodes = skewed_nodes(w, 2)
     pods = deployment(w, "llama-70b", 2, "7d9c5b8f6", nodes)
     start, end = at("10:00"), at("11:00")
-    for p in pods:
-        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)))
+    start_all(w, pods, start)
     daily = lambda t: 6000.0 + 900.0 * math.sin((t - start).total_seconds() / 1800.0)  # noqa: E731
     serve(w, pods, Load(daily, lambda p, t: 48.0 + w.rng.uniform(-6, 6)), at("10:02"), end, lambda p, t: True)
     capture_trace(w, at("10:20"), at("10:25"), daily, n_max=600)
@@ -1268,8 +1268,7 @@ def holdout_gpu_xid(w: World) -> dict:
     nodes = skewed_nodes(w, 3)
     pods = [w.add_pod(f"vllm-{i}", nodes[i], "kubectl", f"10.0.{i + 1}.30", tp=2, style="v0") for i in range(3)]
     start, fault, end = at("14:00"), at("14:20:11.250"), at("14:50")
-    for p in pods:
-        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)), version="0.6.3")
+    start_all(w, pods, start, version="0.6.3")
     victim = pods[1]
     nt = w.node_time(victim.node, fault)
     kpid = victim.pids["Worker_TP1"]
@@ -1356,8 +1355,7 @@ def holdout_ray_socket(w: World) -> dict:
         for i, s in enumerate(("x7k2p", "b9q4w", "m3n8r", "t5v6z"))
     ]
     start, fault, end = at("03:00"), at("03:31:44.020"), at("04:20")
-    for p in pods:
-        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)), version="0.5.4")
+    start_all(w, pods, start, version="0.5.4")
     bad = pods[2]
     w.nccl(bad, fault, 1, "WARN", f"Net : Connection closed by remote peer {pods[3].ip}<34552>", "misc/socket.cc:538")
     for where in ("misc/socket.cc:549", "transport/net_socket.cc:368", "transport/net.cc:1008", "proxy.cc:858"):
@@ -1406,8 +1404,7 @@ def holdout_node_memory(w: World) -> dict:
     nodes = skewed_nodes(w, 2)
     pods = deployment(w, "gemma-27b", 2, "6d4f8b9c7", nodes)
     start, fault, end = at("18:00"), at("18:27:30.000"), at("19:00")
-    for p in pods:
-        startup(w, p, start + timedelta(seconds=w.rng.uniform(0, 20)))
+    start_all(w, pods, start)
     victim = pods[1]
     node = victim.node
     for i in range(3):
