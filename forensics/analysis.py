@@ -126,8 +126,7 @@ def analyze(
             hyps = rootcause.hypotheses(signals, inc, series, *_active(events, inc, signals, pod_node))
             v = rootcause.verdict(hyps)
         if v.status == "inconclusive" and any(h.category == "collective-timeout" for h in hyps):
-            window = events.filter(pl.col(s.TS).is_null() | (pl.col(s.TS) >= inc.start - rootcause.LOOKBACK))
-            stragglers = collectives.silent_ranks(window)
+            stragglers = collectives.silent_ranks(events, since=inc.start - rootcause.LOOKBACK)
             if stragglers is not None:
                 said = stragglers.sentence()
                 v.missing = said[0].upper() + said[1:] + ". " + (v.missing or "")

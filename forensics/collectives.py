@@ -10,6 +10,7 @@ analysis can say exactly whose logs to get.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import polars as pl
 
@@ -36,9 +37,13 @@ class SilentRanks:
         )
 
 
-def silent_ranks(events: pl.DataFrame) -> SilentRanks | None:
-    """The most reported timed-out collective and the ranks of its world that did not report it."""
-    to = events.filter(pl.col(s.COLL_SEQ).is_not_null() & pl.col(s.RANK).is_not_null())
+def silent_ranks(events: pl.DataFrame, since: datetime | None = None) -> SilentRanks | None:
+    """The most reported timed-out collective from `since` on (untimed lines included), and the
+    ranks of its world that did not report it."""
+    lf = events.lazy().select(s.TS, s.SOURCE, s.RANK, s.COLL_SEQ, s.COLL_OP, s.MESSAGE)
+    if since is not None:
+        lf = lf.filter(pl.col(s.TS).is_null() | (pl.col(s.TS) >= since))
+    to = lf.filter(pl.col(s.COLL_SEQ).is_not_null() & pl.col(s.RANK).is_not_null()).collect()
     if to.is_empty():
         return None
     top = (
@@ -48,13 +53,21 @@ def silent_ranks(events: pl.DataFrame) -> SilentRanks | None:
         .sort("n", s.COLL_SEQ, descending=[True, False])
         .row(0, named=True)
     )
-    nranks = (
-        events.filter(pl.col(s.SOURCE) == "nccl")
-        .select(pl.col(s.MESSAGE).str.extract(NRANKS, 1).cast(pl.Int64, strict=False).max())
-        .item()
+    world_seen = (
+        lf.select(
+            pl.col(s.MESSAGE)
+            .filter(pl.col(s.SOURCE) == "nccl")
+            .str.extract(NRANKS, 1)
+            .cast(pl.Int64, strict=False)
+            .max()
+            .alias("nranks"),
+            pl.col(s.RANK).max().alias("top_rank"),
+        )
+        .collect()
+        .row(0)
     )
-    seen = events[s.RANK].drop_nulls().unique().to_list()
-    world = int(nranks) if nranks else (max(seen) + 1 if seen else 0)
+    nranks, top_rank = world_seen
+    world = int(nranks) if nranks else (int(top_rank) + 1 if top_rank is not None else 0)
     timed_out = [int(r) for r in top["ranks"]]
     silent = sorted(set(range(world)) - set(timed_out))
     if not silent or len(timed_out) < 2:
