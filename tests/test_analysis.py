@@ -132,9 +132,9 @@ def test_the_same_logs_give_byte_identical_analysis(tmp_path):
 def test_nccl_watchdog_output_alone_is_inconclusive_and_says_what_is_missing(tmp_path):
     write_file(
         tmp_path / "rank-logs.txt",
-        "[rank1]:[E1012 22:31:22.267261276 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=203441, OpType=ALLREDUCE, NumelIn=32064, NumelOut=0, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n"
-        "[rank2]:[E1012 22:31:22.268214341 ProcessGroupNCCL.cpp:607] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=203441, OpType=ALLREDUCE, NumelIn=32064, NumelOut=0, Timeout(ms)=600000) ran for 600011 milliseconds before timing out.\n"
-        "[rank1]:[E1012 22:31:22.268259040 ProcessGroupNCCL.cpp:1709] [PG 3 Rank 1] Timeout at NCCL work: 203441, last enqueued NCCL work: 203441, last completed NCCL work: 203440.\n",
+        "[rank1]:[E0304 07:12:45.104338712 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88213, OpType=ALLREDUCE, NumelIn=16384, NumelOut=16384, Timeout(ms)=600000) ran for 600042 milliseconds before timing out.\n"
+        "[rank2]:[E0304 07:12:45.105927133 ProcessGroupNCCL.cpp:607] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88213, OpType=ALLREDUCE, NumelIn=16384, NumelOut=16384, Timeout(ms)=600000) ran for 600038 milliseconds before timing out.\n"
+        "[rank1]:[E0304 07:12:45.106001457 ProcessGroupNCCL.cpp:1709] [PG 3 Rank 1] Timeout at NCCL work: 88213, last enqueued NCCL work: 88213, last completed NCCL work: 88212.\n",
     )
     d = analyze(tmp_path, year=2024).to_json()
     assert len(d["incidents"]) == 1
@@ -184,7 +184,7 @@ def test_describe_pod_last_state_oomkilled_is_the_cause_of_the_crash_loop(tmp_pa
     CrashLoopBackOff it produced is a symptom."""
     from datetime import UTC, datetime
 
-    captured = datetime(2025, 5, 6, 17, 50, 51, tzinfo=UTC)  # `2m30s ago` then dates the last restart
+    captured = datetime(2025, 6, 12, 3, 26, 32, tzinfo=UTC)  # `1m40s ago` then dates the last restart
     d = analyze(DATA / "k8s-state", year=2025, captured_at=captured).to_json()
     inc = d["incidents"][0]
     rc = inc["root_cause"]
@@ -201,12 +201,12 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
     socket closed by the remote peer as what the dying process's peers log."""
     write_file(
         tmp_path / "nccl.txt",
-        "node7:3063025:3066048 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer node7-ib<51159>\n"
-        "node7:3063025:3066048 [0] NCCL INFO misc/socket.cc:749 -> 6\n"
-        "node7:3063025:3066048 [0] NCCL INFO transport/p2p.cc:438 -> 3\n"
+        "gpu-b7:20911:21004 [2] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer gpu-b7-ib0<40217>\n"
+        "gpu-b7:20911:21004 [2] NCCL INFO misc/socket.cc:749 -> 6\n"
+        "gpu-b7:20911:21004 [2] NCCL INFO transport/p2p.cc:438 -> 3\n"
         "\n"
-        "node7:3063028:3066152 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n"
-        "node7:3063028:3066152 [3] NCCL INFO transport/p2p.cc:204 -> 1\n",
+        "gpu-b7:20913:21088 [5] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n"
+        "gpu-b7:20913:21088 [5] NCCL INFO transport/p2p.cc:204 -> 1\n",
     )
     report = analyze(tmp_path, year=2025)
     d = report.to_json()
@@ -227,7 +227,7 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
 @pytest.mark.parametrize(
     ("line", "exception", "category", "kind"),
     [
-        ("transport/nvls.cc:157 NCCL WARN Cuda failure 1 'invalid argument'", None, "gpu-fault", "fault"),
+        ("transport/nvls.cc:212 NCCL WARN Cuda failure 101 'invalid device ordinal'", None, "gpu-fault", "fault"),
         ("include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'", None, "gpu-memory", "fault"),
         ("Traceback (most recent call last):", "ncclInternalError: Internal check failed.", "other", "fault"),
         (
@@ -257,15 +257,15 @@ def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, ca
 def test_ranks_missing_from_a_timed_out_collective_are_named_as_the_logs_to_get(tmp_path):
     write_file(
         tmp_path / "ranks.log",
-        "cuda0003:2949601:2949642 [0] NCCL INFO comm 0x55fb6f3ce680 rank 0 nranks 4 cudaDev 0 nvmlDev 2 busId 41000 commId 0x795520212f433144 - Init COMPLETE\n"
+        "trainer-3:41277:41390 [0] NCCL INFO comm 0x7f3a2c004e10 rank 0 nranks 8 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1c9e04d7b35a6f21 - Init COMPLETE\n"
         + "".join(
-            f"[rank{r}]:[E1001 16:06:04.53713184{r} ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective operation timeout: "
-            "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=128, NumelOut=128, Timeout(ms)=600000) ran for 600009 milliseconds before timing out.\n"
-            for r in (2, 0, 1)
+            f"[rank{r}]:[E0523 09:41:17.20417{r}093 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=4182, OpType=ALLGATHER, NumelIn=65536, NumelOut=524288, Timeout(ms)=600000) ran for 600031 milliseconds before timing out.\n"
+            for r in (3, 0, 7, 1, 4, 2, 6)
         ),
     )
     rc = analyze(tmp_path, year=2024).to_json()["incidents"][0]["root_cause"]
     assert rc["status"] == "inconclusive"
     assert rc["missing"].startswith(
-        "Ranks 0, 1, 2 of 4 timed out waiting in ALLREDUCE SeqNum=1; rank 3 never reported it"
+        "Ranks 0, 1, 2, 3, 4, 6, 7 of 8 timed out waiting in ALLGATHER SeqNum=4182; rank 5 never reported it"
     )

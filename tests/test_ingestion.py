@@ -255,9 +255,9 @@ def test_glued_vllm_records_on_one_line_are_split(tmp_path):
 def test_v0_metrics_line_has_swapped_pending_and_cpu_cache(tmp_path):
     write(
         tmp_path / "v0.log",
-        "INFO 08-15 03:15:51 metrics.py:396] Avg prompt throughput: 1366.2 tokens/s, Avg generation throughput: "
-        "1.5 tokens/s, Running: 3 reqs, Swapped: 1 reqs, Pending: 7 reqs, GPU KV cache usage: 7.2%, CPU KV cache usage: 0.5%.\n"
-        "INFO 08-15 03:15:51 metrics.py:412] Prefix cache hit rate: GPU: 12.50%, CPU: 0.00%\n",
+        "INFO 11-03 19:42:08 metrics.py:396] Avg prompt throughput: 842.7 tokens/s, Avg generation throughput: "
+        "96.3 tokens/s, Running: 12 reqs, Swapped: 1 reqs, Pending: 7 reqs, GPU KV cache usage: 88.4%, CPU KV cache usage: 0.5%.\n"
+        "INFO 11-03 19:42:08 metrics.py:412] Prefix cache hit rate: GPU: 12.50%, CPU: 0.00%\n",
     )
     got = {(r[s.LINE], r[s.METRIC]): r[s.VALUE] for r in ingest(tmp_path, year=2024).metrics.iter_rows(named=True)}
     assert got[(1, "waiting")] == 7 and got[(1, "swapped")] == 1
@@ -523,19 +523,19 @@ def test_kubectl_get_pods_nodes_and_describe_pod_become_state_events():
     ev = r.events.filter(pl.col("source") == "k8s-state")
     pods = ev.filter(pl.col("k8s_object").str.starts_with("pod/"))
     assert pods.select("pod", "k8s_reason", "level", "host").rows() == [
-        ("deepseek-r1-distill-llama-8b-5cc594fd46-hg5rw", "CrashLoopBackOff", "WARNING", "minikube"),
-        ("vllm-0", "Running", "INFO", "gpu-node-1"),
+        ("qwen2-72b-instruct-7f9c6d5b48-m4xzt", "CrashLoopBackOff", "WARNING", "gpu-a100-7"),
+        ("embed-0", "Running", "INFO", "gpu-a100-7"),
     ]
-    assert "5 restarts, last 2m30s ago" in pods["message"][0]
+    assert "4 restarts, last 1m40s ago" in pods["message"][0]
     node = ev.filter(pl.col("k8s_reason") == "NodeNotReady")
-    assert node.select("host", "pod").rows() == [("gpu-node-3", None)]
+    assert node.select("host", "pod").rows() == [("gpu-a100-2", None)]
     died = ev.filter(pl.col("k8s_reason") == "OOMKilled").row(0, named=True)
-    assert died["message"].startswith("Last State: Terminated (OOMKilled, exit code 137 SIGKILL) container vllm-openai")
-    assert died["ts"] == datetime(2025, 5, 6, 17, 48, 21, tzinfo=UTC) and died["ts_quality"] == "exact"
+    assert died["message"].startswith("Last State: Terminated (OOMKilled, exit code 137 SIGKILL) container vllm\n")
+    assert died["ts"] == datetime(2025, 6, 12, 3, 24, 52, tzinfo=UTC) and died["ts_quality"] == "exact"
     assert (died["pod"], died["container"], died["host"]) == (
-        "deepseek-r1-distill-llama-8b-5cc594fd46-hg5rw",
-        "vllm-openai",
-        "minikube",
+        "qwen2-72b-instruct-7f9c6d5b48-m4xzt",
+        "vllm",
+        "gpu-a100-7",
     )
     (f,) = r.files
     assert f.unparsed == 3  # the three `$ kubectl ...` shell prompts, honestly counted
