@@ -75,7 +75,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "gpu-memory",
         "fault",
         2,
-        r"OutOfMemoryError|CUDA out of memory|Cuda failure '?out of memory|Failed to CUDA calloc|No available memory for the cache blocks",
+        r"OutOfMemoryError|CUDA out of memory|Cuda failure (?:\d+ )?'?out of memory|Failed to CUDA calloc|No available memory for the cache blocks",
         "GPU out of memory",
     ),
     Signature(

@@ -229,6 +229,7 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
     [
         ("transport/nvls.cc:212 NCCL WARN Cuda failure 101 'invalid device ordinal'", None, "gpu-fault", "fault"),
         ("include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'", None, "gpu-memory", "fault"),
+        ("include/alloc.h:166 NCCL WARN Cuda failure 2 'out of memory'", None, "gpu-memory", "fault"),
         ("Traceback (most recent call last):", "ncclInternalError: Internal check failed.", "other", "fault"),
         (
             "Traceback (most recent call last):",
