@@ -32,6 +32,7 @@ def _mask(text: str) -> str:
         ("transport/net.cc:1302 -> 6", "<SRC> -> <NUM>"),
         ("comm 0x55fb6f3ce680 commId 0x795520212f433144", "comm <HEX> commId <HEX>"),
         ("killing llama-70b-7d9c5b8f6-t2q8j now", "killing <POD> now"),
+        ("killing llama-2-70b-chat-6c8d9f7b54-x2kqp now", "killing <POD> now"),  # `-chat-` is no request id
         (
             "pleg was last seen active 3m5.30015447s ago; threshold is 3m0s",
             "pleg was last seen active <DUR> ago; threshold is <DUR>",
