@@ -116,6 +116,34 @@ def read_bytes(f: InputFile) -> tuple[bytes | None, list[str], str | None]:
     return data, notes, None
 
 
+def read_head(f: InputFile, limit: int) -> bytes:
+    """About the first `limit` bytes of a file's text (gunzipped), cut at the last newline.
+
+    For the reference-time pass of a sharded run, which needs each file's timestamps,
+    not all of its lines. Unreadable or damaged files give what could be read (maybe b"").
+    """
+    try:
+        with open(f.path, "rb") as fh:
+            raw = fh.read(limit)
+            if raw[:2] == GZIP_MAGIC:
+                d = zlib.decompressobj(wbits=31)
+                out = b""
+                while len(out) < limit and raw:
+                    try:
+                        out += d.decompress(raw, limit - len(out))
+                    except zlib.error:
+                        break
+                    raw = d.unconsumed_tail or fh.read(limit)
+                    if d.eof:
+                        break
+                raw = out
+    except OSError:
+        return b""
+    if len(raw) >= limit:
+        raw = raw[: raw.rfind(b"\n") + 1]
+    return raw
+
+
 def _gunzip_tolerant(data: bytes) -> tuple[bytes, str | None]:
     """Decompress every gzip member; on damage keep what came out before it."""
     out: list[bytes] = []

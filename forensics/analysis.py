@@ -87,8 +87,17 @@ def analyze(
     captured_at: datetime | None = None,
     progress=None,
     stage=None,
+    engine: str = "local",
+    workers: int | None = None,
+    ray_address: str | None = None,
+    dataset: Path | None = None,
 ) -> Report:
     """Find the incidents in a directory of logs and rank their root causes.
+
+    `engine="local"` parses and mines in this process. `"pool"` and `"ray"` parse and
+    mine shards of files in parallel (a local process pool, or Ray at `ray_address`),
+    writing the rows under `dataset` (see `forensics.scaleout`); the timeline and root
+    cause are the same code either way.
 
     >>> report = analyze(Path("samples/cache-corruption"))  # doctest: +SKIP
     >>> report.incidents[0].verdict.top.category  # doctest: +SKIP
@@ -97,9 +106,25 @@ def analyze(
     step = stage or (lambda _name: None)
     roots = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     step("ingest")
-    r = ingest(roots, year=year, tz=tz, captured_at=captured_at, progress=progress)
-    step("templates")
-    mined = mining.mine(r.events)
+    if engine == "local":
+        r = ingest(roots, year=year, tz=tz, captured_at=captured_at, progress=progress)
+        step("templates")
+        mined = mining.mine(r.events)
+    else:
+        from forensics import scaleout
+
+        sharded = scaleout.run(
+            roots,
+            engine,
+            workers=workers,
+            address=ray_address,
+            dataset=dataset,
+            year=year,
+            tz=tz,
+            captured_at=captured_at,
+            progress=progress,
+        )
+        r, mined = sharded.ingest, sharded.mined
     step("timeline")
     events = r.events.with_columns(mined.template_ids.alias(mining.TEMPLATE_ID))
     pod_node = clock.pod_nodes(events)

@@ -76,6 +76,9 @@ class IngestResult:
     traces: list[str] = field(default_factory=list)
     """Request-trace files found (inputs for `forensics replay`), relative paths."""
     warnings: list[str] = field(default_factory=list)
+    dataset: str | None = None
+    """Where a sharded run (`--engine pool|ray`) wrote the event rows: a Parquet dataset
+    partitioned `hour=/source=`, with `_templates.parquet` mapping its shard template ids."""
 
     @property
     def lines(self) -> int:
@@ -157,6 +160,34 @@ def ingest(
     """
     roots = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     files, skipped = _files.discover(roots)
+    result = ingest_files(files, year=year, tz=tz, captured_at=captured_at, progress=progress)
+    if result.events.height == 0 and not result.files:
+        raise NoInputError(
+            "no log lines could be read from " + ", ".join(map(str, roots)),
+            hint="check the path; every file was skipped: "
+            + "; ".join(f"{k.file}: {k.reason}" for k in [*skipped, *result.skipped][:5]),
+        )
+    result.skipped = sorted([*skipped, *result.skipped], key=lambda k: k.file)
+    return result
+
+
+def ingest_files(
+    files: list[_files.InputFile],
+    *,
+    year: int | None = None,
+    tz: str = "UTC",
+    captured_at: datetime | None = None,
+    progress: Progress | None = None,
+    file_refs: dict[str, datetime] | None = None,
+) -> IngestResult:
+    """`ingest` over files already discovered: the unit of work of a sharded run (`forensics.scaleout`).
+
+    `file_refs` (relative path -> reference time, from `reference_times` over *every*
+    file of the run) lets a shard infer missing years from dated logs that sit in
+    another shard, exactly as a whole-directory ingest would. Never raises for bad
+    input: an empty result with skipped files is a valid answer for one shard.
+    """
+    skipped: list[_files.Skipped] = []
     total = sum(f.size for f in files) or 1
     done = 0
     metas: list[_Meta] = []
@@ -244,20 +275,67 @@ def ingest(
     events = _assemble(batches, doc_rows, metas)
     batches.clear()
     parsed_batches.clear()  # the assembled table is a copy; do not hold both
-    if events is None and not doc_rows:
-        if not lines_read:
-            raise NoInputError(
-                "no log lines could be read from " + ", ".join(map(str, roots)),
-                hint="check the path; every file was skipped: "
-                + "; ".join(f"{k.file}: {k.reason}" for k in skipped[:5]),
-            )
     warnings: list[str] = []
-    events = _resolve_time(events, metas, year=year, tz=tz, captured_at=captured_at, warnings=warnings)
+    events = _resolve_time(
+        events, metas, year=year, tz=tz, captured_at=captured_at, warnings=warnings, file_refs=file_refs
+    )
     reports = _account(events, metas, lines_read, notes, doc_files)
     events = _finish(events, metas)
     metrics = vllm.metrics(events)
     skipped.sort(key=lambda k: k.file)
     return IngestResult(events, metrics, reports, skipped, sorted(traces), warnings)
+
+
+REFERENCE_HEAD_BYTES = 4 * 1024 * 1024
+"""The reference-time pass reads this much of each file: a year is chosen as the one
+closest to the reference, so any of the file's dated lines serves as well as all of them."""
+
+
+def reference_times(files: list[_files.InputFile], tz: str = "UTC") -> dict[str, datetime]:
+    """Each file's reference time (median exact timestamp of its head), for year inference.
+
+    The first pass of a sharded run: shards are parsed independently, yet a file whose
+    lines have no year takes it from a dated log in the same directory tree, which may
+    sit in another shard. Files with no exact timestamp are left out.
+    """
+    refs: dict[str, datetime] = {}
+    batch: list[tuple[int, int, int, list[str]]] = []
+    batch_rels: list[str] = []
+    for f in files:
+        data = _files.read_head(f, REFERENCE_HEAD_BYTES)
+        if not data or _files.is_binary(data):
+            continue
+        text, _ = _files.decode(data)
+        kind = k8s.sniff_event_document(text)
+        if kind:
+            whole, _notes, reason = _files.read_bytes(f)
+            rows, err = k8s.parse_event_document(_files.decode(whole)[0], kind) if whole and not reason else ([], "")
+            times = sorted(r[s.TS] for r in rows if r.get(s.TS) is not None) if err is None else []
+            if times:
+                refs[f.rel] = times[len(times) // 2]
+            continue
+        if _not_a_log(text, f.rel):
+            continue
+        lines = text.split("\n")
+        if text.endswith("\n"):
+            lines.pop()
+        batch.append((len(batch), 0, 1, lines))
+        batch_rels.append(f.rel)
+    if not batch:
+        return refs
+    # One parse for all heads: a parse has a fixed cost (~0.1 s) that dwarfs a small file.
+    ev = _parse_batch(batch)
+    exact = pl.col("_outer_ts") if "_outer_ts" in ev.columns else pl.lit(None, pl.Datetime("us", "UTC"))
+    if "_Y" in ev.columns:
+        for c in TIME_PARTS:
+            if c not in ev.columns:
+                ev = ev.with_columns(pl.lit(None, pl.Int32).alias(c))
+        exact = pl.coalesce(exact, _local_to_utc(pl.col("_Y"), tz))
+    per = ev.group_by("_fid").agg(exact.drop_nulls().median().alias("ref"))
+    for fid, ref in per.iter_rows():
+        if ref is not None:
+            refs[batch_rels[fid]] = ref
+    return refs
 
 
 PREVIOUS_SUFFIX = re.compile(r"[._-](?:previous|prev)(?:[._-]?\d+)?$")
@@ -387,6 +465,7 @@ def _resolve_time(
     tz: str,
     captured_at: datetime | None,
     warnings: list[str],
+    file_refs: dict[str, datetime] | None = None,
 ) -> pl.DataFrame | None:
     """Give every event a UTC `ts` and a `ts_quality` (see `schema.TsQuality`).
 
@@ -424,8 +503,9 @@ def _resolve_time(
     per_file = ev.group_by("_fid").agg(pl.col("_outer_ts").drop_nulls().median().alias("ref"))
     ref_of = {r[0]: r[1] for r in per_file.iter_rows() if r[1] is not None}
     by_dir: dict[str, list[datetime]] = {}
-    for fid, t in ref_of.items():
-        d = str(PurePosixPath(metas[fid].rel).parent)
+    own = {metas[fid].rel: t for fid, t in ref_of.items()}
+    for rel, t in ({**(file_refs or {}), **own}).items():
+        d = str(PurePosixPath(rel).parent)
         while True:
             by_dir.setdefault(d, []).append(t)
             if d in ("", "."):
@@ -543,6 +623,8 @@ def _account(
 ) -> list[FileReport]:
     stats: dict[int, dict] = {}
     if ev is not None:
+        # A batch of event documents alone has no wrapper columns.
+        ev = ev.with_columns(pl.lit(None, pl.String).alias(s.STREAM)) if s.STREAM not in ev.columns else ev
         agg = (
             ev.filter(~pl.col("_extra").fill_null(False))
             .group_by("_fid")
@@ -674,5 +756,5 @@ def write_tables(result: IngestResult, out: Path) -> dict[str, Path]:
     return paths
 
 
-__all__ = ["FileReport", "IngestResult", "ingest", "write_tables"]
+__all__ = ["FileReport", "IngestResult", "ingest", "ingest_files", "reference_times", "write_tables"]
 _ = os

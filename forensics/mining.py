@@ -162,11 +162,13 @@ def mine(events: pl.DataFrame, config: MinerConfig | None = None) -> MiningResul
 
 
 def cluster(
-    sources: pl.Series, messages: pl.Series, config: MinerConfig | None = None
+    sources: pl.Series, messages: pl.Series, config: MinerConfig | None = None, weights: pl.Series | None = None
 ) -> tuple[pl.Series, pl.DataFrame, list[str]]:
     """Template id of every message, and the (template_id, template, source) table.
 
     The core of `mine`, on bare columns (the Loghub benchmark calls it directly).
+    `weights` makes a row count as that many lines when ordering what Drain sees (most
+    frequent first): `merge_shards` feeds templates weighted by their line counts.
     """
     from drain3.template_miner_config import TemplateMinerConfig
 
@@ -176,16 +178,20 @@ def cluster(
     # engine, which spreads morsels over all cores (~1.5x on 2 cores for these string ops).
     ev = (
         pl.LazyFrame(
-            {s.SOURCE: sources.fill_null("unknown").cast(pl.String), "_msg": messages.fill_null("").cast(pl.String)}
+            {
+                s.SOURCE: sources.fill_null("unknown").cast(pl.String),
+                "_msg": messages.fill_null("").cast(pl.String),
+                "_w": pl.repeat(1, len(messages), dtype=pl.Int64, eager=True) if weights is None else weights,
+            }
         )
         .with_row_index("_i")
-        .select(s.SOURCE, first_line(pl.col("_msg")).alias("_line"), "_i")
+        .select(s.SOURCE, first_line(pl.col("_msg")).alias("_line"), "_i", pl.col("_w").cast(pl.Int64))
         .with_columns(pl.col("_line").str.replace_all(KEY_COLLAPSE, "0").alias("_key"))
         .collect(engine="streaming")
     )
     keys = (
         ev.group_by(s.SOURCE, "_key")
-        .agg(pl.col("_line").first().alias("_rep"), pl.len().alias("_n"))
+        .agg(pl.col("_line").first().alias("_rep"), pl.col("_w").sum().alias("_n"))
         .with_columns(mask_expr(pl.col("_rep")).alias("_masked"))
         .sort(s.SOURCE, "_n", "_key", descending=[False, True, False])
     )
@@ -240,6 +246,36 @@ def cluster(
     )
     names = keys.select(TEMPLATE_ID, TEMPLATE, s.SOURCE).unique(TEMPLATE_ID, keep="first").sort(TEMPLATE_ID)
     return ids, names, warnings
+
+
+def merge_shards(shard_templates: pl.DataFrame, config: MinerConfig | None = None) -> pl.DataFrame:
+    """The second Drain pass of a sharded run: shard templates -> global templates.
+
+    Each shard mined its own lines, so one statement can come out as a few shard
+    templates (`block <NUM>` in one shard, `block <*>` in another, or split differently
+    where a shard saw few variants). A fresh Drain, with the same settings, over the
+    distinct shard templates brings them back together, as Loki's pattern querier does;
+    measured on Loghub-2k it restores single-instance grouping to within 0.003
+    (shared docs, scale-out.md §2b). The input is sorted here (most lines first, then by
+    text, the order one Drain over all lines would see), so the result does not depend
+    on which shard finished first.
+
+    `shard_templates` has `source`, `template` and `count` (lines); rows with the same
+    (source, template) are summed. Returns `source`, `shard_template`, `template_id`,
+    `template`: one row per distinct shard template.
+    """
+    st = (
+        shard_templates.group_by(s.SOURCE, TEMPLATE)
+        .agg(pl.col(COUNT).sum())
+        .sort(COUNT, s.SOURCE, TEMPLATE, descending=[True, False, False])
+    )
+    ids, names, _warnings = cluster(st[s.SOURCE], st[TEMPLATE], config, weights=st[COUNT])
+    return (
+        st.select(s.SOURCE, pl.col(TEMPLATE).alias("shard_template"))
+        .with_columns(ids.alias(TEMPLATE_ID))
+        .join(names.select(TEMPLATE_ID, TEMPLATE), on=TEMPLATE_ID, how="left")
+        .sort(s.SOURCE, "shard_template")
+    )
 
 
 PLACEHOLDER = re.compile(r"<(?:\*|[A-Z_]+)>")
