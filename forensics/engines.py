@@ -68,7 +68,16 @@ class PoolExecutor:
         self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
 
     def map(self, fn, items):
-        return self._pool.map(fn, items)
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            yield from self._pool.map(fn, items)
+        except BrokenProcessPool as e:
+            raise ForensicsError(
+                "a worker process of --engine pool died (killed for memory, or started from a script without a main guard)",
+                hint="check `dmesg` for the OOM killer and lower --workers; when calling forensics.analyze(engine='pool') "
+                "from a script, put the call under `if __name__ == '__main__':` (workers are spawned)",
+            ) from e
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

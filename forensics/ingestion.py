@@ -115,6 +115,7 @@ class IngestResult:
             "skipped": [{"file": k.file, "reason": k.reason} for k in self.skipped],
             "traces": self.traces,
             "warnings": self.warnings,
+            **({"dataset": self.dataset} if self.dataset else {}),
         }
 
 
@@ -750,7 +751,10 @@ def write_tables(result: IngestResult, out: Path) -> dict[str, Path]:
         "metrics": out / "metrics.parquet",
         "accounting": out / "ingest.json",
     }
-    result.events.write_parquet(paths["events"], statistics=False)
+    if result.dataset is not None:
+        paths["events"] = Path(result.dataset)  # the rows are already there (see `forensics.scaleout`)
+    else:
+        result.events.write_parquet(paths["events"], statistics=False)
     result.metrics.write_parquet(paths["metrics"], statistics=False)
     paths["accounting"].write_text(json.dumps(result.accounting(), indent=2, default=str) + "\n")
     return paths

@@ -45,9 +45,14 @@ def write_all(
         analysis["replay"] = replay
     paths: dict[str, Path] = {"analysis": out / "analysis.json"}
     paths["analysis"].write_text(json.dumps(analysis, indent=2, ensure_ascii=False) + "\n")
-    mining.write_events(result.events, None, out / "events.parquet")
+    if result.ingest.dataset is None:
+        mining.write_events(result.events, None, out / "events.parquet")
+        paths["events"] = out / "events.parquet"
+    else:
+        # A sharded run already wrote the rows (hour=/source= partitions + _templates.parquet).
+        paths["events"] = Path(result.ingest.dataset)
     result.templates.write_parquet(out / "templates.parquet", statistics=False)
-    paths["events"], paths["templates"] = out / "events.parquet", out / "templates.parquet"
+    paths["templates"] = out / "templates.parquet"
     for p in plots.throughput(analysis, out) + plots.kv_usage(analysis, out):
         paths[p.name] = p
     if rules:

@@ -9,7 +9,8 @@ Shape (shared docs, scale-out.md §2c–§3)::
                          -> return partials: accounting, metrics, shard templates, per-minute counts
                    ──> driver: second Drain pass over the distinct shard templates
                          (`mining.merge_shards`) -> shard template id -> global template id,
-                         written as <dataset>/_templates.parquet; partials reduced
+                         written as <dataset>/_templates.parquet; partials reduced (the
+                         per-minute counts per template and host: _template_minutes.parquet)
 
 Row data is never rewritten: rows keep their `shard_template_id`, and the small mapping
 table joins them to global ids. The driver then reads the rows back (only the event
@@ -51,6 +52,7 @@ small enough that 2 workers get several shards of a 1 GB incident."""
 SHARD_TEMPLATE_ID = "shard_template_id"
 SHARD, SEQ, HOUR = "shard", "seq", "hour"
 MAPPING_FILE = "_templates.parquet"
+MINUTES_FILE = "_template_minutes.parquet"
 ROWS_GLOB = f"{HOUR}=*/{s.SOURCE}=*/*.parquet"
 
 Progress = Callable[[int, int, str], None]
@@ -219,6 +221,7 @@ def ingest_and_mine(
         .agg(pl.col(mining.COUNT).sum())
         .sort("minute", s.SOURCE, s.HOST, mining.TEMPLATE_ID, nulls_last=True)
     )
+    minute_counts.write_parquet(dataset / MINUTES_FILE, statistics=False)
     metrics = [pl.from_arrow(r.metrics) for r in results]
     result = IngestResult(
         s.conform(events, s.EVENT_DTYPES),
@@ -236,7 +239,8 @@ def ingest_and_mine(
 def _fresh_dataset(dataset: Path) -> None:
     """Empty `dataset` for this run; refuse to empty a directory that is not one of ours."""
     if dataset.exists():
-        foreign = [p.name for p in dataset.iterdir() if not (p.name.startswith(f"{HOUR}=") or p.name == MAPPING_FILE)]
+        ours = (MAPPING_FILE, MINUTES_FILE)
+        foreign = [p.name for p in dataset.iterdir() if not (p.name.startswith(f"{HOUR}=") or p.name in ours)]
         if foreign:
             raise ForensicsError(
                 f"{dataset} exists and holds files that are not a forensics events dataset ({', '.join(foreign[:3])})",

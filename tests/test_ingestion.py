@@ -563,3 +563,14 @@ def test_paste_artefacts_from_issue_threads_and_terminals_are_peeled(tmp_path):
     assert ev["process"][2] == "APIServer"
     assert ev["ts"][3] == datetime(2025, 7, 28, 6, 41, 23, tzinfo=UTC)
     assert r.metrics.filter(pl.col("metric") == "generation_tokens_per_s")["value"].to_list() == [2.0]
+
+
+def test_a_directory_holding_only_an_event_document_is_ingested(tmp_path):
+    # Regression: with no line-oriented log beside it, accounting looked for the
+    # wrapper's `stream` column that only line batches have, and crashed.
+    write(tmp_path / "events.json", (DATA / "incident" / "events.json").read_text())
+    r = ingest(tmp_path)
+    assert r.events.height > 0
+    assert r.unparsed == 0 and r.lines == r.parsed
+    assert r.files[0].wrapper == "k8s-events-json"
+    assert set(r.events["source"]) == {"k8s-event"}

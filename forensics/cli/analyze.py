@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from forensics.cli import _console
+from forensics.cli import _console, _options
 
 
 def analyze(
@@ -35,6 +35,9 @@ def analyze(
     replay_blocks: Annotated[int, typer.Option(help="KV blocks for --replay.")] = 2048,
     replay_max_requests: Annotated[int, typer.Option(help="Requests replayed by --replay (keeps it quick).")] = 600,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary, no progress bar.")] = False,
+    engine: _options.Engine = "local",
+    ray_address: _options.RayAddress = None,
+    workers: _options.Workers = None,
 ) -> None:
     """Find the incident(s) in the logs, rank root cause vs symptoms, and write the postmortem."""
     import shlex
@@ -44,6 +47,7 @@ def analyze(
     from forensics.errors import ForensicsError
     from forensics.postmortem import ALERT_FORMATS, write_all
 
+    _options.check_engine(engine)
     if fmt not in ("md", "html"):
         raise ForensicsError(f"unknown --format {fmt!r}", hint="use md or html")
     if alerts_format not in ALERT_FORMATS:
@@ -57,7 +61,18 @@ def analyze(
 
         captured_at = captured_at.replace(tzinfo=UTC)
     with _console.stages(quiet) as (on_bytes, on_stage):
-        result = run(paths, year=year, tz=tz, captured_at=captured_at, progress=on_bytes, stage=on_stage)
+        result = run(
+            paths,
+            year=year,
+            tz=tz,
+            captured_at=captured_at,
+            progress=on_bytes,
+            stage=on_stage,
+            engine=engine,
+            workers=workers,
+            ray_address=ray_address,
+            dataset=out / "events" if engine != "local" else None,
+        )
         if on_stage:
             on_stage("report")
     command = "forensics " + " ".join(shlex.quote(a) for a in sys.argv[1:])

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from forensics.cli import _console
+from forensics.cli import _console, _options
 
 
 def ingest(
@@ -25,17 +25,37 @@ def ingest(
         typer.Option(help="When `kubectl get events`/`describe` output was captured (resolves ages like 5m)."),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary, no progress bar.")] = False,
+    engine: _options.Engine = "local",
+    ray_address: _options.RayAddress = None,
+    workers: _options.Workers = None,
 ) -> None:
     """Parse every line of every log into the events and metrics tables."""
     from forensics.ingestion import ingest as run_ingest
     from forensics.ingestion import write_tables
+
+    _options.check_engine(engine)
 
     if captured_at is not None and captured_at.tzinfo is None:
         from datetime import UTC
 
         captured_at = captured_at.replace(tzinfo=UTC)
     with _console.progress(quiet) as report:
-        result = run_ingest(paths, year=year, tz=tz, captured_at=captured_at, progress=report)
+        if engine == "local":
+            result = run_ingest(paths, year=year, tz=tz, captured_at=captured_at, progress=report)
+        else:
+            from forensics import scaleout
+
+            result = scaleout.run(
+                paths,
+                engine,
+                workers=workers,
+                address=ray_address,
+                dataset=out / "events",
+                year=year,
+                tz=tz,
+                captured_at=captured_at,
+                progress=report,
+            ).ingest
     written = write_tables(result, out)
     if not quiet:
         _console.print_ingest_summary(result, written)

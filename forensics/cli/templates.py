@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from forensics.cli import _console
+from forensics.cli import _console, _options
 
 
 def templates(
@@ -24,14 +24,33 @@ def templates(
     year: Annotated[int | None, typer.Option(help="Year for timestamps without one.")] = None,
     tz: Annotated[str, typer.Option(help="Zone of local-time formats.")] = "UTC",
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    engine: _options.Engine = "local",
+    ray_address: _options.RayAddress = None,
+    workers: _options.Workers = None,
 ) -> None:
     """Mine log templates (Drain3) and print the table, most frequent first."""
     from forensics import mining
     from forensics.ingestion import ingest
 
+    _options.check_engine(engine)
     with _console.progress(quiet) as report:
-        result = ingest(paths, year=year, tz=tz, progress=report)
-    mined = mining.mine(result.events)
+        if engine == "local":
+            result = ingest(paths, year=year, tz=tz, progress=report)
+            mined = mining.mine(result.events)
+        else:
+            from forensics import scaleout
+
+            sharded = scaleout.run(
+                paths,
+                engine,
+                workers=workers,
+                address=ray_address,
+                dataset=out / "events" if out is not None else None,
+                year=year,
+                tz=tz,
+                progress=report,
+            )
+            result, mined = sharded.ingest, sharded.mined
     table = mined.templates
     changes = None
     if baseline is not None:
@@ -42,7 +61,8 @@ def templates(
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         table.write_parquet(out / "templates.parquet")
-        mining.write_events(result.events, mined.template_ids, out / "events.parquet")
+        if result.dataset is None:
+            mining.write_events(result.events, mined.template_ids, out / "events.parquet")
         if changes is not None:
             changes.write_parquet(out / "template_changes.parquet")
     if save is not None:

@@ -1,0 +1,32 @@
+"""Options shared by `analyze`, `ingest` and `templates`: where the work runs."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+Engine = Annotated[
+    str,
+    typer.Option(
+        help="local: one process. pool: shards of files on a local process pool. "
+        "ray: shards as Ray tasks (pip install 'forensics[ray]'); rows written under OUT/events/.",
+    ),
+]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(
+        help="With --engine ray: 'auto' (the cluster this machine is in) or ray://head:10001; none = start a local Ray."
+    ),
+]
+Workers = Annotated[
+    int | None, typer.Option(help="Processes for --engine pool, CPUs for a local Ray (default: all cores).")
+]
+
+
+def check_engine(engine: str) -> None:
+    from forensics.engines import ENGINES
+    from forensics.errors import ForensicsError
+
+    if engine not in ENGINES:
+        raise ForensicsError(f"unknown --engine {engine!r}", hint="use one of: " + ", ".join(ENGINES))

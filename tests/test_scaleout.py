@@ -1,0 +1,198 @@
+"""The sharded pipeline (`--engine pool|ray`) gives what the local pipeline gives.
+
+Run here on the serial executor and a local process pool; `test_scaleout_ray.py` runs
+the same pipeline on a real local Ray cluster. Shards are made small on purpose
+(`shard_bytes`) so that every sample is cut into several shards.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from forensics import _files, ingestion, mining, scaleout
+from forensics import schema as s
+from forensics.cli import app
+from forensics.engines import SerialExecutor
+from forensics.errors import ForensicsError
+from tests.conftest import write
+
+SAMPLES = Path(__file__).parent.parent / "samples"
+SCENARIOS = sorted(p.name for p in SAMPLES.iterdir() if (p / "ground_truth.json").is_file())
+SMALL_SHARDS = 150_000
+
+
+def _sharded(root: Path, dataset: Path, shard_bytes: int = SMALL_SHARDS) -> scaleout.Sharded:
+    return scaleout.ingest_and_mine([root], SerialExecutor(), dataset, shard_bytes=shard_bytes)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_sharded_run_gives_the_local_events_accounting_and_templates(scenario, tmp_path):
+    root = SAMPLES / scenario
+    local = ingestion.ingest(root)
+    mined = mining.mine(local.events)
+    sharded = _sharded(root, tmp_path / "events")
+
+    assert sharded.shards >= 3, "the sample should be cut into several shards"
+    assert sharded.ingest.events.equals(local.events)
+    assert sharded.ingest.metrics.equals(local.metrics)
+    assert sharded.ingest.accounting() == local.accounting()
+    # The second Drain pass puts back together what the shards mined apart: on these
+    # incidents every row gets the template it gets from one Drain over all lines.
+    assert sharded.mined.template_ids.equals(mined.template_ids)
+    assert sharded.mined.templates.sort(mining.TEMPLATE_ID).equals(mined.templates.sort(mining.TEMPLATE_ID))
+
+
+def test_second_pass_merges_a_statement_that_shards_mined_apart():
+    # Shard 1 saw one engine name only, so its "template" kept the literal; shard 2 saw three.
+    shard_templates = pl.DataFrame(
+        {
+            s.SOURCE: ["vllm", "vllm", "vllm", "nccl"],
+            mining.TEMPLATE: [
+                "engine core alpha restarted after <NUM> s",
+                "engine core <*> restarted after <NUM> s",
+                "Loading weights took <NUM> GB",
+                "NET/IB : Got completion from peer <IP> with status=<NUM> opcode=<NUM>",
+            ],
+            mining.COUNT: [40, 12, 8, 3],
+        }
+    )
+    merged = mining.merge_shards(shard_templates)
+    by_text = dict(zip(merged["shard_template"], merged[mining.TEMPLATE_ID], strict=True))
+    assert by_text["engine core alpha restarted after <NUM> s"] == by_text["engine core <*> restarted after <NUM> s"]
+    assert set(merged.filter(pl.col("shard_template").str.starts_with("engine"))[mining.TEMPLATE]) == {
+        "engine core <*> restarted after <NUM> s"
+    }
+    assert by_text["Loading weights took <NUM> GB"] != by_text["engine core <*> restarted after <NUM> s"]
+    # The global id is the content hash of the global template, as in a local run.
+    assert by_text["Loading weights took <NUM> GB"] == mining.template_id("vllm", "Loading weights took <NUM> GB")
+
+
+def test_second_pass_does_not_depend_on_the_order_shards_finished_in():
+    rows = [
+        ("vllm", f"request {w} finished in <NUM> ms on worker <NUM>", n)
+        for n, w in enumerate(["alpha", "beta", "gamma", "<*>", "delta"], start=3)
+    ] + [
+        ("vllm", "Avg prompt throughput: <NUM> tokens/s", 50),
+        ("k8s-event", "Back-off restarting failed container", 7),
+    ]
+    first = mining.merge_shards(pl.DataFrame(rows, schema=[s.SOURCE, mining.TEMPLATE, mining.COUNT], orient="row"))
+    for seed in range(5):
+        random.Random(seed).shuffle(rows)
+        again = mining.merge_shards(pl.DataFrame(rows, schema=[s.SOURCE, mining.TEMPLATE, mining.COUNT], orient="row"))
+        assert again.equals(first)
+
+
+def test_plan_keeps_path_order_and_never_splits_a_file():
+    files = [_files.InputFile(Path(f"/x/{n}"), f"{n}", size, 0.0) for n, size in enumerate([5, 5, 30, 1, 1, 1])]
+    shards = scaleout.plan(files, shard_bytes=10)
+    assert [[f.rel for f in g] for g in shards] == [["0", "1"], ["2"], ["3", "4", "5"]]
+
+
+def test_a_shard_takes_the_year_from_a_dated_log_in_another_shard(tmp_path):
+    # klog lines carry no year; the only dated log is another file, so another shard.
+    write(
+        tmp_path / "node" / "kubelet.log",
+        'E1231 23:59:58.100000    2154 kubelet.go:2412] "Skipping pod synchronization" err="PLEG is not healthy"\n'
+        'E0101 00:00:03.500000    2154 kubelet.go:2412] "Skipping pod synchronization" err="PLEG is not healthy"\n',
+    )
+    write(
+        tmp_path / "pods" / "vllm-7f9c.log",
+        "2030-12-31T23:59:50.000000000Z INFO 12-31 23:59:50 [engine.py:310] Engine step ok\n"
+        "2031-01-01T00:00:05.000000000Z INFO 01-01 00:00:05 [engine.py:310] Engine step ok\n",
+    )
+    sharded = _sharded(tmp_path, tmp_path.parent / "ds-year", shard_bytes=1)
+    assert sharded.shards == 2
+    kubelet = sharded.ingest.events.filter(pl.col(s.FILE) == "node/kubelet.log")
+    assert kubelet[s.TS].to_list() == [
+        datetime(2030, 12, 31, 23, 59, 58, 100000, tzinfo=UTC),
+        datetime(2031, 1, 1, 0, 0, 3, 500000, tzinfo=UTC),
+    ]
+    assert set(kubelet[s.TS_QUALITY]) == {"inferred-year"}
+    assert sharded.ingest.events.equals(ingestion.ingest(tmp_path).events)
+
+
+def test_rows_are_written_by_hour_and_source_and_join_to_global_templates(tmp_path):
+    root = SAMPLES / "nccl-network"
+    dataset = tmp_path / "events"
+    sharded = _sharded(root, dataset)
+    parts = sorted({p.parent.relative_to(dataset).as_posix() for p in dataset.glob(scaleout.ROWS_GLOB)})
+    assert parts and all(p.startswith("hour=") and "/source=" in p for p in parts)
+    expected = (
+        sharded.ingest.events.select(
+            pl.format(
+                "hour={}/source={}",
+                pl.col(s.TS).dt.strftime("%Y-%m-%dT%H").fill_null("__HIVE_DEFAULT_PARTITION__"),
+                pl.col(s.SOURCE),
+            )
+        )
+        .to_series()
+        .unique()
+        .sort()
+        .to_list()
+    )
+    assert parts == expected
+    assert "hour=2025-03-02T09/source=nccl" in parts
+    # Row data keeps its shard template ids; the mapping table joins them to global ids.
+    rows = pl.read_parquet(dataset / "hour=*/source=*/*.parquet", hive_partitioning=True)
+    mapping = pl.read_parquet(dataset / scaleout.MAPPING_FILE)
+    joined = rows.join(mapping.select(scaleout.SHARD_TEMPLATE_ID, mining.TEMPLATE_ID), on=scaleout.SHARD_TEMPLATE_ID)
+    assert joined.height == rows.height == sharded.ingest.events.height
+    assert set(joined[mining.TEMPLATE_ID]) == set(sharded.mined.templates[mining.TEMPLATE_ID])
+    assert rows.schema[mining.PARAMS] == pl.List(pl.String)
+    minutes = pl.read_parquet(dataset / scaleout.MINUTES_FILE)
+    assert minutes[mining.COUNT].sum() == rows.height
+
+
+def test_a_directory_that_is_not_a_dataset_is_never_emptied(tmp_path):
+    keep = write(tmp_path / "events" / "notes.txt", "my notes\n")
+    with pytest.raises(ForensicsError, match="not a forensics events dataset"):
+        _sharded(SAMPLES / "gpu-oom", tmp_path / "events")
+    assert keep.read_text() == "my notes\n"
+
+
+def test_a_rerun_replaces_the_previous_rows(tmp_path):
+    dataset = tmp_path / "events"
+    _sharded(SAMPLES / "gpu-oom", dataset, shard_bytes=50_000)
+    first = sorted(p.name for p in dataset.rglob("*.parquet"))
+    again = _sharded(SAMPLES / "gpu-oom", dataset, shard_bytes=10_000_000)
+    assert again.shards == 1
+    assert sorted(p.name for p in dataset.rglob("*.parquet")) != first
+    assert not [p for p in dataset.rglob("shard-000001-*.parquet")]
+
+
+def test_cli_pool_engine_writes_the_same_analysis_as_local(tmp_path):
+    runner = CliRunner()
+    sample = str(SAMPLES / "kv-pressure")
+    local = runner.invoke(app, ["analyze", sample, "--out", str(tmp_path / "local"), "-q"])
+    pool = runner.invoke(
+        app, ["analyze", sample, "--out", str(tmp_path / "pool"), "-q", "--engine", "pool", "--workers", "2"]
+    )
+    assert local.exit_code == 0, local.output
+    assert pool.exit_code == 0, pool.output
+    assert (tmp_path / "pool" / "analysis.json").read_text() == (tmp_path / "local" / "analysis.json").read_text()
+    assert (tmp_path / "pool" / "postmortem.md").read_text() == (tmp_path / "local" / "postmortem.md").read_text()
+    assert (tmp_path / "pool" / "events" / scaleout.MAPPING_FILE).is_file()
+    assert not (tmp_path / "pool" / "events.parquet").exists()
+
+
+def test_cli_ingest_with_the_pool_engine_reports_the_dataset(tmp_path):
+    result = CliRunner().invoke(
+        app, ["ingest", str(SAMPLES / "gpu-oom"), "--out", str(tmp_path), "-q", "--engine", "pool", "--workers", "2"]
+    )
+    assert result.exit_code == 0, result.output
+    acct = json.loads((tmp_path / "ingest.json").read_text())
+    assert acct["dataset"] == str(tmp_path / "events")
+    assert acct["unparsed"] == 0 and acct["lines"] == acct["parsed"] + acct["folded"]
+
+
+def test_cli_rejects_an_unknown_engine(tmp_path):
+    result = CliRunner().invoke(app, ["analyze", str(SAMPLES / "gpu-oom"), "--engine", "spark", "-q"])
+    assert result.exit_code != 0
+    assert "unknown --engine 'spark'" in str(result.exception) + result.output
