@@ -51,6 +51,9 @@ class Report:
     template_changes: pl.DataFrame | None
     warnings: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
+    run_stats: dict = field(default_factory=dict)
+    """How the run went (engine, shards, task seconds): for benchmarks, never in the outputs,
+    which must not depend on timing."""
 
     def to_json(self) -> dict:
         r = self.ingest
@@ -106,6 +109,7 @@ def analyze(
     step = stage or (lambda _name: None)
     roots = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     step("ingest")
+    run_stats: dict = {"engine": engine}
     if engine == "local":
         r = ingest(roots, year=year, tz=tz, captured_at=captured_at, progress=progress)
         step("templates")
@@ -125,6 +129,7 @@ def analyze(
             progress=progress,
         )
         r, mined = sharded.ingest, sharded.mined
+        run_stats |= {"shards": sharded.shards, "task_seconds": sharded.task_seconds} | {f"{k}_s": v for k, v in sharded.stages.items()}
     step("timeline")
     events = r.events.with_columns(mined.template_ids.alias(mining.TEMPLATE_ID))
     pod_node = clock.pod_nodes(events)
@@ -173,7 +178,17 @@ def analyze(
                 max((first - lo).total_seconds(), 1.0),
             )
     return Report(
-        r, events, mined.templates, series, reports, offsets, pod_node, changes, mined.warnings, [str(p) for p in roots]
+        r,
+        events,
+        mined.templates,
+        series,
+        reports,
+        offsets,
+        pod_node,
+        changes,
+        mined.warnings,
+        [str(p) for p in roots],
+        run_stats,
     )
 
 
