@@ -129,7 +129,9 @@ def analyze(
             progress=progress,
         )
         r, mined = sharded.ingest, sharded.mined
-        run_stats |= {"shards": sharded.shards, "task_seconds": sharded.task_seconds} | {f"{k}_s": v for k, v in sharded.stages.items()}
+        run_stats |= {"shards": sharded.shards, "task_seconds": sharded.task_seconds} | {
+            f"{k}_s": v for k, v in sharded.stages.items()
+        }
     step("timeline")
     events = r.events.with_columns(mined.template_ids.alias(mining.TEMPLATE_ID))
     pod_node = clock.pod_nodes(events)
