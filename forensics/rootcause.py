@@ -295,7 +295,8 @@ def verdict(hyps: list[Hypothesis]) -> Verdict:
             if symptoms
             else "no fault, state change or symptom found in the logs around the drop"
         )
-        return Verdict("inconclusive", 0.0, None, miss)
+        death = first_process_death(hyps)
+        return Verdict("inconclusive", 0.0, None, f"{death}. {miss[0].upper()}{miss[1:]}" if death else miss)
     top = causes[0]
     rival = next((h for h in causes[1:] if h.category != top.category), None)
     margin = top.score - (rival.score if rival else 0.0)
@@ -309,6 +310,50 @@ def verdict(hyps: list[Hypothesis]) -> Verdict:
         else f"the best candidate ({top.label}, {top.score:.2f}) is weak: it does not clearly precede the drop"
     )
     return Verdict("inconclusive", conf, top, why)
+
+
+WORKER_DEATH = re.compile(
+    r"Worker (?P<who>\S+) pid (?P<pid>\d+) died, exit code: (?P<code>-?\d+)"
+    r"|failed \(exitcode: (?P<code2>-?\d+)\) local_rank: (?P<rank>\d+) \(pid: (?P<pid2>\d+)\)"
+)
+"""A worker process's death as its parent reports it: vLLM's multiproc executor
+(`Worker VllmWorkerProcess pid 1159 died, exit code: -6`) and torch elastic
+(`failed (exitcode: -9) local_rank: 0 (pid: 290)`). A negative code is the signal that killed it."""
+SIGNAL_MEANING = {
+    6: "SIGABRT: native code aborted, e.g. on a CUDA or NCCL error or a failed assertion, and said why on stderr",
+    7: "SIGBUS: often a /dev/shm too small for the container, which NCCL and the shared-memory broadcast use",
+    9: "SIGKILL: killed from outside, most often by the kernel OOM killer; check dmesg and the kubelet",
+    11: "SIGSEGV: a crash in native code: a driver, NCCL or a custom kernel",
+    15: "SIGTERM: asked to stop by a pod deletion, a preemption or an operator",
+}
+
+
+def first_process_death(hyps: list[Hypothesis]) -> str | None:
+    """When only symptoms are logged, the earliest worker death among them, said as what to look at next.
+
+    The watchdog timeouts and engine errors that follow a dead worker are its echo; the
+    worker's own output (and how it was killed) is where the cause is.
+    """
+    found = []
+    for h in hyps:
+        for ev in h.evidence:
+            m = WORKER_DEATH.search(ev.get("text") or "")
+            if m:
+                found.append((h.first_seen is None, h.first_seen or datetime.min, m))
+    if not found:
+        return None
+    m = min(found, key=lambda x: (x[0], x[1]))[2]
+    code, pid = int(m["code"] or m["code2"]), m["pid"] or m["pid2"]
+    who = m["who"] or f"local rank {m['rank']}"
+    how = f"exit code {code}"
+    if code < 0 and -code in SIGNAL_MEANING:
+        how += f" ({SIGNAL_MEANING[-code]})"
+    elif code > 128 and code - 128 in SIGNAL_MEANING:
+        how += f" (128 + {code - 128}, {SIGNAL_MEANING[code - 128]})"
+    return (
+        f"The first failure logged is worker {who} (pid {pid}) dying with {how}; the timeouts and engine "
+        "errors after it follow from that. That process's own log lines just before it died say why"
+    )
 
 
 def _dur(sec: float) -> str:

@@ -163,7 +163,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "engine",
         "symptom",
         4,
-        r"EngineCore encountered a fatal error|EngineDeadError|AsyncLLM output_handler failed|Engine background task failed|AsyncEngineDeadError|Engine loop has died|Worker \S+ pid \d+ died|WorkerProc hit an exception|Engine core initialization failed|EngineCore failed to start",
+        r"EngineCore encountered a fatal error|EngineDeadError|AsyncLLM output_handler failed|Engine background task failed|AsyncEngineDeadError|Engine loop has died|Worker \S+ pid \d+ died|failed \(exitcode: -?\d+\) local_rank: \d+|ChildFailedError|WorkerProc hit an exception|Engine core initialization failed|EngineCore failed to start",
         "engine died",
     ),
     Signature(

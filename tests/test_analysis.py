@@ -270,3 +270,35 @@ def test_ranks_missing_from_a_timed_out_collective_are_named_as_the_logs_to_get(
     assert rc["missing"].startswith(
         "Ranks 0, 1, 2, 3, 4, 6, 7 of 8 timed out waiting in ALLGATHER SeqNum=4182; rank 5 never reported it"
     )
+
+
+def test_symptoms_only_with_a_dead_worker_name_it_and_its_signal(tmp_path):
+    # torchrun's elastic agent reports the child's death before the surviving ranks time out.
+    write_file(
+        tmp_path / "torchrun.log",
+        "[2024-06-11 09:40:02,118] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 3 (pid: 51877) of binary: /opt/venv/bin/python3\n"
+        "[rank0]:[E611 09:50:02.450127001 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4410, OpType=ALLREDUCE, NumelIn=8192, NumelOut=8192, Timeout(ms)=600000) ran for 600071 milliseconds before timing out.\n"
+        "[rank1]:[E611 09:50:02.450931552 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4410, OpType=ALLREDUCE, NumelIn=8192, NumelOut=8192, Timeout(ms)=600000) ran for 600064 milliseconds before timing out.\n",
+    )
+    rc = analyze(tmp_path).to_json()["incidents"][0]["root_cause"]
+    assert rc["status"] == "inconclusive"
+    assert rc["missing"].startswith(
+        "The first failure logged is worker local rank 3 (pid 51877) dying with exit code -9"
+    )
+    assert "OOM killer" in rc["missing"]
+
+
+def test_first_process_death_reads_vllm_multiproc_and_shell_exit_codes():
+    from datetime import datetime
+
+    from forensics.rootcause import Hypothesis, first_process_death
+
+    def hyp(text, seen):
+        return Hypothesis("engine", "symptom", 5, "engine died", text, "x", seen, [], 1, [{"text": text}])
+
+    later = hyp("Worker VllmWorkerProcess pid 2210 died, exit code: -11", datetime(2025, 1, 1, 10, 5))
+    first = hyp("Worker VllmWorkerProcess pid 2209 died, exit code: 134", datetime(2025, 1, 1, 10, 0))
+    said = first_process_death([later, first])
+    assert said.startswith("The first failure logged is worker VllmWorkerProcess (pid 2209) dying with exit code 134")
+    assert "128 + 6, SIGABRT" in said
+    assert first_process_death([hyp("EngineCore encountered a fatal error.", None)]) is None
