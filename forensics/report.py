@@ -32,6 +32,11 @@ ACTIONS = {
     "engine": "Find the exception that killed the engine (see evidence) and add a regression test for it.",
 }
 
+ACTIONS_BY_LABEL = {
+    "pods cannot be scheduled: not enough GPUs or resources free in the cluster": "Free or add GPUs for the pending pods (compare `kubectl describe node` allocatable with the pods' requests, including GPU-memory quotas of a sharing scheduler) and alert on pods Pending for more than a few minutes.",
+}
+"""Where one category holds faults that call for different fixes, the label picks the action."""
+
 
 def cell(value, limit: int = 160) -> str:
     """Text safe inside a Markdown table cell: one line, `|` and HTML escaped, cut at `limit`."""
@@ -152,7 +157,8 @@ def context(
             red.append(h)
         actions = []
         if rc["status"] == "supported" and rc["category"] in ACTIONS:
-            actions.append(("prevent", ACTIONS[rc["category"]].format(host=host), "root cause"))
+            action = ACTIONS_BY_LABEL.get(rc.get("label"), ACTIONS[rc["category"]])
+            actions.append(("prevent", action.format(host=host), "root cause"))
         elif rc["status"] != "supported":
             actions.append(
                 (

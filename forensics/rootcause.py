@@ -98,6 +98,7 @@ def hypotheses(
         _score(h, part, inc, first_symptom, base_n.get(tid, 0), base_span, win_span, pods_total, nodes_total, tell)
         out.append(h)
     _peer_loss(out)
+    _displaced(out)
     _capacity(out, inc, series)
     _assign_roles(out, inc)
     out.sort(key=lambda h: (h.role != "root_cause", -h.score, h.first_seen or inc.start, h.template_id))
@@ -126,6 +127,24 @@ def _peer_loss(out: list[Hypothesis]) -> None:
             h.score *= 0.5
             h.kind = "symptom"
             h.why.append(f"a peer that closes its sockets may have died: {deaths[0].label} is in these logs too")
+
+
+def _displaced(out: list[Hypothesis]) -> None:
+    """Pods that find no free GPU after a node failure were displaced by it.
+
+    A lost node takes its GPUs with it, so its pods' replacements fail to schedule
+    ("Insufficient nvidia.com/gpu"): with a node fault logged before the scheduling
+    failure, the shortage is the node failure's consequence, a symptom, not a rival cause.
+    """
+    nodes = [h for h in out if h.kind == "fault" and h.category == "node" and h.first_seen is not None]
+    for h in out:
+        if h.category != "capacity" or h.kind != "fault" or h.first_seen is None:
+            continue
+        before = [n for n in nodes if n.first_seen <= h.first_seen]
+        if before:
+            h.score *= 0.5
+            h.kind = "symptom"
+            h.why.append(f"pods displaced by the {before[0].label} found no free GPUs elsewhere")
 
 
 def _score(h, part, inc, first_symptom, n_base, base_span, win_span, pods_total, nodes_total, tell) -> None:

@@ -136,6 +136,13 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\(OOMKilled\b|^pod \S+ OOMKilled:|Reason:\s+OOMKilled",
         "container OOM-killed (memory limit)",
     ),
+    Signature(
+        "capacity",
+        "fault",
+        5,
+        r"\d+ Insufficient (?:[\w.-]+/)?[\w.-]+",
+        "pods cannot be scheduled: not enough GPUs or resources free in the cluster",
+    ),
     # --- changes
     Signature(
         "config-change",

@@ -302,3 +302,17 @@ def test_first_process_death_reads_vllm_multiproc_and_shell_exit_codes():
     assert said.startswith("The first failure logged is worker VllmWorkerProcess (pid 2209) dying with exit code 134")
     assert "128 + 6, SIGABRT" in said
     assert first_process_death([hyp("EngineCore encountered a fatal error.", None)]) is None
+
+
+def test_a_pod_that_cannot_be_scheduled_for_lack_of_gpus_is_a_capacity_fault(tmp_path):
+    write_file(
+        tmp_path / "scheduler.log",
+        'I0907 14:02:11.804512       1 schedule_one.go:1050] "Unable to schedule pod; no fit; waiting" pod="inference/llama-8b-6c7d9f8b5-x2k4p" err="0/6 nodes are available: 2 node(s) had untolerated taint {gpu: reserved}, 4 Insufficient nvidia.com/gpu. preemption: 0/6 nodes are available: 6 No preemption victims found for incoming pod."\n'
+        'I0907 14:02:11.804637       1 schedule_one.go:1123] "Updating pod condition" pod="inference/llama-8b-6c7d9f8b5-x2k4p" conditionType=PodScheduled conditionStatus=False conditionReason="Unschedulable"\n',
+    )
+    d = analyze(tmp_path, year=2025).to_json()
+    rc = d["incidents"][0]["root_cause"]
+    assert rc["status"] == "supported" and rc["category"] == "capacity"
+    assert "Insufficient nvidia.com/gpu" in rc["template"]
+    md = (write_all(analyze(tmp_path, year=2025), tmp_path / "out")["postmortem"]).read_text()
+    assert "Free or add GPUs for the pending pods" in md
