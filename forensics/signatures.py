@@ -156,7 +156,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "collective-timeout",
         "symptom",
         3,
-        r"Watchdog caught collective operation timeout|failure detected by watchdog|Some NCCL operations have failed or timed out|To avoid data inconsistency|Heartbeat monitor timed out|watchdog got stuck|watchdog thread terminated|Timeout at NCCL work|detected by watchdog|DistBackendError",
+        r"Watchdog caught collective operation timeout|failure detected by watchdog|Some NCCL operations have failed or timed out|To avoid data inconsistency|Heartbeat monitor timed out|watchdog got stuck|watchdog thread terminated|Timeout at NCCL work|detected by watchdog|DistBackendError|dump signal due to a collective timeout",
         "NCCL watchdog timeout",
     ),
     Signature(

@@ -245,6 +245,14 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "symptom",
         ),
         ("NodeNotReady: node gpu-node-3 is NotReady (kubectl get nodes)", None, "node", "fault"),
+        (
+            "[PG ID 0 PG GUID 0(default_pg) Rank 0] Received a dump signal due to a collective timeout from rank 5 and we will try our best to dump the debug info.",
+            None,
+            "collective-timeout",
+            "symptom",
+        ),
+        ("failed (exitcode: -6) local_rank: 1 (pid: 7731) of binary: /usr/bin/python3", None, "engine", "symptom"),
+        ("FailedScheduling: 0/2 nodes are available: 2 Insufficient amd.com/gpu.", None, "capacity", "fault"),
     ],
 )
 def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, category, kind):
