@@ -33,6 +33,7 @@ ACTIONS = {
 }
 
 ACTIONS_BY_LABEL = {
+    "health probe misconfigured: the server does not serve the probe's path (HTTP 404)": "Point the pod's liveness/readiness probes at a path the server serves (vLLM: `/health`; check the image's routes) and give slow model loads a startupProbe, so the kubelet stops restarting a healthy container.",
     "pods cannot be scheduled: not enough GPUs or resources free in the cluster": "Free or add GPUs for the pending pods (compare `kubectl describe node` allocatable with the pods' requests, including GPU-memory quotas of a sharing scheduler) and alert on pods Pending for more than a few minutes.",
 }
 """Where one category holds faults that call for different fixes, the label picks the action."""
@@ -156,8 +157,8 @@ def context(
             seen.add(h["category"])
             red.append(h)
         actions = []
-        if rc["status"] == "supported" and rc["category"] in ACTIONS:
-            action = ACTIONS_BY_LABEL.get(rc.get("label"), ACTIONS[rc["category"]])
+        action = ACTIONS_BY_LABEL.get(rc.get("label")) or ACTIONS.get(rc["category"])
+        if rc["status"] == "supported" and action:
             actions.append(("prevent", action.format(host=host), "root cause"))
         elif rc["status"] != "supported":
             actions.append(

@@ -305,11 +305,11 @@ def verdict(hyps: list[Hypothesis]) -> Verdict:
     )
     if not causes:
         symptoms = sorted({h.category for h in hyps if h.kind == "symptom"})
+        asks = [ASK_FOR[c] for c in symptoms if c in ASK_FOR] or [ASK_FOR["collective-timeout"]]
         miss = (
             (
                 f"only symptoms in the logs ({', '.join(symptoms)}); no fault or state change precedes them. "
-                "Collect logs from every rank and node (the one that failed first is missing), the KV store, "
-                "and kubelet/kernel logs of the nodes"
+                f"Collect {'; '.join(dict.fromkeys(asks))}; and the kubelet/kernel logs of the nodes"
             )
             if symptoms
             else "no fault, state change or symptom found in the logs around the drop"
@@ -330,6 +330,14 @@ def verdict(hyps: list[Hypothesis]) -> Verdict:
     )
     return Verdict("inconclusive", conf, top, why)
 
+
+ASK_FOR = {
+    "collective-timeout": "logs from every rank and node (the one that failed first is missing) and the KV store",
+    "engine": "the engine's full traceback (the worker's log lines before the engine died)",
+    "pod-lifecycle": "the crashed container's own log (`kubectl logs --previous POD`) and its Last State in "
+    "`kubectl describe pod` (reason, exit code)",
+}
+"""What to collect next when only symptoms of a category were logged: where their cause is."""
 
 WORKER_DEATH = re.compile(
     r"Worker (?P<who>\S+) pid (?P<pid>\d+) died, exit code: (?P<code>-?\d+)"

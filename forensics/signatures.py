@@ -137,6 +137,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "container OOM-killed (memory limit)",
     ),
     Signature(
+        "pod-lifecycle",
+        "fault",
+        5,
+        r"(?:Liveness|Readiness|Startup) probe failed: HTTP probe failed with statuscode: 40[45]\b",
+        "health probe misconfigured: the server does not serve the probe's path (HTTP 404)",
+    ),
+    Signature(
         "capacity",
         "fault",
         5,

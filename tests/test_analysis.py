@@ -253,6 +253,8 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
         ),
         ("failed (exitcode: -6) local_rank: 1 (pid: 7731) of binary: /usr/bin/python3", None, "engine", "symptom"),
         ("FailedScheduling: 0/2 nodes are available: 2 Insufficient amd.com/gpu.", None, "capacity", "fault"),
+        ("Unhealthy: Liveness probe failed: HTTP probe failed with statuscode: 404", None, "pod-lifecycle", "fault"),
+        ("Unhealthy: Liveness probe failed: HTTP probe failed with statuscode: 503", None, "pod-lifecycle", "symptom"),
     ],
 )
 def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, category, kind):
@@ -324,3 +326,21 @@ def test_a_pod_that_cannot_be_scheduled_for_lack_of_gpus_is_a_capacity_fault(tmp
     assert "Insufficient nvidia.com/gpu" in rc["template"]
     md = (write_all(analyze(tmp_path, year=2025), tmp_path / "out")["postmortem"]).read_text()
     assert "Free or add GPUs for the pending pods" in md
+
+
+def test_a_liveness_probe_answered_404_is_a_misconfigured_probe_not_a_sick_server(tmp_path):
+    write_file(
+        tmp_path / "describe.txt",
+        "Events:\n"
+        "  Type     Reason     Age                From     Message\n"
+        "  ----     ------     ----               ----     -------\n"
+        "  Normal   Started    14m                kubelet  Started container server\n"
+        "  Warning  Unhealthy  12m (x3 over 13m)  kubelet  Liveness probe failed: HTTP probe failed with statuscode: 404\n"
+        "  Normal   Killing    12m                kubelet  Container server failed liveness probe, will be restarted\n"
+        "  Warning  BackOff    2m (x31 over 10m)  kubelet  Back-off restarting failed container server in pod qwen-7b-5d9f7c6b8-m2x8z\n",
+    )
+    report = analyze(tmp_path)
+    rc = report.to_json()["incidents"][0]["root_cause"]
+    assert rc["status"] == "supported" and rc["label"].startswith("health probe misconfigured")
+    md = write_all(report, tmp_path / "out")["postmortem"].read_text()
+    assert "Point the pod's liveness/readiness probes at a path the server serves" in md
