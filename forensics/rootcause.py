@@ -334,6 +334,8 @@ def verdict(hyps: list[Hypothesis]) -> Verdict:
 ASK_FOR = {
     "collective-timeout": "logs from every rank and node (the one that failed first is missing) and the KV store",
     "engine": "the engine's full traceback (the worker's log lines before the engine died)",
+    "capacity": "the engine's metrics lines (KV cache usage, running and waiting requests) and the request rate, "
+    "to tell an overload from a leak",
     "pod-lifecycle": "the crashed container's own log (`kubectl logs --previous POD`) and its Last State in "
     "`kubectl describe pod` (reason, exit code)",
 }

@@ -79,6 +79,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "GPU out of memory",
     ),
     Signature(
+        "gpu-memory",
+        "fault",
+        2,
+        r"To serve at least one request with the models?'s max seq len|estimated maximum model length is",
+        "KV cache too small for max_model_len (engine start)",
+    ),
+    Signature(
         "gpu-fault",
         "fault",
         0,
@@ -89,7 +96,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "gpu-fault",
         "fault",
         0,
-        r"Cuda failure \d* ?'(?!out of memory)|ncclUnhandledCudaError",
+        r"Cuda failure \d* ?'(?!out of memory)|ncclUnhandledCudaError|NCCL error.*unhandled cuda error",
         "CUDA call failed inside NCCL",
     ),
     # --- network / NCCL transport
@@ -111,14 +118,21 @@ SIGNATURES: tuple[Signature, ...] = (
         "network",
         "fault",
         1,
-        r"ncclSystemError|ncclRemoteError",
+        r"ncclSystemError|ncclRemoteError|NCCL error.*(?:unhandled system error|remote process exited or there was a network error)",
         "NCCL system / remote error",
+    ),
+    Signature(
+        "network",
+        "fault",
+        1,
+        r"\[Proxy Service \d+\] Failed to execute operation|Bootstrap : no socket interface found|NET/Socket : no usable interface",
+        "NCCL proxy or bootstrap network failure",
     ),
     Signature(
         "other",
         "fault",
         1,
-        r"ncclInternalError|ncclInvalidUsage|ncclInvalidArgument",
+        r"ncclInternalError|ncclInvalidUsage|ncclInvalidArgument|NCCL error.*(?:internal error - please report|invalid usage|invalid argument)",
         "NCCL internal error or misuse",
     ),
     # --- node
@@ -126,14 +140,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "node",
         "fault",
         0,
-        r"PLEG is not healthy|NodeNotReady|status is now: NodeNotReady|SystemOOM|OOMKilling|Rebooted|has been rebooted|NodeHasInsufficientMemory|EvictionThresholdMet|Kernel panic",
+        r"PLEG is not healthy|NodeNotReady|status is now: NodeNotReady|SystemOOM|OOMKilling|Rebooted|has been rebooted|NodeHasInsufficientMemory|EvictionThresholdMet|Kernel panic|Out of memory: Killed process",
         "node failure",
     ),
     Signature(
         "pod-lifecycle",
         "fault",
         0,
-        r"\(OOMKilled\b|^pod \S+ OOMKilled:|Reason:\s+OOMKilled",
+        r"\(OOMKilled\b|^pod \S+ OOMKilled:|Reason:\s+OOMKilled|Memory cgroup out of memory: Killed process",
         "container OOM-killed (memory limit)",
     ),
     Signature(
@@ -143,6 +157,23 @@ SIGNATURES: tuple[Signature, ...] = (
         r"(?:Liveness|Readiness|Startup) probe failed: HTTP probe failed with statuscode: 40[45]\b",
         "health probe misconfigured: the server does not serve the probe's path (HTTP 404)",
     ),
+    Signature(
+        "pod-lifecycle",
+        "fault",
+        5,
+        r"Failed to pull image|ErrImagePull|ImagePullBackOff|Back-off pulling image",
+        "image cannot be pulled (tag, registry or credentials)",
+    ),
+    Signature(
+        "pod-lifecycle",
+        "fault",
+        5,
+        r"MountVolume\.\w+ failed for volume \"[^\"]+\" : (?:rpc error|mount failed|kubernetes\.io/csi|MountDevice failed)"
+        r"|Unable to attach or mount volumes|^FailedAttachVolume:|AttachVolume\.Attach failed",
+        "volume cannot be mounted (model cache or PVC)",
+    ),
+    # A missing ConfigMap or Secret behind a mount (`configmap "x" not found`) is left out on
+    # purpose: it is a config slip on whatever pod mounts it, usually not the serving path.
     Signature(
         "capacity",
         "fault",
@@ -177,8 +208,15 @@ SIGNATURES: tuple[Signature, ...] = (
         "engine",
         "symptom",
         4,
-        r"EngineCore encountered a fatal error|EngineDeadError|AsyncLLM output_handler failed|Engine background task failed|AsyncEngineDeadError|Engine loop has died|Worker \S+ pid \d+ died|failed \(exitcode: -?\d+\) local_rank: \d+|ChildFailedError|WorkerProc hit an exception|Engine core initialization failed|EngineCore failed to start",
+        r"EngineCore encountered a fatal error|EngineDeadError|AsyncLLM output_handler failed|Engine background task failed|AsyncEngineDeadError|Engine loop has died|Worker \S+ pid \d+ died|failed \(exitcode: -?\d+\) local_rank: \d+|ChildFailedError|WorkerProc hit an exception|Engine core initialization failed|EngineCore failed to start|Engine iteration timed out|Parent process exited, terminating worker|Killing local vLLM worker processes",
         "engine died",
+    ),
+    Signature(
+        "capacity",
+        "symptom",
+        2,
+        r"is preempted by PreemptionMode\.\w+ mode because there is not enough KV cache space",
+        "requests preempted for lack of KV cache space",
     ),
     Signature(
         "pod-lifecycle",
