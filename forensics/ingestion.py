@@ -375,7 +375,11 @@ def _not_a_log(text: str, rel: str) -> str | None:
     low = first.lower()
     if "contexttokens" in low and "generatedtokens" in low:
         return "request trace (Azure CSV), not a log; replay it with `forensics replay`"
-    if head.startswith(("{", "[")) and not head.startswith(('{"log":', "[rank", "[20", "[I ", "[E ", "[W ", "[F ")):
+    if (
+        head.startswith(("{", "["))
+        and not head.startswith(('{"log":', "[rank", "[20", "[I ", "[E ", "[W ", "[F "))
+        and '"__REALTIME_TIMESTAMP"' not in first
+    ):
         try:
             json.loads(text)
         except ValueError:
@@ -638,6 +642,12 @@ def _account(
                 pl.col("_syslog").is_not_null().mean().alias("syslog")
                 if "_syslog" in ev.columns
                 else pl.lit(0.0).alias("syslog"),
+                pl.col("_journal").is_not_null().mean().alias("journal")
+                if "_journal" in ev.columns
+                else pl.lit(0.0).alias("journal"),
+                pl.col("_journal").drop_nulls().mode().sort().first().alias("journal_kind")
+                if "_journal" in ev.columns
+                else pl.lit(None, pl.String).alias("journal_kind"),
             )
         )
         stats = {r["_fid"]: r for r in agg.iter_rows(named=True)}
@@ -682,7 +692,12 @@ def _account(
     return reports
 
 
+JOURNAL_WRAPPERS = {"json": "journald-json", "iso": "journald", "dmesg": "dmesg"}
+
+
 def _wrapper(st: dict) -> str | None:
+    if st.get("journal", 0) > 0.5:
+        return JOURNAL_WRAPPERS.get(st.get("journal_kind"), "journald")
     if st.get("outer", 0) > 0.5:
         return "cri" if st.get("stream", 0) > 0.5 else "kubectl"
     if st.get("syslog", 0) > 0.5:

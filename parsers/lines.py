@@ -129,7 +129,9 @@ def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
             pending = pl.concat([pending, claimed.filter(~ok)], how="diagonal_relaxed")
     # A journald/syslog line whose body is no known producer is still a parsed syslog event
     # (kernel NVRM/Xid, containerd, systemd): the wrapper gave its time, host and ident.
-    sys_hit = pending.select(pl.col("_syslog").is_not_null() & ~pl.col("body").str.contains(CONT)).to_series()
+    sys_hit = pending.select(
+        (pl.col("_syslog").is_not_null() | pl.col("_journal").is_not_null()) & ~pl.col("body").str.contains(CONT)
+    ).to_series()
     if sys_hit.any():
         sysl = pending.filter(sys_hit)
         pending = pending.filter(~sys_hit)

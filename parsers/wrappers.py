@@ -43,6 +43,12 @@ LINENO_PROBE = r"^\[\d{1,7}\] " + _PRODUCER_START
 DESKTOP_PROBE = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} " + _PRODUCER_START
 """Docker Desktop's log view: `2024-06-10 13:26:25 INFO 06-10 ...` (local time, no zone)."""
 CI_TS_PROBE = r"^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})\] "
+DMESG_PROBE = r"^\[ *\d+\.\d{6}\] "
+"""`dmesg`: seconds since boot, no wall time (the kernel's NVRM/Xid, OOM-killer lines)."""
+DMESG_T_PROBE = r"^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} \d{2}:\d{2}:\d{2} \d{4}\] "
+"""`dmesg -T`: the node's wall time, year included."""
+JOURNAL_JSON_PROBE = '"__REALTIME_TIMESTAMP"'
+"""`journalctl -o json` (and `-o json-seq` without its RS byte): one JSON object per entry."""
 """CI runners: `[2025-06-26T16:27:15Z] INFO ...`."""
 ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 ANSI_RESIDUE = r"(^|[^\w\]])\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
@@ -58,7 +64,16 @@ def _any_of(*probes: str) -> str:
 
 
 PASTED = _any_of(
-    BOX_PROBE, LINENO_PROBE, DESKTOP_PROBE, CI_TS_PROBE, SYSLOG_PROBE, MPI_PROBE, COMPOSE_PROBE, CI_PIPE_PROBE
+    BOX_PROBE,
+    LINENO_PROBE,
+    DESKTOP_PROBE,
+    CI_TS_PROBE,
+    SYSLOG_PROBE,
+    MPI_PROBE,
+    COMPOSE_PROBE,
+    CI_PIPE_PROBE,
+    DMESG_PROBE,
+    DMESG_T_PROBE,
 )
 """The paste and host wrappers `_peel_pasted` strips, in its order."""
 INNER = _any_of(PASTED, PROC_PROBE, RANK_PROBE)
@@ -75,7 +90,10 @@ WRAPPER_COLUMNS: dict[str, pl.DataType] = {
     "_syslog": STR,
     "_rank": STR,
     "_jiso": pl.Boolean,
+    "_journal": STR,
 }
+"""`_journal`: which host-log wrapper gave the line its time, host and ident when the body is
+no known producer (`json`: journalctl -o json, `iso`: -o short-iso, `dmesg`)."""
 
 
 def parse_rfc3339(expr: pl.Expr) -> pl.Expr:
@@ -119,6 +137,7 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
         lambda d: d.with_columns(body.str.replace(r"(?:\r|\^M)+$", "").str.replace(r"^.*\r", "")),
     )
     df = apply(df, body.str.starts_with('{"log":'), _docker_json)
+    df = apply(df, body.str.starts_with('{"') & body.str.contains(JOURNAL_JSON_PROBE, literal=True), _journald_json)
     df = apply(df, body.str.contains(RFC3339_PROBE), _peel_rfc3339)
     df = _reassemble_partials(df)
     # One capture-free pass decides which rows need any of the inner layers at all.
@@ -172,6 +191,27 @@ def _peel_pasted(df: pl.DataFrame) -> pl.DataFrame:
         df,
         pl.col("_jiso") & pl.col("_syslog").is_null() & body.str.contains(SYSLOG_AFTER_ISO),
         _peel_journald_iso,
+    )
+    df = apply(
+        df,
+        body.str.contains(DMESG_PROBE),
+        lambda d: d.with_columns(
+            body.str.replace(DMESG_PROBE, ""), pl.lit("kernel").alias(s.PROCESS), pl.lit("dmesg").alias("_journal")
+        ),
+    )
+    df = apply(
+        df,
+        body.str.contains(DMESG_T_PROBE),
+        lambda d: d.with_columns(
+            body.str.slice(5, 20)
+            .str.replace(r"  (\d) ", " 0$1 ")
+            .str.strptime(pl.Datetime("us"), "%b %d %H:%M:%S %Y", strict=False)
+            .dt.replace_time_zone("UTC")
+            .alias("_outer_ts"),
+            body.str.slice(body.str.find("] ", literal=True) + 2),
+            pl.lit("kernel").alias(s.PROCESS),
+            pl.lit("dmesg").alias("_journal"),
+        ),
     )
     df = apply(df, body.str.contains(MPI_PROBE), lambda d: d.with_columns(body.str.replace(MPI_PROBE, "")))
     df = apply(df, body.str.contains(COMPOSE_PROBE), lambda d: d.with_columns(body.str.replace(COMPOSE_PROBE, "")))
@@ -238,7 +278,48 @@ def _peel_journald_iso(d: pl.DataFrame) -> pl.DataFrame:
         m("ident").alias(s.PROCESS),
         m("pid").alias("_pid"),
         pl.col("body").str.slice(head.str.len_chars()).alias("body"),
+        pl.lit("iso").alias("_journal"),
     )
+
+
+def _journald_json(d: pl.DataFrame) -> pl.DataFrame:
+    """`journalctl -o json`: `__REALTIME_TIMESTAMP` (µs since the epoch, UTC), `_HOSTNAME`,
+    `SYSLOG_IDENTIFIER`, `_PID`, `MESSAGE`. A MESSAGE journald stored as bytes (a JSON array)
+    is decoded; an entry that is not valid JSON stays as it was (an unparsed line)."""
+    rows = []
+    for body in d["body"]:
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            obj = None
+        if not isinstance(obj, dict) or "MESSAGE" not in obj:
+            rows.append(None)
+            continue
+        msg = obj["MESSAGE"]
+        if isinstance(msg, list):
+            msg = bytes(b for b in msg if isinstance(b, int) and 0 <= b < 256).decode("utf-8", "replace")
+        ts = str(obj.get("__REALTIME_TIMESTAMP") or "")
+        rows.append(
+            {
+                "m": str(msg).rstrip("\n"),
+                "us": int(ts) if ts.isdigit() else None,
+                "h": obj.get("_HOSTNAME"),
+                "i": obj.get("SYSLOG_IDENTIFIER") or obj.get("_COMM"),
+                "p": obj.get("_PID") or obj.get("SYSLOG_PID"),
+            }
+        )
+    dtype = pl.Struct({"m": pl.String, "us": pl.Int64, "h": pl.String, "i": pl.String, "p": pl.String})
+    d = d.with_columns(pl.Series("_j", rows, dtype=dtype))
+    j = pl.col("_j").struct.field
+    ok = j("m").is_not_null()
+    return d.with_columns(
+        pl.when(ok).then(j("m")).otherwise(pl.col("body")).alias("body"),
+        pl.when(ok).then(pl.from_epoch(j("us"), time_unit="us").dt.replace_time_zone("UTC")).alias("_outer_ts"),
+        pl.when(ok).then(j("h")).alias(s.HOST),
+        pl.when(ok).then(j("i")).alias(s.PROCESS),
+        pl.when(ok).then(j("p")).alias("_pid"),
+        pl.when(ok).then(pl.lit("json")).alias("_journal"),
+    ).drop("_j")
 
 
 def _peel_process(d: pl.DataFrame) -> pl.DataFrame:

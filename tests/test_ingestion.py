@@ -574,3 +574,56 @@ def test_a_directory_holding_only_an_event_document_is_ingested(tmp_path):
     assert r.unparsed == 0 and r.lines == r.parsed
     assert r.files[0].wrapper == "k8s-events-json"
     assert set(r.events["source"]) == {"k8s-event"}
+
+
+def test_host_logs_from_journalctl_json_short_iso_and_dmesg_are_timed_kernel_and_kubelet_events(tmp_path):
+    # journalctl -o json (one entry a line; MESSAGE may be stored as bytes), -o short-iso,
+    # dmesg (seconds since boot) and dmesg -T (wall time): the formats node logs are collected in.
+    write(
+        tmp_path / "node-7" / "journal.json",
+        '{"__REALTIME_TIMESTAMP":"1741510800250000","_HOSTNAME":"node-7","SYSLOG_IDENTIFIER":"kubelet","_PID":"2211",'
+        '"PRIORITY":"3","MESSAGE":"E0309 09:00:00.250000    2211 kubelet.go:2412] \\"Skipping pod synchronization\\" err=\\"PLEG is not healthy\\""}\n'
+        '{"__REALTIME_TIMESTAMP":"1741510801000000","_HOSTNAME":"node-7","SYSLOG_IDENTIFIER":"kernel","PRIORITY":"4",'
+        '"MESSAGE":[78,86,82,77,58,32,88,105,100,32,40,80,67,73,58,48,48,48,48,58,99,49,58,48,48,41,58,32,55,57]}\n',
+    )
+    write(
+        tmp_path / "node-7" / "journal-iso.log",
+        "2025-03-09T09:00:02+0000 node-7 kernel: NVRM: Xid (PCI:0000:c1:00): 79, pid=9120, GPU has fallen off the bus.\n"
+        '2025-03-09T09:00:03+0000 node-7 containerd[977]: time="2025-03-09T09:00:03Z" level=error msg="task exit"\n',
+    )
+    write(
+        tmp_path / "node-7" / "dmesg.txt",
+        "[ 4211.730125] NVRM: Xid (PCI:0000:c1:00): 79, GPU has fallen off the bus.\n",
+    )
+    write(
+        tmp_path / "node-7" / "dmesg-T.txt",
+        "[Sun Mar  9 09:00:04 2025] Memory cgroup out of memory: Killed process 9120 (python3) total-vm:1024kB\n",
+    )
+    r = ingest(tmp_path)
+    assert r.unparsed == 0
+    wrappers = {f.file: f.wrapper for f in r.files}
+    assert wrappers == {
+        "node-7/dmesg-T.txt": "dmesg",
+        "node-7/dmesg.txt": "dmesg",
+        "node-7/journal-iso.log": "journald",
+        "node-7/journal.json": "journald-json",
+    }
+    ev = r.events.sort(s.FILE, s.LINE)
+    kernel = ev.filter(pl.col(s.SOURCE) == "kernel")
+    assert kernel[s.MESSAGE].to_list() == [
+        "Memory cgroup out of memory: Killed process 9120 (python3) total-vm:1024kB",
+        "NVRM: Xid (PCI:0000:c1:00): 79, GPU has fallen off the bus.",
+        "NVRM: Xid (PCI:0000:c1:00): 79, pid=9120, GPU has fallen off the bus.",
+        "NVRM: Xid (PCI:0000:c1:00): 79",
+    ]
+    assert kernel[s.TS].to_list() == [
+        datetime(2025, 3, 9, 9, 0, 4, tzinfo=UTC),
+        None,  # dmesg without -T: seconds since boot are no wall time
+        datetime(2025, 3, 9, 9, 0, 2, tzinfo=UTC),
+        datetime(2025, 3, 9, 9, 0, 1, tzinfo=UTC),
+    ]
+    kubelet = ev.filter(pl.col(s.SOURCE) == "kubelet").row(0, named=True)
+    assert (kubelet[s.HOST], kubelet[s.LEVEL], kubelet[s.TS_QUALITY]) == ("node-7", "ERROR", "exact")
+    assert kubelet[s.TS] == datetime(2025, 3, 9, 9, 0, 0, 250000, tzinfo=UTC)
+    containerd = ev.filter(pl.col(s.PROCESS) == "containerd").row(0, named=True)
+    assert (containerd[s.SOURCE], containerd[s.LEVEL]) == ("syslog", "ERROR")
