@@ -724,6 +724,9 @@ def _finish(ev: pl.DataFrame | None, metas: list[_Meta]) -> pl.DataFrame:
         ("_dump_pod", pl.String),
         ("_dump_ns", pl.String),
         ("_dump_container", pl.String),
+        ("_wpod", pl.String),
+        ("_wns", pl.String),
+        ("_wcont", pl.String),
         ("_rank", pl.String),
         ("_line_rank", pl.Int32),
         ("_pid", pl.String),
@@ -740,10 +743,15 @@ def _finish(ev: pl.DataFrame | None, metas: list[_Meta]) -> pl.DataFrame:
     node_sources = ["kubelet", "klog", "k8s-event", "k8s-state", "syslog", "kernel"]
     container_log = ~pl.col(s.SOURCE).is_in(node_sources)
     ev = ev.with_columns(
-        pl.coalesce(pl.col(s.POD), pl.col("_dump_pod"), pl.when(container_log).then(pl.col("_hpod"))).alias(s.POD),
-        pl.coalesce(pl.col(s.NAMESPACE), pl.col("_dump_ns"), pl.col("_hns")).alias(s.NAMESPACE),
         pl.coalesce(
-            pl.col(s.CONTAINER), pl.col("_dump_container"), pl.when(container_log).then(pl.col("_hcont"))
+            pl.col(s.POD), pl.col("_wpod"), pl.col("_dump_pod"), pl.when(container_log).then(pl.col("_hpod"))
+        ).alias(s.POD),
+        pl.coalesce(pl.col(s.NAMESPACE), pl.col("_wns"), pl.col("_dump_ns"), pl.col("_hns")).alias(s.NAMESPACE),
+        pl.coalesce(
+            pl.col(s.CONTAINER),
+            pl.col("_wcont"),
+            pl.col("_dump_container"),
+            pl.when(container_log).then(pl.col("_hcont")),
         ).alias(s.CONTAINER),
         pl.coalesce(
             pl.col("_rank").cast(pl.Int32, strict=False),

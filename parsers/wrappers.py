@@ -47,6 +47,8 @@ DMESG_PROBE = r"^\[ *\d+\.\d{6}\] "
 """`dmesg`: seconds since boot, no wall time (the kernel's NVRM/Xid, OOM-killer lines)."""
 DMESG_T_PROBE = r"^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} \d{2}:\d{2}:\d{2} \d{4}\] "
 """`dmesg -T`: the node's wall time, year included."""
+LOKI_LABELS_PROBE = r'^\{[A-Za-z_]\w*="[^"]*"(?:, ?[A-Za-z_]\w*="[^"]*")*\} '
+"""`logcli query` output after its time: `{container="vllm", pod="llama-0"} <line>`."""
 JOURNAL_JSON_PROBE = '"__REALTIME_TIMESTAMP"'
 """`journalctl -o json` (and `-o json-seq` without its RS byte): one JSON object per entry."""
 """CI runners: `[2025-06-26T16:27:15Z] INFO ...`."""
@@ -74,6 +76,7 @@ PASTED = _any_of(
     CI_PIPE_PROBE,
     DMESG_PROBE,
     DMESG_T_PROBE,
+    LOKI_LABELS_PROBE,
 )
 """The paste and host wrappers `_peel_pasted` strips, in its order."""
 INNER = _any_of(PASTED, PROC_PROBE, RANK_PROBE)
@@ -91,9 +94,13 @@ WRAPPER_COLUMNS: dict[str, pl.DataType] = {
     "_rank": STR,
     "_jiso": pl.Boolean,
     "_journal": STR,
+    "_wpod": STR,
+    "_wns": STR,
+    "_wcont": STR,
 }
 """`_journal`: which host-log wrapper gave the line its time, host and ident when the body is
-no known producer (`json`: journalctl -o json, `iso`: -o short-iso, `dmesg`)."""
+no known producer (`json`: journalctl -o json, `iso`: -o short-iso, `dmesg`). `_wpod`,
+`_wns`, `_wcont`: Kubernetes metadata a log shipper attached (Fluent Bit, Vector, Loki labels)."""
 
 
 def parse_rfc3339(expr: pl.Expr) -> pl.Expr:
@@ -136,8 +143,9 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
         body.str.contains(r"\r|\^M$"),
         lambda d: d.with_columns(body.str.replace(r"(?:\r|\^M)+$", "").str.replace(r"^.*\r", "")),
     )
-    df = apply(df, body.str.starts_with('{"log":'), _docker_json)
-    df = apply(df, body.str.starts_with('{"') & body.str.contains(JOURNAL_JSON_PROBE, literal=True), _journald_json)
+    journal = body.str.contains(JOURNAL_JSON_PROBE, literal=True)
+    df = apply(df, body.str.starts_with('{"') & journal, _journald_json)
+    df = apply(df, body.str.starts_with('{"') & ~journal, _json_record)
     df = apply(df, body.str.contains(RFC3339_PROBE), _peel_rfc3339)
     df = _reassemble_partials(df)
     # One capture-free pass decides which rows need any of the inner layers at all.
@@ -213,6 +221,7 @@ def _peel_pasted(df: pl.DataFrame) -> pl.DataFrame:
             pl.lit("dmesg").alias("_journal"),
         ),
     )
+    df = apply(df, body.str.contains(LOKI_LABELS_PROBE), _peel_loki_labels)
     df = apply(df, body.str.contains(MPI_PROBE), lambda d: d.with_columns(body.str.replace(MPI_PROBE, "")))
     df = apply(df, body.str.contains(COMPOSE_PROBE), lambda d: d.with_columns(body.str.replace(COMPOSE_PROBE, "")))
     return apply(df, body.str.contains(CI_PIPE_PROBE), lambda d: d.with_columns(body.str.replace(CI_PIPE_PROBE, "")))
@@ -347,24 +356,92 @@ def _peel_rank(d: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _docker_json(d: pl.DataFrame) -> pl.DataFrame:
-    """Docker's json-file driver: `{"log":"...\\\\n","stream":"stdout","time":"..."}` per line."""
-    dtype = pl.Struct({"log": pl.String, "stream": pl.String, "time": pl.String})
-    decoded = []
+JSON_MESSAGE_KEYS = ("log", "message", "msg")
+JSON_TIME_KEYS = ("time", "@timestamp", "timestamp", "date", "ts")
+JSON_RECORD_DTYPE = pl.Struct(
+    {"m": STR, "iso": STR, "epoch": pl.Float64, "stream": STR, "host": STR, "pod": STR, "ns": STR, "cont": STR}
+)
+
+
+def _kube_name(kube: dict, flat: str, nested: str) -> str | None:
+    """`kubernetes.pod_name` (Fluent Bit, Vector) or `kubernetes.pod.name` (Elastic ECS)."""
+    v = kube.get(flat)
+    if v is None and isinstance(kube.get(nested), dict):
+        v = kube[nested].get("name")
+    if v is None and isinstance(kube.get(nested), str):
+        v = kube[nested]
+    return v if isinstance(v, str) else None
+
+
+def _json_record(d: pl.DataFrame) -> pl.DataFrame:
+    """One JSON object per line with the log line inside: Docker's json-file driver
+    (`{"log":"...\\n","stream":"stdout","time":"..."}`) and what log shippers write or
+    export (Fluent Bit, Vector, Elasticsearch/OpenSearch: `log`/`message`, `time`/
+    `@timestamp`/`date`, and a `kubernetes` object with pod, namespace, container, host).
+    A line that is not such an object is left as it was (a producer may still match it)."""
+    rows = []
     for body in d["body"]:
         try:
             obj = json.loads(body)
         except ValueError:
             obj = None
-        decoded.append(obj if isinstance(obj, dict) else None)
-    d = d.with_columns(pl.Series("_m", decoded, dtype=dtype))
+        msg = None
+        if isinstance(obj, dict):
+            msg = next((obj[k] for k in JSON_MESSAGE_KEYS if isinstance(obj.get(k), str)), None)
+        if msg is None:
+            rows.append(None)
+            continue
+        when = next((obj[k] for k in JSON_TIME_KEYS if obj.get(k) is not None), None)
+        epoch = float(when) if isinstance(when, (int, float)) and not isinstance(when, bool) else None
+        if epoch is not None and epoch > 1e11:  # milliseconds since the epoch
+            epoch /= 1000.0
+        kube = obj.get("kubernetes") if isinstance(obj.get("kubernetes"), dict) else {}
+        host = kube.get("host") if isinstance(kube.get("host"), str) else _kube_name(kube, "node_name", "node")
+        rows.append(
+            {
+                "m": msg.removesuffix("\n"),
+                "iso": when if isinstance(when, str) else None,
+                "epoch": epoch,
+                "stream": obj.get("stream") if isinstance(obj.get("stream"), str) else None,
+                "host": host,
+                "pod": _kube_name(kube, "pod_name", "pod"),
+                "ns": _kube_name(kube, "namespace_name", "namespace"),
+                "cont": _kube_name(kube, "container_name", "container"),
+            }
+        )
+    d = d.with_columns(pl.Series("_m", rows, dtype=JSON_RECORD_DTYPE))
     m = pl.col("_m").struct.field
-    ok = m("log").is_not_null()
+    ok = m("m").is_not_null()
+    when = pl.coalesce(
+        parse_rfc3339(m("iso")),
+        pl.from_epoch((m("epoch") * 1e6).cast(pl.Int64), time_unit="us").dt.replace_time_zone("UTC"),
+    )
     return d.with_columns(
-        pl.when(ok).then(m("log").str.strip_suffix("\n")).otherwise(pl.col("body")).alias("body"),
+        pl.when(ok).then(m("m")).otherwise(pl.col("body")).alias("body"),
         pl.when(ok).then(m("stream")).otherwise(pl.col(s.STREAM)).alias(s.STREAM),
-        pl.when(ok).then(parse_rfc3339(m("time"))).otherwise(pl.col("_outer_ts")).alias("_outer_ts"),
+        pl.when(ok).then(when).otherwise(pl.col("_outer_ts")).alias("_outer_ts"),
+        pl.when(ok).then(m("host")).otherwise(pl.col(s.HOST)).alias(s.HOST),
+        pl.when(ok).then(m("pod")).alias("_wpod"),
+        pl.when(ok).then(m("ns")).alias("_wns"),
+        pl.when(ok).then(m("cont")).alias("_wcont"),
     ).drop("_m")
+
+
+def _peel_loki_labels(d: pl.DataFrame) -> pl.DataFrame:
+    """Grafana Loki's `logcli query` lines: labels in braces after the time, then the line."""
+    body = pl.col("body")
+    head = body.str.extract(r"^(\{[^}]*\}) ", 1)
+
+    def label(*names: str) -> pl.Expr:
+        return pl.coalesce([head.str.extract(rf'(?:^\{{|, ?){n}="([^"]*)"', 1) for n in names])
+
+    return d.with_columns(
+        label("pod", "pod_name").alias("_wpod"),
+        label("namespace", "namespace_name").alias("_wns"),
+        label("container", "container_name").alias("_wcont"),
+        pl.coalesce(label("node_name", "node", "host", "hostname"), pl.col(s.HOST)).alias(s.HOST),
+        body.str.slice(head.str.len_chars() + 1),
+    )
 
 
 def _reassemble_partials(df: pl.DataFrame) -> pl.DataFrame:

@@ -627,3 +627,46 @@ def test_host_logs_from_journalctl_json_short_iso_and_dmesg_are_timed_kernel_and
     assert kubelet[s.TS] == datetime(2025, 3, 9, 9, 0, 0, 250000, tzinfo=UTC)
     containerd = ev.filter(pl.col(s.PROCESS) == "containerd").row(0, named=True)
     assert (containerd[s.SOURCE], containerd[s.LEVEL]) == ("syslog", "ERROR")
+
+
+def test_shipper_exports_keep_the_pod_and_node_the_shipper_attached(tmp_path):
+    # Fluent Bit / Vector JSON lines, an Elasticsearch export (ECS fields) and `logcli query`
+    # output: the incident's logs as pulled from the log store instead of from the pods.
+    write(
+        tmp_path / "fluent-bit.jsonl",
+        '{"date":1741510800.25,"log":"INFO 03-09 09:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 900.0 tokens/s, '
+        "Avg generation throughput: 610.5 tokens/s, Running: 9 reqs, Waiting: 0 reqs, GPU KV cache usage: 33.0%, "
+        'Prefix cache hit rate: 5.0%\\n","stream":"stdout","kubernetes":{"pod_name":"qwen-14b-7d5c9b6f4-abcde",'
+        '"namespace_name":"llm","container_name":"vllm","host":"node-21"}}\n'
+        '{"@timestamp":"2025-03-09T09:00:01.500Z","message":"ERROR 03-09 09:00:01 [core.py:720] EngineCore encountered a fatal error.",'
+        '"kubernetes":{"pod":{"name":"qwen-14b-7d5c9b6f4-abcde"},"namespace":"llm","node":{"name":"node-21"}}}\n',
+    )
+    write(
+        tmp_path / "loki-export.log",
+        '2025-03-09T09:00:02Z {container="vllm", namespace="llm", pod="qwen-14b-7d5c9b6f4-fghij", node_name="node-22"} '
+        "ERROR 03-09 09:00:02 [core.py:720] EngineCore encountered a fatal error.\n",
+    )
+    r = ingest(tmp_path)
+    assert r.unparsed == 0
+    ev = r.events.sort(s.FILE, s.LINE).select(s.TS, s.SOURCE, s.HOST, s.POD, s.NAMESPACE, s.LEVEL)
+    assert ev.rows() == [
+        (
+            datetime(2025, 3, 9, 9, 0, 0, 250000, tzinfo=UTC),
+            "vllm",
+            "node-21",
+            "qwen-14b-7d5c9b6f4-abcde",
+            "llm",
+            "INFO",
+        ),
+        (
+            datetime(2025, 3, 9, 9, 0, 1, 500000, tzinfo=UTC),
+            "vllm",
+            "node-21",
+            "qwen-14b-7d5c9b6f4-abcde",
+            "llm",
+            "ERROR",
+        ),
+        (datetime(2025, 3, 9, 9, 0, 2, tzinfo=UTC), "vllm", "node-22", "qwen-14b-7d5c9b6f4-fghij", "llm", "ERROR"),
+    ]
+    m = r.metrics.filter(pl.col("metric") == "generation_tokens_per_s").row(0, named=True)
+    assert (m["pod"], m["value"]) == ("qwen-14b-7d5c9b6f4-abcde", 610.5)
