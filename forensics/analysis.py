@@ -161,7 +161,8 @@ def analyze(
             stragglers = collectives.silent_ranks(events, since=inc.start - rootcause.LOOKBACK)
             if stragglers is not None:
                 said = stragglers.sentence()
-                v.missing = said[0].upper() + said[1:] + ". " + (v.missing or "")
+                rest = v.missing or ""
+                v.missing = said[0].upper() + said[1:] + ". " + rest[:1].upper() + rest[1:]
         reports.append(_incident_report(inc, hyps, v, events, signals, series))
     changes = None
     if incidents:

@@ -1,4 +1,4 @@
-"""Which ranks did not report a collective's watchdog timeout: where the straggler is.
+"""Which ranks did not report a collective's watchdog timeout, or fell behind: where the straggler is.
 
 When one rank hangs or dies inside a collective, every *other* rank of the group waits
 for it and its watchdog fires with the same (op, sequence number); the culprit is the rank
@@ -27,14 +27,29 @@ class SilentRanks:
     timed_out: list[int]
     world: int
     silent: list[int]
+    behind_seq: int | None = None
+    """Set when every rank reported, but `silent` timed out on this earlier SeqNum: they fell behind."""
 
     def sentence(self) -> str:
         who = ", ".join(map(str, self.silent))
+        s_ = "s" if len(self.silent) > 1 else ""
+        waiting = f"rank{'s' if len(self.timed_out) > 1 else ''} {', '.join(map(str, self.timed_out))}"
+        if self.behind_seq is not None:
+            return (
+                f"{waiting} timed out waiting in {self.op or 'a collective'} "
+                f"SeqNum={self.seq} while rank{s_} {who} never finished SeqNum={self.behind_seq}: rank{s_} {who} fell "
+                f"behind (stuck in or before that collective), so rank {who}'s host and GPU are where to look"
+            )
         return (
-            f"ranks {', '.join(map(str, self.timed_out))} of {self.world} timed out waiting in "
-            f"{self.op or 'a collective'} SeqNum={self.seq}; rank{'s' if len(self.silent) > 1 else ''} {who} never "
+            f"{waiting} of {self.world} timed out waiting in "
+            f"{self.op or 'a collective'} SeqNum={self.seq}; rank{s_} {who} never "
             f"reported it: the straggler (hung or dead first) is there, so get rank {who}'s logs"
         )
+
+
+BEHIND_MAX = 2
+"""Ranks whose timed-out SeqNums differ by more than this are taken to be in different
+process groups (each counts its own collectives), not one rank behind the others."""
 
 
 def silent_ranks(events: pl.DataFrame, since: datetime | None = None) -> SilentRanks | None:
@@ -69,7 +84,24 @@ def silent_ranks(events: pl.DataFrame, since: datetime | None = None) -> SilentR
     nranks, top_rank = world_seen
     world = int(nranks) if nranks else (int(top_rank) + 1 if top_rank is not None else 0)
     timed_out = [int(r) for r in top["ranks"]]
-    silent = sorted(set(range(world)) - set(timed_out))
-    if not silent or len(timed_out) < 2:
+    # Silent: no timeout at all from these ranks. A rank that timed out in another SeqNum
+    # spoke, and may have fallen behind instead (`_behind`).
+    silent = sorted(set(range(world)) - {int(r) for r in to[s.RANK].unique().to_list()})
+    if silent and len(timed_out) >= 2:
+        return SilentRanks(top[s.COLL_OP], int(top[s.COLL_SEQ]), timed_out, world, silent)
+    return _behind(to, world)
+
+
+def _behind(timeouts: pl.DataFrame, world: int) -> SilentRanks | None:
+    """Every rank timed out, but not in the same collective: the ranks still in an earlier
+    SeqNum never enqueued the next one, which the others wait for (a desync; shared docs,
+    prior-art-and-root-cause.md §1: the laggard is the culprit, the rest are victims)."""
+    per_rank = timeouts.group_by(s.RANK).agg(pl.col(s.COLL_SEQ).min(), pl.col(s.COLL_OP).first()).sort(s.RANK)
+    seqs = dict(zip(per_rank[s.RANK].to_list(), per_rank[s.COLL_SEQ].to_list(), strict=True))
+    lo, hi = min(seqs.values()), max(seqs.values())
+    if len(seqs) < 2 or lo == hi or hi - lo > BEHIND_MAX:
         return None
-    return SilentRanks(top[s.COLL_OP], int(top[s.COLL_SEQ]), timed_out, world, silent)
+    behind = sorted(int(r) for r, q in seqs.items() if q == lo)
+    ahead = sorted(int(r) for r, q in seqs.items() if q == hi)
+    op = per_rank.filter(pl.col(s.COLL_SEQ) == hi)[s.COLL_OP][0]
+    return SilentRanks(op, int(hi), ahead, max(world, len(seqs)), behind, behind_seq=int(lo))

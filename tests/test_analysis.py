@@ -139,7 +139,7 @@ def test_nccl_watchdog_output_alone_is_inconclusive_and_says_what_is_missing(tmp
     d = analyze(tmp_path, year=2024).to_json()
     assert len(d["incidents"]) == 1
     inc = d["incidents"][0]
-    assert inc["root_cause"]["status"] == "inconclusive" and "only symptoms" in inc["root_cause"]["missing"]
+    assert inc["root_cause"]["status"] == "inconclusive" and "only symptoms" in inc["root_cause"]["missing"].lower()
     assert inc["impact"]["measured"] is False and d["throughput"]["measured"] is False
     assert {h["role"] for h in inc["hypotheses"]} == {"symptom"}
 
@@ -385,3 +385,40 @@ def test_a_liveness_probe_answered_404_is_a_misconfigured_probe_not_a_sick_serve
     assert rc["status"] == "supported" and rc["label"].startswith("health probe misconfigured")
     md = write_all(report, tmp_path / "out")["postmortem"].read_text()
     assert "Point the pod's liveness/readiness probes at a path the server serves" in md
+
+
+def test_a_rank_one_collective_behind_the_others_is_named_as_the_straggler(tmp_path):
+    # Every rank timed out, but rank 2 is still in SeqNum 4107 while the others wait in 4108:
+    # rank 2 never enqueued the collective they wait for.
+    lines = [
+        f"[rank{r}]:[E0611 10:20:{30 + r}.1{r}0000000 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+        f"operation timeout: WorkNCCL(SeqNum={4107 if r == 2 else 4108}, OpType=ALLGATHER, NumelIn=2048, NumelOut=8192, "
+        f"Timeout(ms)=600000) ran for 60001{r} milliseconds before timing out.\n"
+        for r in range(4)
+    ]
+    write_file(tmp_path / "ranks.log", "".join(lines))
+    rc = analyze(tmp_path, year=2025).to_json()["incidents"][0]["root_cause"]
+    assert rc["status"] == "inconclusive"
+    assert rc["missing"].startswith(
+        "Ranks 0, 1, 3 timed out waiting in ALLGATHER SeqNum=4108 while rank 2 never finished SeqNum=4107"
+    )
+
+
+def test_timeouts_of_different_process_groups_are_not_read_as_a_rank_falling_behind():
+    import polars as pl
+
+    from forensics import collectives
+    from forensics import schema as s
+
+    ev = pl.DataFrame(
+        {
+            s.TS: [None, None],
+            s.SOURCE: ["torch", "torch"],
+            s.RANK: [0, 1],
+            s.COLL_SEQ: [1, 5730],
+            s.COLL_OP: ["ALLREDUCE", "BROADCAST"],
+            s.MESSAGE: ["x", "y"],
+        },
+        schema_overrides={s.TS: pl.Datetime("us", "UTC"), s.RANK: pl.Int32},
+    )
+    assert collectives.silent_ranks(ev) is None
