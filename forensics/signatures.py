@@ -70,6 +70,13 @@ SIGNATURES: tuple[Signature, ...] = (
         r"No free blocks available|out of sync with the free list|The block already has a hash|Double free!|remove\(\) called on an invalid block|Cannot get \d+ free blocks",
         "KV block-pool invariant violated",
     ),
+    Signature(
+        "kv-cache",
+        "fault",
+        2,
+        r"Corrupted: [1-9]\d* reqs",
+        "requests produced NaN logits (corrupted KV or numerics; VLLM_COMPUTE_NANS_IN_LOGITS)",
+    ),
     # --- GPU memory and GPU faults
     Signature(
         "gpu-memory",

@@ -256,6 +256,12 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
         ("Unhealthy: Liveness probe failed: HTTP probe failed with statuscode: 404", None, "pod-lifecycle", "fault"),
         ("Engine iteration timed out. This should never happen!", None, "engine", "symptom"),
         (
+            "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 12.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 8.0%, Prefix cache hit rate: 0.0%, Corrupted: 3 reqs",
+            None,
+            "kv-cache",
+            "fault",
+        ),
+        (
             "Traceback (most recent call last):",
             "RuntimeError: NCCL error: remote process exited or there was a network error",
             "network",
