@@ -189,7 +189,9 @@ def ingest_and_mine(
     """The sharded equivalent of `ingest()` + `mining.mine()`; rows land in `dataset`."""
     stages: dict[str, float] = {}
     t = time.perf_counter()
-    files, skipped = _files.discover(paths)
+    # Absolute paths: tasks may run in another working directory (a Ray worker, a remote node).
+    files, skipped = _files.discover([Path(p).absolute() for p in paths])
+    dataset = Path(dataset).absolute()
     _fresh_dataset(dataset)
     chunks = [tuple(files[i :: executor.workers * 2]) for i in range(min(len(files), executor.workers * 2))]
     refs: dict[str, datetime] = {}

@@ -196,3 +196,33 @@ def test_cli_rejects_an_unknown_engine(tmp_path):
     result = CliRunner().invoke(app, ["analyze", str(SAMPLES / "gpu-oom"), "--engine", "spark", "-q"])
     assert result.exit_code != 0
     assert "unknown --engine 'spark'" in str(result.exception) + result.output
+
+
+def test_reference_pass_reads_dated_lines_from_the_head_of_a_gzipped_log(tmp_path):
+    import gzip
+
+    dated = "".join(
+        f"2029-12-31T23:{m:02d}:00.000000000Z INFO 12-31 23:{m:02d}:00 [engine.py:310] Engine step ok\n"
+        for m in range(50)
+    )
+    (tmp_path / "pods").mkdir()
+    (tmp_path / "pods" / "vllm-0.log.gz").write_bytes(gzip.compress(dated.encode()))
+    write(tmp_path / "node" / "kubelet.log", 'E0101 00:00:07.000000    2154 kubelet.go:2412] "PLEG is not healthy"\n')
+    refs = ingestion.reference_times(_files.discover([tmp_path])[0])
+    assert refs["pods/vllm-0.log.gz"].year == 2029
+    sharded = _sharded(tmp_path, tmp_path.parent / "ds-gz", shard_bytes=1)
+    kubelet = sharded.ingest.events.filter(pl.col(s.FILE) == "node/kubelet.log")
+    assert kubelet[s.TS].to_list() == [datetime(2030, 1, 1, 0, 0, 7, tzinfo=UTC)]
+
+
+def test_read_head_stops_at_the_last_whole_line_within_the_limit(tmp_path):
+    import gzip
+
+    data = "".join(f"I0101 00:00:{i % 60:02d}.000000 1 x.go:1] line {i}\n" for i in range(5000)).encode()
+    (tmp_path / "a.log").write_bytes(data)
+    (tmp_path / "a.log.gz").write_bytes(gzip.compress(data))
+    for name in ("a.log", "a.log.gz"):
+        f = _files.InputFile(tmp_path / name, name, (tmp_path / name).stat().st_size, 0.0)
+        head = _files.read_head(f, 1000)
+        assert 900 < len(head) <= 1000 and head.endswith(b"\n") and data.startswith(head)
+        assert _files.read_head(f, 10**9) == data
