@@ -226,3 +226,46 @@ def test_read_head_stops_at_the_last_whole_line_within_the_limit(tmp_path):
         head = _files.read_head(f, 1000)
         assert 900 < len(head) <= 1000 and head.endswith(b"\n") and data.startswith(head)
         assert _files.read_head(f, 10**9) == data
+
+
+def test_sixteen_contiguous_shards_and_the_second_pass_group_like_one_miner():
+    # The CI-sized analogue of `bench/loghub_accuracy.py --shards 16` (Loghub data stays
+    # outside the project). Each shard sees one worker name only, so its own miner keeps the
+    # name as a literal (`worker alpha`), where one miner over all lines makes it `<*>`:
+    # without the second pass those would be 16 templates.
+    names = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa".split()
+    rows = []
+    for shard, name in enumerate(names):
+        for i in range(60):
+            rows.append(("vllm", f"KV offload worker {name} flushed {i * 7 + shard} blocks to host memory"))
+            rows.append(("vllm", f"Engine 000: Avg prompt throughput: {i}.5 tokens/s, Running: {i % 9} reqs"))
+            rows.append(("nccl", f"NET/IB : GPU Direct RDMA Enabled for HCA {i % 4} 'mlx5_{i % 4}'"))
+    ev = pl.DataFrame(rows, schema=[s.SOURCE, s.MESSAGE], orient="row")
+    single, _, _ = mining.cluster(ev[s.SOURCE], ev[s.MESSAGE])
+    size = ev.height // 16
+    shard_text, tables = [], []
+    for k in range(0, ev.height, size):
+        part = ev.slice(k, size)
+        ids, names_, _ = mining.cluster(part[s.SOURCE], part[s.MESSAGE])
+        text = dict(zip(names_[mining.TEMPLATE_ID], names_[mining.TEMPLATE], strict=True))
+        shard_text += list(zip(part[s.SOURCE].to_list(), [text[i] for i in ids], strict=True))
+        tables.append(
+            pl.DataFrame({s.SOURCE: part[s.SOURCE], mining.TEMPLATE: [text[i] for i in ids]})
+            .group_by(s.SOURCE, mining.TEMPLATE)
+            .len(mining.COUNT)
+        )
+    merged = mining.merge_shards(pl.concat(tables))
+    to_global = {
+        (src, t): g
+        for src, t, g in zip(merged[s.SOURCE], merged["shard_template"], merged[mining.TEMPLATE_ID], strict=True)
+    }
+
+    def grouping_accuracy(pred: list) -> float:
+        """Loghub's GA of `pred` against the single miner's groups."""
+        pairs = pl.DataFrame({"one": single, "pred": [str(p) for p in pred]})
+        groups = pairs.group_by("pred").agg(pl.col("one").n_unique().alias("k"), pl.col("one").first(), pl.len())
+        sizes = dict(pairs.group_by("one").len().iter_rows())
+        return sum(n for _, k, one, n in groups.iter_rows() if k == 1 and sizes[one] == n) / len(pred)
+
+    assert grouping_accuracy(shard_text) < 0.7  # shard templates alone split the worker lines 16 ways
+    assert grouping_accuracy([to_global[k] for k in shard_text]) >= 0.99
