@@ -428,3 +428,52 @@ def test_timeouts_of_different_process_groups_are_not_read_as_a_rank_falling_beh
         schema_overrides={s.TS: pl.Datetime("us", "UTC"), s.RANK: pl.Int32},
     )
     assert collectives.silent_ranks(ev) is None
+
+
+def test_an_xid_in_the_node_journal_is_the_cause_of_the_engines_cuda_error_and_the_timeouts(tmp_path):
+    import json as _json
+    import warnings
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2025, 6, 11, 10, 0, tzinfo=UTC)
+    lines = []
+    for i in range(120):
+        t = t0 + timedelta(seconds=10 * i)
+        gen = 5200.0 if i < 60 else 0.0  # flat before, flat zero after: scipy's precision warning case
+        stamp = t.strftime("%Y-%m-%dT%H:%M:%S.000000000Z")
+        lines.append(
+            f"{stamp} (APIServer pid=1) INFO {t:%m-%d %H:%M:%S} [loggers.py:123] Engine 000: Avg prompt throughput: "
+            f"{gen * 2:.1f} tokens/s, Avg generation throughput: {gen:.1f} tokens/s, Running: {40 if i < 60 else 0} reqs, "
+            f"Waiting: {0 if i < 60 else 12} reqs, GPU KV cache usage: 55.0%, Prefix cache hit rate: 20.0%"
+        )
+        if i == 61:
+            lines.append(
+                f"{stamp} (EngineCore_DP0 pid=88) ERROR {t:%m-%d %H:%M:%S} [core.py:720] EngineCore encountered a fatal error."
+            )
+            lines.append(
+                f"{stamp} (EngineCore_DP0 pid=88) ERROR {t:%m-%d %H:%M:%S} [core.py:720] RuntimeError: CUDA error: unspecified launch failure"
+            )
+        if i == 90:
+            lines.append(
+                f"{stamp} [rank0]:[E611 {t:%H:%M:%S}.000000000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective "
+                "operation timeout: WorkNCCL(SeqNum=99, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600000 milliseconds before timing out."
+            )
+    write_file(tmp_path / "pods" / "llama-70b-6f7d8c9b5-q2w4e.log", "\n".join(lines) + "\n")
+    xid = t0 + timedelta(seconds=598)
+    entry = {
+        "__REALTIME_TIMESTAMP": str(int(xid.timestamp() * 1_000_000)),
+        "_HOSTNAME": "node-5",
+        "SYSLOG_IDENTIFIER": "kernel",
+        "MESSAGE": "NVRM: Xid (PCI:0000:9b:00): 79, pid=88, name=python3, GPU has fallen off the bus.",
+    }
+    write_file(tmp_path / "node-5" / "kernel.json", _json.dumps(entry) + "\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        d = analyze(tmp_path).to_json()
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    inc = d["incidents"][0]
+    rc = inc["root_cause"]
+    assert (rc["status"], rc["category"], rc["hosts"][0]) == ("supported", "gpu-fault", "node-5")
+    assert rc["evidence"][0]["file"] == "node-5/kernel.json"
+    cuda = [h for h in inc["hypotheses"] if h["template"].startswith("RuntimeError: CUDA error: unspecified")]
+    assert [h["role"] for h in cuda] == ["symptom"]
