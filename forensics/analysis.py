@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from forensics import clock, collectives, mining, rootcause, signatures
+from forensics import clock, collectives, mining, rootcause, scaleout, signatures
 from forensics import schema as s
 from forensics import series as ser
-from forensics.ingestion import IngestResult, ingest
+from forensics.ingestion import IngestResult
 
 ANALYSIS_VERSION = 1
 TIMELINE_MAX = 40
@@ -109,29 +109,23 @@ def analyze(
     step = stage or (lambda _name: None)
     roots = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     step("ingest")
+    prepared = scaleout.prepare(
+        roots,
+        engine,
+        workers=workers,
+        address=ray_address,
+        dataset=dataset,
+        year=year,
+        tz=tz,
+        captured_at=captured_at,
+        progress=progress,
+        stage=step,
+    )
+    r, mined = prepared.ingest, prepared.mined
     run_stats: dict = {"engine": engine}
-    if engine == "local":
-        r = ingest(roots, year=year, tz=tz, captured_at=captured_at, progress=progress)
-        step("templates")
-        mined = mining.mine(r.events)
-    else:
-        from forensics import scaleout
-
-        sharded = scaleout.run(
-            roots,
-            engine,
-            workers=workers,
-            address=ray_address,
-            dataset=dataset,
-            year=year,
-            tz=tz,
-            captured_at=captured_at,
-            progress=progress,
-        )
-        r, mined = sharded.ingest, sharded.mined
-        run_stats |= {"shards": sharded.shards, "task_seconds": sharded.task_seconds} | {
-            f"{k}_s": v for k, v in sharded.stages.items()
-        }
+    if engine != "local":
+        run_stats |= {"shards": prepared.shards, "task_seconds": prepared.task_seconds}
+        run_stats |= {f"{k}_s": v for k, v in prepared.stages.items()}
     step("timeline")
     events = r.events.with_columns(mined.template_ids.alias(mining.TEMPLATE_ID))
     pod_node = clock.pod_nodes(events)

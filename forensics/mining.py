@@ -42,6 +42,21 @@ COUNT: str = "count"
 FIRST_SEEN: str = "first_seen"
 LAST_SEEN: str = "last_seen"
 TEMPLATES_FILE_VERSION = 1
+TEMPLATES_COLUMNS: tuple[str, ...] = (
+    TEMPLATE_ID,
+    TEMPLATE,
+    s.SOURCE,
+    COUNT,
+    FIRST_SEEN,
+    LAST_SEEN,
+    "hosts",
+    "pods",
+    s.LEVEL,
+    "example",
+    "example_file",
+    "example_line",
+)
+"""The templates table (`summarise`, and a sharded run's reduce of its shards' tables), in order."""
 
 MASKS: tuple[tuple[str, str], ...] = (
     (
@@ -398,20 +413,7 @@ def summarise(events: pl.DataFrame, names: pl.DataFrame) -> pl.DataFrame:
     ).drop("_sev", "_ex")
     return (
         agg.join(names, on=TEMPLATE_ID, how="left")
-        .select(
-            TEMPLATE_ID,
-            TEMPLATE,
-            s.SOURCE,
-            COUNT,
-            FIRST_SEEN,
-            LAST_SEEN,
-            "hosts",
-            "pods",
-            s.LEVEL,
-            "example",
-            "example_file",
-            "example_line",
-        )
+        .select(TEMPLATES_COLUMNS)
         .sort(COUNT, TEMPLATE_ID, descending=[True, False])
     )
 

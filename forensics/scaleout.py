@@ -96,9 +96,9 @@ class Sharded:
     """What the driver assembled: the usual ingest and mining results, plus the run's shape."""
 
     ingest: IngestResult
-    mined: mining.MiningResult
-    minute_counts: pl.DataFrame
-    """Lines per (minute, source, host, template_id), reduced from the shards."""
+    mined: mining.MiningResult | None
+    minute_counts: pl.DataFrame | None
+    """Lines per (minute, source, host, template_id), reduced from the shards (None: local run)."""
     shards: int
     task_seconds: float
     """Sum of the shard tasks' own wall times: lines / task_seconds is a per-core rate."""
@@ -324,20 +324,7 @@ def _merge_templates(parts: list[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFr
             pl.col("_ex").struct.field("example_file"),
             pl.col("_ex").struct.field("example_line"),
         )
-        .select(
-            mining.TEMPLATE_ID,
-            mining.TEMPLATE,
-            s.SOURCE,
-            mining.COUNT,
-            mining.FIRST_SEEN,
-            mining.LAST_SEEN,
-            "hosts",
-            "pods",
-            s.LEVEL,
-            "example",
-            "example_file",
-            "example_line",
-        )
+        .select(mining.TEMPLATES_COLUMNS)
         .sort(mining.COUNT, mining.TEMPLATE_ID, descending=[True, False])
     )
     return mapping, templates
@@ -383,3 +370,40 @@ def run(
         ex.close()
         if tmp is not None:
             tmp.cleanup()
+
+
+def prepare(
+    paths: list[Path],
+    engine: str = "local",
+    *,
+    mine: bool = True,
+    workers: int | None = None,
+    address: str | None = None,
+    dataset: Path | None = None,
+    year: int | None = None,
+    tz: str = "UTC",
+    captured_at: datetime | None = None,
+    progress: Progress | None = None,
+    stage: Callable[[str], None] | None = None,
+) -> Sharded:
+    """Ingest and mine on any engine: what `analyze` and the `ingest`/`templates` commands share.
+
+    `local` is the single-process pipeline (`mine=False` skips mining there; shards
+    always mine, it is how their templates merge); the others are `run`.
+    """
+    if engine == "local":
+        r = ingestion.ingest(paths, year=year, tz=tz, captured_at=captured_at, progress=progress)
+        if stage and mine:
+            stage("templates")
+        return Sharded(r, mining.mine(r.events) if mine else None, None, 0, 0.0)
+    return run(
+        paths,
+        engine,
+        workers=workers,
+        address=address,
+        dataset=dataset,
+        year=year,
+        tz=tz,
+        captured_at=captured_at,
+        progress=progress,
+    )

@@ -291,17 +291,25 @@ def _peel_journald_iso(d: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _json_objects(bodies: pl.Series) -> list[dict | None]:
+    """Each line decoded as a JSON object, or None (not JSON, or JSON but not an object)."""
+    out: list[dict | None] = []
+    for body in bodies:
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            obj = None
+        out.append(obj if isinstance(obj, dict) else None)
+    return out
+
+
 def _journald_json(d: pl.DataFrame) -> pl.DataFrame:
     """`journalctl -o json`: `__REALTIME_TIMESTAMP` (µs since the epoch, UTC), `_HOSTNAME`,
     `SYSLOG_IDENTIFIER`, `_PID`, `MESSAGE`. A MESSAGE journald stored as bytes (a JSON array)
     is decoded; an entry that is not valid JSON stays as it was (an unparsed line)."""
     rows = []
-    for body in d["body"]:
-        try:
-            obj = json.loads(body)
-        except ValueError:
-            obj = None
-        if not isinstance(obj, dict) or "MESSAGE" not in obj:
+    for obj in _json_objects(d["body"]):
+        if obj is None or "MESSAGE" not in obj:
             rows.append(None)
             continue
         msg = obj["MESSAGE"]
@@ -380,13 +388,9 @@ def _json_record(d: pl.DataFrame) -> pl.DataFrame:
     `@timestamp`/`date`, and a `kubernetes` object with pod, namespace, container, host).
     A line that is not such an object is left as it was (a producer may still match it)."""
     rows = []
-    for body in d["body"]:
-        try:
-            obj = json.loads(body)
-        except ValueError:
-            obj = None
+    for obj in _json_objects(d["body"]):
         msg = None
-        if isinstance(obj, dict):
+        if obj is not None:
             msg = next((obj[k] for k in JSON_MESSAGE_KEYS if isinstance(obj.get(k), str)), None)
         if msg is None:
             rows.append(None)

@@ -30,7 +30,7 @@ def ingest(
     workers: _options.Workers = None,
 ) -> None:
     """Parse every line of every log into the events and metrics tables."""
-    from forensics.ingestion import ingest as run_ingest
+    from forensics import scaleout
     from forensics.ingestion import write_tables
 
     _options.check_engine(engine)
@@ -40,22 +40,18 @@ def ingest(
 
         captured_at = captured_at.replace(tzinfo=UTC)
     with _console.progress(quiet) as report:
-        if engine == "local":
-            result = run_ingest(paths, year=year, tz=tz, captured_at=captured_at, progress=report)
-        else:
-            from forensics import scaleout
-
-            result = scaleout.run(
-                paths,
-                engine,
-                workers=workers,
-                address=ray_address,
-                dataset=out / "events",
-                year=year,
-                tz=tz,
-                captured_at=captured_at,
-                progress=report,
-            ).ingest
+        result = scaleout.prepare(
+            paths,
+            engine,
+            mine=False,
+            workers=workers,
+            address=ray_address,
+            dataset=out / "events" if engine != "local" else None,
+            year=year,
+            tz=tz,
+            captured_at=captured_at,
+            progress=report,
+        ).ingest
     written = write_tables(result, out)
     if not quiet:
         _console.print_ingest_summary(result, written)

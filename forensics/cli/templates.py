@@ -29,28 +29,21 @@ def templates(
     workers: _options.Workers = None,
 ) -> None:
     """Mine log templates (Drain3) and print the table, most frequent first."""
-    from forensics import mining
-    from forensics.ingestion import ingest
+    from forensics import mining, scaleout
 
     _options.check_engine(engine)
     with _console.progress(quiet) as report:
-        if engine == "local":
-            result = ingest(paths, year=year, tz=tz, progress=report)
-            mined = mining.mine(result.events)
-        else:
-            from forensics import scaleout
-
-            sharded = scaleout.run(
-                paths,
-                engine,
-                workers=workers,
-                address=ray_address,
-                dataset=out / "events" if out is not None else None,
-                year=year,
-                tz=tz,
-                progress=report,
-            )
-            result, mined = sharded.ingest, sharded.mined
+        prepared = scaleout.prepare(
+            paths,
+            engine,
+            workers=workers,
+            address=ray_address,
+            dataset=out / "events" if out is not None and engine != "local" else None,
+            year=year,
+            tz=tz,
+            progress=report,
+        )
+    result, mined = prepared.ingest, prepared.mined
     table = mined.templates
     changes = None
     if baseline is not None:
