@@ -330,10 +330,11 @@ def _merge_templates(parts: list[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFr
     return mapping, templates
 
 
-def run(
+def prepare(
     paths: list[Path],
-    engine: str,
+    engine: str = "local",
     *,
+    mine: bool = True,
     workers: int | None = None,
     address: str | None = None,
     dataset: Path | None = None,
@@ -341,14 +342,23 @@ def run(
     tz: str = "UTC",
     captured_at: datetime | None = None,
     progress: Progress | None = None,
+    stage: Callable[[str], None] | None = None,
     shard_bytes: int | None = None,
 ) -> Sharded:
-    """`ingest_and_mine` on `engine` (`pool`, `ray` or `serial`), with the executor's lifetime handled.
+    """Ingest and mine on any engine: what `analyze` and the `ingest`/`templates` commands share.
 
+    `local` is the single-process pipeline (`mine=False` skips mining there; shards
+    always mine, it is how their templates merge). `pool`, `ray` (and `serial`, for
+    benchmarks) are `ingest_and_mine` on that executor, whose lifetime is handled here.
     Without `dataset` the rows go to a temporary directory that is removed once they
     are read back; `ingest.dataset` then stays None. On a multi-node Ray cluster pass a
     `dataset` on storage every node mounts at the same path.
     """
+    if engine == "local":
+        r = ingestion.ingest(paths, year=year, tz=tz, captured_at=captured_at, progress=progress)
+        if stage and mine:
+            stage("templates")
+        return Sharded(r, mining.mine(r.events) if mine else None, None, 0, 0.0)
     import tempfile
 
     from forensics.engines import executor
@@ -370,40 +380,3 @@ def run(
         ex.close()
         if tmp is not None:
             tmp.cleanup()
-
-
-def prepare(
-    paths: list[Path],
-    engine: str = "local",
-    *,
-    mine: bool = True,
-    workers: int | None = None,
-    address: str | None = None,
-    dataset: Path | None = None,
-    year: int | None = None,
-    tz: str = "UTC",
-    captured_at: datetime | None = None,
-    progress: Progress | None = None,
-    stage: Callable[[str], None] | None = None,
-) -> Sharded:
-    """Ingest and mine on any engine: what `analyze` and the `ingest`/`templates` commands share.
-
-    `local` is the single-process pipeline (`mine=False` skips mining there; shards
-    always mine, it is how their templates merge); the others are `run`.
-    """
-    if engine == "local":
-        r = ingestion.ingest(paths, year=year, tz=tz, captured_at=captured_at, progress=progress)
-        if stage and mine:
-            stage("templates")
-        return Sharded(r, mining.mine(r.events) if mine else None, None, 0, 0.0)
-    return run(
-        paths,
-        engine,
-        workers=workers,
-        address=address,
-        dataset=dataset,
-        year=year,
-        tz=tz,
-        captured_at=captured_at,
-        progress=progress,
-    )
