@@ -175,8 +175,8 @@ def is_binary(data: bytes) -> bool:
     Parquet), or when nothing but NULs is left.
     """
     head = data[:SNIFF_BYTES]
-    if not head:
-        return False
+    if not head or head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return False  # empty, or UTF-16 text with its byte-order mark (`decode` handles it)
     rest = head.replace(b"\x00", b"")
     if not rest.strip():
         return len(head) >= 64
@@ -191,6 +191,11 @@ def decode(data: bytes) -> tuple[str, list[str]]:
     Returns (text, notes) where notes say what was repaired.
     """
     notes = []
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        # PowerShell's `kubectl logs pod > out.log` writes UTF-16 with a byte-order mark.
+        return data.decode("utf-16", errors="replace"), ["UTF-16 text (e.g. a PowerShell redirect) decoded"]
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]  # a UTF-8 byte-order mark (Windows editors) would stick to the first line
     if b"\x00" in data:
         n = data.count(b"\x00")
         data = data.replace(b"\x00", b"")

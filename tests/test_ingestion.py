@@ -670,3 +670,20 @@ def test_shipper_exports_keep_the_pod_and_node_the_shipper_attached(tmp_path):
     ]
     m = r.metrics.filter(pl.col("metric") == "generation_tokens_per_s").row(0, named=True)
     assert (m["pod"], m["value"]) == ("qwen-14b-7d5c9b6f4-abcde", 610.5)
+
+
+def test_utf16_from_a_powershell_redirect_and_a_utf8_bom_lose_no_line(tmp_path):
+    text = (
+        "2025-04-01T06:00:00.000000000Z INFO 04-01 06:00:00 [core.py:1] Modèle chargé en 41 s\r\n"
+        "2025-04-01T06:00:09.000000000Z ERROR 04-01 06:00:09 [core.py:720] EngineCore encountered a fatal error.\r\n"
+    )
+    write(tmp_path / "powershell.log", text.encode("utf-16"))  # BOM + UTF-16LE, as `> file` writes it
+    write(tmp_path / "notepad.log", b"\xef\xbb\xbf" + text.encode())
+    r = ingest(tmp_path)
+    assert r.unparsed == 0 and r.lines == 4
+    for name in ("powershell.log", "notepad.log"):
+        ev = r.events.filter(pl.col(s.FILE) == name).sort(s.LINE)
+        assert ev[s.MESSAGE].to_list() == ["Modèle chargé en 41 s", "EngineCore encountered a fatal error."]
+        assert ev[s.TS].to_list()[0] == datetime(2025, 4, 1, 6, 0, tzinfo=UTC)
+    notes = {f.file: f.notes for f in r.files}
+    assert notes["powershell.log"] == ("UTF-16 text (e.g. a PowerShell redirect) decoded",)
