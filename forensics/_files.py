@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import os
 import stat
+import tarfile
+import tempfile
+import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +21,13 @@ GZIP_MAGIC = b"\x1f\x8b"
 SNIFF_BYTES = 64 * 1024
 SEGMENT_CHARS = 32 * 1024 * 1024
 """Files larger than this are parsed in newline-aligned segments to bound memory."""
+ARCHIVE_MAX_BYTES = 64 * 1024**3
+"""An archive that would unpack to more than this is skipped (a zip bomb, or the wrong file)."""
+ARCHIVE_DEPTH = 2
+"""Archives inside archives are unpacked this deep (a support bundle of gzipped tarballs)."""
+_UNPACKED: list[tempfile.TemporaryDirectory] = []
+"""Where archives were unpacked: kept until the process exits (their files are read later,
+possibly by worker processes), then removed by `TemporaryDirectory`'s finalizer."""
 
 
 @dataclass(frozen=True)
@@ -38,16 +48,19 @@ class InputFile:
     mtime: float
 
 
-def discover(paths: list[Path]) -> tuple[list[InputFile], list[Skipped]]:
+def discover(paths: list[Path], _depth: int = 0) -> tuple[list[InputFile], list[Skipped]]:
     """Walk `paths` (files or directories) and return regular files sorted by relative path.
 
     Symlinks are followed, but each real file is read once (CRI's
     `/var/log/containers/*.log` links point at `/var/log/pods/...`: reading both would
-    count every line twice) and directory cycles are cut.
+    count every line twice) and directory cycles are cut. Archives (`.tar`, `.tar.gz`,
+    `.tgz`, `.zip`: support bundles, must-gathers) are unpacked to a temporary directory
+    and their members listed as `<archive>/<member path>`.
     """
     found: dict[str, InputFile] = {}
     skipped: list[Skipped] = []
     seen_real: dict[str, str] = {}
+    depth = _depth
     multi = len(paths) > 1
     for root in paths:
         label = root.name if multi else ""
@@ -56,7 +69,7 @@ def discover(paths: list[Path]) -> tuple[list[InputFile], list[Skipped]]:
             skipped.append(Skipped(str(root), reason))
             continue
         if root.is_file():
-            _add(root, _join(label, root.name) if multi else root.name, found, seen_real, skipped)
+            _add(root, _join(label, root.name) if multi else root.name, found, seen_real, skipped, depth)
             continue
         visited: set[str] = set()
         for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
@@ -70,7 +83,7 @@ def discover(paths: list[Path]) -> tuple[list[InputFile], list[Skipped]]:
             dirnames.sort()
             for name in sorted(filenames):
                 p = Path(dirpath) / name
-                _add(p, _join(label, p.relative_to(root).as_posix()), found, seen_real, skipped)
+                _add(p, _join(label, p.relative_to(root).as_posix()), found, seen_real, skipped, depth)
     skipped.sort(key=lambda s: s.file)
     return sorted(found.values(), key=lambda f: f.rel), skipped
 
@@ -79,7 +92,7 @@ def _join(prefix: str, rel: str) -> str:
     return f"{prefix}/{rel}" if prefix else rel
 
 
-def _add(p: Path, rel: str, found: dict, seen_real: dict, skipped: list) -> None:
+def _add(p: Path, rel: str, found: dict, seen_real: dict, skipped: list, depth: int = 0) -> None:
     try:
         st = p.stat()
     except OSError as e:
@@ -94,7 +107,74 @@ def _add(p: Path, rel: str, found: dict, seen_real: dict, skipped: list) -> None
         skipped.append(Skipped(rel, f"same file as {seen_real[real]} (symlink); read once"))
         return
     seen_real[real] = rel
+    kind = archive_kind(p)
+    if kind and depth < ARCHIVE_DEPTH:
+        _unpack(p, rel, kind, found, skipped, depth)
+        return
     found[rel] = InputFile(p, rel, st.st_size, st.st_mtime)
+
+
+def archive_kind(p: Path) -> str | None:
+    """`tar`, `tar.gz` or `zip` by content (a renamed bundle still counts), else None."""
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(512)
+            if head[:4] == b"PK\x03\x04":
+                return "zip"
+            if len(head) >= 262 and head[257:262] == b"ustar":
+                return "tar"
+            if head[:2] == GZIP_MAGIC:
+                fh.seek(0)
+                inner = zlib.decompressobj(wbits=31).decompress(fh.read(64 * 1024), 512)
+                if len(inner) >= 262 and inner[257:262] == b"ustar":
+                    return "tar.gz"
+    except (OSError, zlib.error):
+        return None
+    return None
+
+
+def _unpack(p: Path, rel: str, kind: str, found: dict, skipped: list, depth: int) -> None:
+    """Unpack an archive's regular files (no links, nothing outside it) and list them under `rel`."""
+    tmp = tempfile.TemporaryDirectory(prefix="forensics-unpacked-")
+    _UNPACKED.append(tmp)
+    dest = Path(tmp.name)
+    try:
+        if kind == "zip":
+            with zipfile.ZipFile(p) as z:
+                members = [m for m in z.infolist() if not m.is_dir()]
+                total = sum(m.file_size for m in members)
+                if total > ARCHIVE_MAX_BYTES:
+                    skipped.append(
+                        Skipped(rel, f"archive would unpack to {total} bytes (over the limit); unpack it yourself")
+                    )
+                    return
+                for m in members:
+                    z.extract(m, dest)  # zipfile drops `..` and absolute parts itself
+        else:
+            with tarfile.open(p, "r:*") as tar:
+                # Member by member, so a truncated download still yields the members before the cut.
+                total = 0
+                for m in tar:
+                    if not m.isreg() or m.name.startswith("/") or ".." in Path(m.name).parts:
+                        continue
+                    total += m.size
+                    if total > ARCHIVE_MAX_BYTES:
+                        skipped.append(
+                            Skipped(rel, f"archive unpacks to over {ARCHIVE_MAX_BYTES} bytes; read up to there")
+                        )
+                        break
+                    if hasattr(tarfile, "data_filter"):
+                        tar.extract(m, dest, filter="data")
+                    else:  # Python < 3.11.4: links and escaping paths were filtered above
+                        tar.extract(m, dest)  # noqa: S202
+    except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, ValueError) as e:
+        note = f"{type(e).__name__}: {e}"
+        skipped.append(Skipped(rel, f"damaged {kind} archive ({note}); what was unpacked before the damage is read"))
+    inner, inner_skipped = discover([dest], depth + 1)
+    for f in inner:
+        name = f"{rel}/{f.rel}"
+        found[name] = InputFile(f.path, name, f.size, f.mtime)
+    skipped.extend(Skipped(f"{rel}/{k.file}", k.reason) for k in inner_skipped)
 
 
 def read_bytes(f: InputFile) -> tuple[bytes | None, list[str], str | None]:

@@ -76,6 +76,8 @@ class IngestResult:
     traces: list[str] = field(default_factory=list)
     """Request-trace files found (inputs for `forensics replay`), relative paths."""
     warnings: list[str] = field(default_factory=list)
+    trace_paths: dict[str, str] = field(default_factory=dict)
+    """Where each of `traces` can be opened (a file unpacked from an archive is elsewhere)."""
     dataset: str | None = None
     """Where a sharded run (`--engine pool|ray`) wrote the event rows: a Parquet dataset
     partitioned `hour=/source=`, with `_templates.parquet` mapping its shard template ids."""
@@ -197,6 +199,7 @@ def ingest_files(
     doc_rows: list[dict] = []
     doc_files: dict[int, str] = {}
     traces: list[str] = []
+    trace_paths: dict[str, str] = {}
     batch: list[tuple[int, int, int, list[str]]] = []
     batch_chars = 0
     parsed_batches: list[Future] = []
@@ -251,6 +254,7 @@ def ingest_files(
             skipped.append(_files.Skipped(f.rel, why))
             if why.startswith("request trace"):
                 traces.append(f.rel)
+                trace_paths[f.rel] = str(f.path)
             continue
         notes[fid] = fnotes
         first = 1
@@ -284,7 +288,7 @@ def ingest_files(
     events = _finish(events, metas)
     metrics = vllm.metrics(events)
     skipped.sort(key=lambda k: k.file)
-    return IngestResult(events, metrics, reports, skipped, sorted(traces), warnings)
+    return IngestResult(events, metrics, reports, skipped, sorted(traces), warnings, trace_paths=trace_paths)
 
 
 REFERENCE_HEAD_BYTES = 4 * 1024 * 1024

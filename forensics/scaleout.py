@@ -81,6 +81,7 @@ class ShardResult:
     files: list[FileReport]
     skipped: list[_files.Skipped]
     traces: list[str]
+    trace_paths: dict[str, str]
     warnings: list[str]
     metrics: pa.Table
     templates: pa.Table
@@ -154,6 +155,7 @@ def run_shard(spec: ShardSpec) -> ShardResult:
         r.files,
         r.skipped,
         r.traces,
+        r.trace_paths,
         r.warnings + mined.warnings,
         r.metrics.to_arrow(),
         mined.templates.to_arrow(),
@@ -239,6 +241,7 @@ def ingest_and_mine(
         skipped,
         sorted(t for r in results for t in r.traces),
         [w for r in results for w in r.warnings],
+        trace_paths={k: v for r in results for k, v in r.trace_paths.items()},
     )
     stages["merge"] = time.perf_counter() - t
     mined = mining.MiningResult(ids.rename(mining.TEMPLATE_ID), templates, [])

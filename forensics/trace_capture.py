@@ -38,7 +38,10 @@ def replay_input(result, root):
 
     root = Path(root)
     if result.traces:
-        return root / result.traces[0] if root.is_dir() else root
+        first = result.traces[0]
+        if first in result.trace_paths:
+            return Path(result.trace_paths[first])
+        return root / first if root.is_dir() else root
     tr = captured_trace(result.events, source=f"vLLM request lines in {root}")
     if tr is None or not tr.requests:
         why = "; ".join(f"{n} {k}" for k, n in sorted(tr.rejected.items())) if tr else "no request lines"

@@ -687,3 +687,45 @@ def test_utf16_from_a_powershell_redirect_and_a_utf8_bom_lose_no_line(tmp_path):
         assert ev[s.TS].to_list()[0] == datetime(2025, 4, 1, 6, 0, tzinfo=UTC)
     notes = {f.file: f.notes for f in r.files}
     assert notes["powershell.log"] == ("UTF-16 text (e.g. a PowerShell redirect) decoded",)
+
+
+def _tar_gz(path: Path, members: dict[str, bytes]) -> None:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def test_support_bundles_are_unpacked_and_their_files_named_inside_the_archive(tmp_path):
+    import zipfile
+
+    members = {p.name: p.read_bytes() for p in sorted((DATA / "incident").iterdir())}
+    _tar_gz(tmp_path / "must-gather.tgz", {f"gather/{k}": v for k, v in members.items()})
+    with zipfile.ZipFile(tmp_path / "bundle.zip", "w") as z:
+        z.writestr("node-logs/kubelet.journal", members["kubelet.journal"])
+    plain = ingest(DATA / "incident")
+    r = ingest(tmp_path)
+    names = sorted(f.file for f in r.files)
+    assert names == ["bundle.zip/node-logs/kubelet.journal"] + sorted(f"must-gather.tgz/gather/{k}" for k in members)
+    journal_lines = next(f.lines for f in plain.files if f.file == "kubelet.journal")
+    assert r.unparsed == plain.unparsed and r.lines == plain.lines + journal_lines
+    inner = r.events.filter(pl.col(s.FILE).str.starts_with("must-gather.tgz/"))
+    assert inner.drop(s.FILE).equals(plain.events.drop(s.FILE))
+
+
+def test_a_hostile_or_truncated_archive_gives_what_it_safely_can(tmp_path):
+    good = b"2025-03-02T08:06:40.000000000Z ERROR 03-02 08:06:40 [core.py:720] EngineCore encountered a fatal error.\n"
+    _tar_gz(tmp_path / "evil.tar.gz", {"../../escape.log": good, "/etc/abs.log": good, "ok/pod.log": good})
+    _tar_gz(tmp_path / "cut.tar.gz", {"a/first.log": good, "b/second.log": good * 4000})
+    data = (tmp_path / "cut.tar.gz").read_bytes()
+    (tmp_path / "cut.tar.gz").write_bytes(data[: len(data) * 2 // 3])
+    r = ingest(tmp_path)
+    names = {f.file for f in r.files}
+    assert "evil.tar.gz/ok/pod.log" in names and not any("escape" in n or "abs" in n for n in names)
+    assert "cut.tar.gz/a/first.log" in names
+    assert not (tmp_path.parent / "escape.log").exists()
+    assert any(k.file == "cut.tar.gz" and "damaged" in k.reason for k in r.skipped)
