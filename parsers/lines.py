@@ -93,8 +93,8 @@ WORKING_COLUMNS = (
 """Per-line working state dropped once events are formed: keeping `body` and `_text` would
 hold a second and third copy of every line until the end of ingest."""
 FILE_KEY = ["_fid", "_seg"]
-PREFIX_KEY = ["_fid", "_seg", s.PROCESS, "_pid", "_rank"]
-"""Lines with a process or rank prefix continue that prefix's stream; un-prefixed lines
+PREFIX_KEY = ["_fid", "_seg", "_wpod", "_wcont", s.PROCESS, "_pid", "_rank"]
+"""Lines with a pod, process or rank prefix continue that prefix's stream; un-prefixed lines
 (C-level writes such as NCCL or `terminate called ...`, which bypass Python's prefixing)
 continue the physically previous event of the file."""
 
@@ -199,7 +199,7 @@ def _fold(df: pl.DataFrame) -> pl.DataFrame:
     )
     kind = pl.col("_kind")
     msg = pl.col(s.MESSAGE)
-    prefixed = pl.col(s.PROCESS).is_not_null() | pl.col("_rank").is_not_null()
+    prefixed = pl.col(s.PROCESS).is_not_null() | pl.col("_rank").is_not_null() | pl.col("_wpod").is_not_null()
     text = pl.when(kind.is_in(["other", "cont", "blank", "k8s_header"])).then(pl.col("body")).otherwise(msg)
     is_open = (
         kind.is_in(["cont", "exc"])
@@ -211,7 +211,7 @@ def _fold(df: pl.DataFrame) -> pl.DataFrame:
         text.alias("_text"),
         is_open.alias("_open"),
         prefixed.alias("_prefixed"),
-        pl.struct(["_fid", "_seg", s.PROCESS, "_pid", "_rank"]).hash(seed=7).alias("_sid"),
+        pl.struct(PREFIX_KEY).hash(seed=7).alias("_sid"),
         same_file.fill_null(False).alias("_same_file"),
     )
     pre = pl.col("_prefixed")

@@ -47,6 +47,9 @@ DMESG_PROBE = r"^\[ *\d+\.\d{6}\] "
 """`dmesg`: seconds since boot, no wall time (the kernel's NVRM/Xid, OOM-killer lines)."""
 DMESG_T_PROBE = r"^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} \d{2}:\d{2}:\d{2} \d{4}\] "
 """`dmesg -T`: the node's wall time, year included."""
+KUBECTL_PREFIX_PROBE = r"^\[pod/[^/\]\s]+/[^\]\s]+\] "
+"""`kubectl logs -l app=x --prefix`: `[pod/<pod>/<container>] ` before everything else (even
+`--timestamps`), so many pods' lines interleave in one file."""
 LOKI_LABELS_PROBE = r'^\{[A-Za-z_]\w*="[^"]*"(?:, ?[A-Za-z_]\w*="[^"]*")*\} '
 """`logcli query` output after its time: `{container="vllm", pod="llama-0"} <line>`."""
 JOURNAL_JSON_PROBE = '"__REALTIME_TIMESTAMP"'
@@ -142,6 +145,15 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
         df,
         body.str.contains(r"\r|\^M$"),
         lambda d: d.with_columns(body.str.replace(r"(?:\r|\^M)+$", "").str.replace(r"^.*\r", "")),
+    )
+    df = apply(
+        df,
+        body.str.starts_with("[pod/") & body.str.contains(KUBECTL_PREFIX_PROBE),
+        lambda d: d.with_columns(
+            body.str.extract(r"^\[pod/([^/\]\s]+)/", 1).alias("_wpod"),
+            body.str.extract(r"^\[pod/[^/\]\s]+/([^\]\s]+)\] ", 1).alias("_wcont"),
+            body.str.replace(KUBECTL_PREFIX_PROBE, ""),
+        ),
     )
     journal = body.str.contains(JOURNAL_JSON_PROBE, literal=True)
     df = apply(df, body.str.starts_with('{"') & journal, _journald_json)

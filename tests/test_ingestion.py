@@ -729,3 +729,25 @@ def test_a_hostile_or_truncated_archive_gives_what_it_safely_can(tmp_path):
     assert "cut.tar.gz/a/first.log" in names
     assert not (tmp_path.parent / "escape.log").exists()
     assert any(k.file == "cut.tar.gz" and "damaged" in k.reason for k in r.skipped)
+
+
+def test_kubectl_prefix_output_of_many_pods_keeps_each_pods_traceback_whole(tmp_path):
+    # `kubectl logs -l app=vllm --prefix --timestamps`: the pods' lines interleave in one file.
+    a, b = "[pod/mixtral-5b9c7d6f8-r4t6y/vllm] ", "[pod/mixtral-5b9c7d6f8-u8i9o/vllm] "
+    ts = "2025-05-20T14:00:01.000000000Z "
+    write(
+        tmp_path / "all-replicas.log",
+        f"{a}{ts}ERROR 05-20 14:00:01 [core.py:720] EngineCore encountered a fatal error.\n"
+        f"{b}{ts}INFO 05-20 14:00:01 [logger.py:41] Received request chatcmpl-77a1: prompt length 31.\n"
+        f"{a}{ts}Traceback (most recent call last):\n"
+        f"{b}{ts}INFO 05-20 14:00:01 [logger.py:41] Finished request chatcmpl-77a1.\n"
+        f'{a}{ts}  File "/opt/vllm/v1/engine/core.py", line 701, in run_engine_core\n'
+        f"{a}{ts}torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB.\n",
+    )
+    r = ingest(tmp_path)
+    assert r.unparsed == 0 and r.folded == 3
+    ev = r.events.sort(s.LINE)
+    assert ev[s.POD].to_list() == ["mixtral-5b9c7d6f8-r4t6y", "mixtral-5b9c7d6f8-u8i9o", "mixtral-5b9c7d6f8-u8i9o"]
+    assert set(ev[s.CONTAINER]) == {"vllm"}
+    crash = ev.row(0, named=True)
+    assert crash[s.RAW_LINES] == 4 and crash[s.MESSAGE].endswith("CUDA out of memory. Tried to allocate 1.25 GiB.")
