@@ -269,3 +269,15 @@ def test_sixteen_contiguous_shards_and_the_second_pass_group_like_one_miner():
 
     assert grouping_accuracy(shard_text) < 0.7  # shard templates alone split the worker lines 16 ways
     assert grouping_accuracy([to_global[k] for k in shard_text]) >= 0.99
+
+
+def test_one_file_per_shard_still_gives_the_local_result(tmp_path):
+    # The harshest cut: every file alone, including shards holding only a trace or a JSON
+    # document that is not a log (nothing to parse, nothing to mine).
+    root = SAMPLES / "cache-corruption"
+    sharded = _sharded(root, tmp_path / "events", shard_bytes=1)
+    local = ingestion.ingest(root)
+    assert sharded.shards == len(_files.discover([root])[0])
+    assert sharded.ingest.events.equals(local.events)
+    assert sharded.ingest.accounting() == local.accounting()
+    assert sharded.mined.template_ids.equals(mining.mine(local.events).template_ids)
