@@ -10,7 +10,7 @@ Engine = Annotated[
     str,
     typer.Option(
         help="local: one process. pool: shards of files on a local process pool. "
-        "ray: shards as Ray tasks (pip install 'forensics[ray]'); rows written under OUT/events/.",
+        "ray: shards as Ray tasks (pip install 'forensics\\[ray]'); rows written under OUT/events/.",
     ),
 ]
 RayAddress = Annotated[
