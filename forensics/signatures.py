@@ -147,7 +147,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "node",
         "fault",
         0,
-        r"PLEG is not healthy|NodeNotReady|status is now: NodeNotReady|SystemOOM|OOMKilling|Rebooted|has been rebooted|NodeHasInsufficientMemory|EvictionThresholdMet|Kernel panic|Out of memory: Killed process",
+        r"PLEG is not healthy|NodeNotReady|status is now: NodeNotReady|SystemOOM|OOMKilling|Rebooted|has been rebooted|NodeHasInsufficientMemory|EvictionThresholdMet|Kernel panic|Out of memory: Killed process|(?:Memory|Disk|PID)Pressure=True",
         "node failure",
     ),
     Signature(

@@ -56,14 +56,25 @@ POD_OK = ("Running", "Completed", "Succeeded")
 # `kubectl get nodes`: NAME STATUS ROLES AGE VERSION
 DETECT_NODES = r"^[a-z0-9][\w.\-]*\s+(?:Not)?(?:Ready|Unknown)(?:,\w+)*\s+\S+\s+\d+[smhdy]\w*\s+v\d"
 NODES = r"^(?P<node>\S+)\s+(?P<status>\S+)\s+(?P<roles>\S+)\s+(?P<age>\S+)\s+(?P<ver>v\S+)"
-# `kubectl describe pod`: top-level fields (column 0) and a container's State / Last State,
+# `kubectl describe pod` / `node`: top-level fields (column 0) and a container's State / Last State,
 # whose indented Reason / Exit Code / Started / Finished lines fold into it.
 DETECT_DESCRIBE_FIELD = (
     r"^(?:Name|Namespace|Priority|Priority Class Name|Service Account|Node|Start Time|Labels|Annotations|Status|"
     r"Reason|Message|IPs?|Controlled By|Init Containers|Containers|Conditions|Volumes|QoS Class|Node-Selectors|"
-    r"Tolerations|Nominated Node Name|Runtime Class Name|Topology Spread Constraints):(?:\s|$)"
+    r"Tolerations|Nominated Node Name|Runtime Class Name|Topology Spread Constraints|"
+    # `kubectl describe node`
+    r"Roles|CreationTimestamp|Taints|Unschedulable|Lease|Addresses|Capacity|Allocatable|System Info|PodCIDRs?|"
+    r"ProviderID|Non-terminated Pods|Allocated resources):(?:\s|$)"
 )
 DETECT_CONTAINER_STATE = r"^\s+(?:State|Last State):\s+(?:Running|Waiting|Terminated)\s*$"
+_RFC1123 = r"[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}"
+# `kubectl describe node` Conditions rows that say something is wrong (healthy rows fold
+# into the `Conditions:` block): Type Status LastHeartbeatTime LastTransitionTime Reason Message.
+DETECT_NODE_CONDITION = (
+    r"^\s{2}(?:Ready\s+(?:False|Unknown)|(?:MemoryPressure|DiskPressure|PIDPressure|NetworkUnavailable)\s+True)\s+"
+    + _RFC1123
+)
+NODE_CONDITION = rf"^\s{{2}}(?P<type>\w+)\s+(?P<status>\w+)\s+(?P<hb>{_RFC1123})\s+(?P<tr>{_RFC1123})\s+(?P<reason>\S+)\s*(?P<msg>.*?)\s*$"
 DETECT_DUMP = r"^==== (?:START|END) logs for container "
 DUMP = r"^==== (?P<what>START|END) logs for container (?P<c>\S+) of pod (?P<ns>[^/\s]+)/(?P<pod>\S+) ===="
 
@@ -205,6 +216,52 @@ def parse_describe_field(df: pl.DataFrame) -> pl.DataFrame:
         pl.col("body").str.strip_chars_end().alias(s.MESSAGE),
         *no_time(),
     )
+
+
+def parse_node_condition(df: pl.DataFrame) -> pl.DataFrame:
+    """A failing `kubectl describe node` condition, timed at its LastTransitionTime (when it
+    went bad): `NodeNotReady: Ready=Unknown since ...: NodeStatusUnknown: Kubelet stopped
+    posting node status.` The node's name comes from the `Name:` field (`node_conditions`)."""
+    m = pl.col("_m").struct.field
+    df = df.with_columns(pl.col("body").str.extract_groups(NODE_CONDITION).alias("_m"))
+    ready = m("type") == "Ready"
+    return df.with_columns(
+        pl.lit("k8s-state").alias(s.SOURCE),
+        pl.lit("WARNING").alias(s.LEVEL),
+        pl.lit("Warning").alias(s.K8S_TYPE),
+        pl.when(ready).then(pl.lit("NodeNotReady")).otherwise(m("type")).alias(s.K8S_REASON),
+        pl.format(
+            "{}: {}={} since {}: {}: {} (kubectl describe node)",
+            pl.when(ready).then(pl.lit("NodeNotReady")).otherwise(m("type")),
+            m("type"),
+            m("status"),
+            m("tr"),
+            m("reason"),
+            m("msg"),
+        ).alias(s.MESSAGE),
+        m("tr").str.strptime(pl.Datetime("us", "UTC"), "%a, %d %b %Y %H:%M:%S %z", strict=False).alias("_outer_ts"),
+        pl.lit(None, pl.String).alias(s.K8S_OBJECT),
+        pl.lit(True).alias("_ncond"),
+        *no_time(),
+    ).drop("_m")
+
+
+def node_conditions(events: pl.DataFrame) -> pl.DataFrame:
+    """After folding: a node condition's host is the `Name:` of the `describe node` block above it."""
+    if "_ncond" not in events.columns or not events["_ncond"].any():
+        return events
+    first = pl.col(s.MESSAGE).str.strip_chars()
+    name = (
+        pl.when((pl.col(s.SOURCE) == "k8s-state") & first.str.starts_with("Name:"))
+        .then(first.str.slice(5).str.strip_chars())
+        .forward_fill()
+        .over("_fid", order_by="_row")
+    )
+    cond = pl.col("_ncond").fill_null(False)
+    return events.with_columns(
+        pl.when(cond).then(pl.coalesce(pl.col(s.HOST), name)).otherwise(pl.col(s.HOST)).alias(s.HOST),
+        pl.when(cond).then(pl.lit("node/") + name).otherwise(pl.col(s.K8S_OBJECT)).alias(s.K8S_OBJECT),
+    ).drop("_ncond")
 
 
 def parse_container_state(df: pl.DataFrame) -> pl.DataFrame:

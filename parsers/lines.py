@@ -51,6 +51,7 @@ KINDS: list[tuple[str, str]] = [
     ("exc", pylog.DETECT_EXC),
     ("k8s_field", k8s.DETECT_DESCRIBE_FIELD),
     ("k8s_cstate", k8s.DETECT_CONTAINER_STATE),
+    ("k8s_ncond", k8s.DETECT_NODE_CONDITION),
     ("cont", CONT),
 ]
 """(kind, detect regex), tried in this order on the lines not yet claimed."""
@@ -70,6 +71,7 @@ PARSERS = {
     "k8s_nodes": k8s.parse_nodes,
     "k8s_field": k8s.parse_describe_field,
     "k8s_cstate": k8s.parse_container_state,
+    "k8s_ncond": k8s.parse_node_condition,
     "dump": k8s.parse_dump_marker,
     "exc": pylog.parse_exception,
 }
@@ -154,7 +156,7 @@ def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
         )
     parts.append(pending.with_columns(pl.lit("other").alias("_kind")))
     df = pl.concat(parts, how="diagonal_relaxed").sort("_row")
-    events = k8s.container_states(_fold(df))
+    events = k8s.node_conditions(k8s.container_states(_fold(df)))
     return events.drop([c for c in WORKING_COLUMNS if c in events.columns])
 
 

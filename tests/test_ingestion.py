@@ -751,3 +751,34 @@ def test_kubectl_prefix_output_of_many_pods_keeps_each_pods_traceback_whole(tmp_
     assert set(ev[s.CONTAINER]) == {"vllm"}
     crash = ev.row(0, named=True)
     assert crash[s.RAW_LINES] == 4 and crash[s.MESSAGE].endswith("CUDA out of memory. Tried to allocate 1.25 GiB.")
+
+
+def test_describe_node_failing_conditions_are_timed_node_events(tmp_path):
+    write(
+        tmp_path / "describe-nodes.txt",
+        "Name:               h100-node-12\n"
+        "Roles:              <none>\n"
+        "CreationTimestamp:  Tue, 04 Feb 2025 11:02:10 +0000\n"
+        "Taints:             node.kubernetes.io/memory-pressure:NoSchedule\n"
+        "Conditions:\n"
+        "  Type             Status  LastHeartbeatTime                 LastTransitionTime                Reason                       Message\n"
+        "  ----             ------  -----------------                 ------------------                ------                       -------\n"
+        "  MemoryPressure   True    Fri, 14 Mar 2025 03:10:44 +0000   Fri, 14 Mar 2025 03:07:31 +0000   KubeletHasInsufficientMemory kubelet has insufficient memory available\n"
+        "  DiskPressure     False   Fri, 14 Mar 2025 03:10:44 +0000   Tue, 04 Feb 2025 11:02:10 +0000   KubeletHasNoDiskPressure     kubelet has no disk pressure\n"
+        "  Ready            True    Fri, 14 Mar 2025 03:10:44 +0000   Tue, 04 Feb 2025 11:02:40 +0000   KubeletReady                 kubelet is posting ready status\n"
+        "Name:               h100-node-13\n"
+        "Conditions:\n"
+        "  Type             Status    LastHeartbeatTime                 LastTransitionTime                Reason              Message\n"
+        "  ----             ------    -----------------                 ------------------                ------              -------\n"
+        "  Ready            Unknown   Fri, 14 Mar 2025 03:09:02 +0000   Fri, 14 Mar 2025 03:09:58 +0000   NodeStatusUnknown   Kubelet stopped posting node status.\n",
+    )
+    r = ingest(tmp_path)
+    assert r.unparsed == 0
+    bad = r.events.filter(pl.col(s.K8S_TYPE) == "Warning").sort(s.LINE)
+    assert bad.select(s.HOST, s.K8S_REASON, s.K8S_OBJECT, s.TS).rows() == [
+        ("h100-node-12", "MemoryPressure", "node/h100-node-12", datetime(2025, 3, 14, 3, 7, 31, tzinfo=UTC)),
+        ("h100-node-13", "NodeNotReady", "node/h100-node-13", datetime(2025, 3, 14, 3, 9, 58, tzinfo=UTC)),
+    ]
+    assert bad[s.MESSAGE][1].startswith("NodeNotReady: Ready=Unknown since Fri, 14 Mar 2025 03:09:58 +0000")
+    # Healthy conditions fold into their block instead of reading as events of their own.
+    assert not r.events.filter(pl.col(s.MESSAGE).str.starts_with("DiskPressure")).height
