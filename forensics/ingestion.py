@@ -569,7 +569,9 @@ def _resolve_time(
         .then(pl.lit("relative"))
     )
     ev = ev.with_columns(pl.coalesce("_outer_ts", "_inf", "_rel").alias(s.TS), quality.alias(s.TS_QUALITY))
-    inherited = pl.col(s.TS).forward_fill().over("_fid")
+    # A row with a relative age (`5m` in a describe Events table) is not a continuation of
+    # the line above it: without --captured-at it stays untimed rather than borrow a time.
+    inherited = pl.when(pl.col("_age_s").is_null()).then(pl.col(s.TS).forward_fill().over("_fid"))
     ev = ev.with_columns(
         pl.when(pl.col(s.TS).is_null() & inherited.is_not_null())
         .then(pl.lit("inherited"))

@@ -782,3 +782,27 @@ def test_describe_node_failing_conditions_are_timed_node_events(tmp_path):
     assert bad[s.MESSAGE][1].startswith("NodeNotReady: Ready=Unknown since Fri, 14 Mar 2025 03:09:58 +0000")
     # Healthy conditions fold into their block instead of reading as events of their own.
     assert not r.events.filter(pl.col(s.MESSAGE).str.starts_with("DiskPressure")).height
+
+
+def test_a_describe_event_with_a_relative_age_never_borrows_the_time_of_the_line_above(tmp_path):
+    write(
+        tmp_path / "describe-pod.txt",
+        "Name:         llama-3-8b-5c7f9d6b4-k2v9x\n"
+        "Start Time:   Wed, 07 May 2025 10:14:02 +0000\n"
+        "Containers:\n"
+        "  vllm:\n"
+        "    State:          Terminated\n"
+        "      Reason:       Error\n"
+        "      Exit Code:    1\n"
+        "      Finished:     Wed, 07 May 2025 10:31:40 +0000\n"
+        "Events:\n"
+        "  Type     Reason   Age                From     Message\n"
+        "  ----     ------   ----               ----     -------\n"
+        "  Warning  BackOff  3m (x7 over 15m)   kubelet  Back-off restarting failed container vllm in pod llama-3-8b-5c7f9d6b4-k2v9x\n",
+    )
+    backoff = pl.col(s.K8S_REASON) == "BackOff"
+    row = ingest(tmp_path).events.filter(backoff).row(0, named=True)
+    assert (row[s.TS], row[s.TS_QUALITY]) == (None, "none")
+    captured = datetime(2025, 5, 7, 10, 40, tzinfo=UTC)
+    row = ingest(tmp_path, captured_at=captured).events.filter(backoff).row(0, named=True)
+    assert (row[s.TS], row[s.TS_QUALITY]) == (datetime(2025, 5, 7, 10, 37, tzinfo=UTC), "relative")
