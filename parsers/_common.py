@@ -30,7 +30,16 @@ LEVEL_WORDS = {
     "CRITICAL": "CRITICAL",
     "FATAL": "CRITICAL",
 }
-LEVEL_LETTERS = {"D": "DEBUG", "V": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
+LEVEL_LETTERS = {
+    "D": "DEBUG",
+    "V": "DEBUG",
+    "I": "INFO",
+    "W": "WARNING",
+    "E": "ERROR",
+    "F": "CRITICAL",
+    "C": "CRITICAL",
+}
+"""glog/c10/klog letters; Ray's C++ logs also write C (critical) for fatal lines."""
 
 
 def apply(df: pl.DataFrame, mask: pl.Expr, fn: Callable[[pl.DataFrame], pl.DataFrame]) -> pl.DataFrame:

@@ -20,7 +20,7 @@ from parsers._common import frac_to_us, level_from_letter, level_from_word, no_t
 DETECT = r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"
 STAMP = (
     r"^\[?(?P<Y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[ T](?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})(?:[,.](?P<frac>\d{1,9}))?"
-    r"(?P<ray> [DIWEF] \d+ \d+)?\]?[ ,:\-|]*(?P<rest>.*)$"
+    r"(?P<ray> [DIWECF] \d+ \d+)?\]?[ ,:\-|]*(?P<rest>.*)$"
 )
 LMCACHE = (
     r"^(?P<app>LMCache|Mooncake\w*|KVStore|kv_store|kvstore)\s*:?\s*(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s*:\s*"

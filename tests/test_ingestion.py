@@ -806,3 +806,14 @@ def test_a_describe_event_with_a_relative_age_never_borrows_the_time_of_the_line
     captured = datetime(2025, 5, 7, 10, 40, tzinfo=UTC)
     row = ingest(tmp_path, captured_at=captured).events.filter(backoff).row(0, named=True)
     assert (row[s.TS], row[s.TS_QUALITY]) == (datetime(2025, 5, 7, 10, 37, tzinfo=UTC), "relative")
+
+
+def test_ray_core_worker_fatal_lines_keep_their_critical_level(tmp_path):
+    write(
+        tmp_path / "raylet.out",
+        "[2024-10-02 17:40:11,532 E 51220 51301] core_worker.cc:712: Worker died unexpectedly: SIGSEGV\n"
+        "[2024-10-02 17:40:11,540 C 51220 51301] core_worker.cc:201: The core worker has already been shutdown.\n",
+    )
+    ev = ingest(tmp_path).events.sort(s.LINE)
+    assert ev.select(s.SOURCE, s.LEVEL).rows() == [("ray", "ERROR"), ("ray", "CRITICAL")]
+    assert ev[s.MESSAGE][1] == "core_worker.cc:201: The core worker has already been shutdown."
