@@ -154,9 +154,17 @@ def analyze(
         if v.status == "inconclusive" and any(h.category == "collective-timeout" for h in hyps):
             stragglers = collectives.silent_ranks(events, since=inc.start - rootcause.LOOKBACK)
             if stragglers is not None:
-                said = stragglers.sentence()
-                rest = v.missing or ""
-                v.missing = said[0].upper() + said[1:] + ". " + rest[:1].upper() + rest[1:]
+                v.missing = _sentences(stragglers.sentence(), v.missing)
+            first_timeout = signals.filter(pl.col("category") == "collective-timeout")[s.TS].min()
+            stall = ser.first_stall(metrics, before=first_timeout)
+            if stall is not None:
+                v.missing = _sentences(
+                    f"the engine hung before the timeouts: from {_iso(stall['start'])} on {stall['where']}, "
+                    f"{stall['running']} request(s) running and 0 tokens/s for {stall['samples']} metrics samples "
+                    f"({stall['file']}:{stall['line']}), so a collective or a GPU kernel never returned (a hang, not a "
+                    "crash)",
+                    v.missing,
+                )
         reports.append(_incident_report(inc, hyps, v, events, signals, series))
     changes = None
     if incidents:
@@ -187,6 +195,11 @@ def analyze(
         [str(p) for p in roots],
         run_stats,
     )
+
+
+def _sentences(*parts: str | None) -> str:
+    """Sentences joined, each starting with a capital (the verdict's `missing` text grows by prepending)."""
+    return " ".join(p[0].upper() + p[1:].rstrip(".") + "." for p in parts if p)
 
 
 MERGE_GAP = timedelta(minutes=30)

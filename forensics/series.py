@@ -366,6 +366,55 @@ def tell_kv_full_no_queue(series: Series, before: datetime) -> tuple[datetime, d
     return series.t[a], series.t[min(b, len(series.t) - 1)]
 
 
+STALL_SAMPLES = 2
+"""Consecutive metrics samples with requests running and nothing generated that make a stall."""
+
+
+def first_stall(metrics: pl.DataFrame, before: datetime | None = None) -> dict | None:
+    """The first engine stall: requests running, zero prompt and generation throughput, for
+    `STALL_SAMPLES` samples in a row (on or before `before`, when given).
+
+    The signature of a hang, as opposed to a crash, that precedes NCCL watchdog timeouts
+    (shared docs, log-formats.md §6.8): the engine is alive and scheduled work, but a
+    collective or a kernel never returns. Returns the stall's start, where, and its evidence.
+    """
+    want = ("running", "generation_tokens_per_s", "prompt_tokens_per_s")
+    m = metrics.filter(pl.col(s.METRIC).is_in(want) & pl.col(s.TS).is_not_null())
+    if m.is_empty():
+        return None
+    wide = (
+        m.with_columns(pl.coalesce(s.POD, s.HOST, s.FILE).alias("_where"))
+        .pivot(on=s.METRIC, index=["_where", s.ENGINE, s.TS, s.FILE, s.LINE], values=s.VALUE, aggregate_function="max")
+        .sort("_where", s.ENGINE, s.TS, s.LINE)
+    )
+    for c in want:
+        if c not in wide.columns:
+            return None
+    stalled = (pl.col("running") >= 1) & (pl.col("generation_tokens_per_s") == 0) & (pl.col("prompt_tokens_per_s") == 0)
+    run_id = (~stalled).cum_sum().over("_where", s.ENGINE)
+    runs = (
+        wide.with_columns(stalled.alias("_st"), run_id.alias("_run"))
+        .filter(pl.col("_st"))
+        .group_by("_where", s.ENGINE, "_run")
+        .agg(pl.len().alias("n"), pl.all().sort_by(s.TS).first())
+        .filter(pl.col("n") >= STALL_SAMPLES)
+        .sort(s.TS, "_where")
+    )
+    if before is not None:
+        runs = runs.filter(pl.col(s.TS) <= before)
+    if runs.is_empty():
+        return None
+    r = runs.row(0, named=True)
+    return {
+        "start": r[s.TS],
+        "where": r["_where"],
+        "running": int(r["running"]),
+        "samples": int(r["n"]),
+        "file": r[s.FILE],
+        "line": r[s.LINE],
+    }
+
+
 def _welch_p(seg: np.ndarray, before: np.ndarray, ttest_ind) -> float:
     """Welch's t-test p-value, quietly: a flat series (a constant baseline, throughput at
     exactly 0) makes scipy warn about precision loss, which is noise on the console and

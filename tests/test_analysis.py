@@ -477,3 +477,19 @@ def test_an_xid_in_the_node_journal_is_the_cause_of_the_engines_cuda_error_and_t
     assert rc["evidence"][0]["file"] == "node-5/kernel.json"
     cuda = [h for h in inc["hypotheses"] if h["template"].startswith("RuntimeError: CUDA error: unspecified")]
     assert [h["role"] for h in cuda] == ["symptom"]
+
+
+def test_an_engine_that_hung_before_the_watchdog_fired_is_said_to_have_hung(tmp_path):
+    write_file(
+        tmp_path / "vllm-tp.log",
+        "INFO 07-09 02:00:05 metrics.py:406] Avg prompt throughput: 310.0 tokens/s, Avg generation throughput: 95.2 tokens/s, Running: 4 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 12.0%, CPU KV cache usage: 0.0%.\n"
+        "INFO 07-09 02:00:15 metrics.py:406] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 3 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 12.1%, CPU KV cache usage: 0.0%.\n"
+        "INFO 07-09 02:04:40 metrics.py:406] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 3 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 12.1%, CPU KV cache usage: 0.0%.\n"
+        "[rank1]:[E709 02:10:15.000311902 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7712, OpType=ALLREDUCE, NumelIn=4096, NumelOut=4096, Timeout(ms)=600000) ran for 600047 milliseconds before timing out.\n",
+    )
+    rc = analyze(tmp_path, year=2025).to_json()["incidents"][0]["root_cause"]
+    assert rc["status"] == "inconclusive"
+    assert rc["missing"].startswith(
+        "The engine hung before the timeouts: from 2025-07-09T02:00:15Z on vllm-tp, 3 request(s) running and 0 tokens/s "
+        "for 2 metrics samples (vllm-tp.log:2)"
+    )
