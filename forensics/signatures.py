@@ -106,6 +106,14 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Cuda failure \d* ?'(?!out of memory)|ncclUnhandledCudaError|NCCL error.*unhandled cuda error",
         "CUDA call failed inside NCCL",
     ),
+    Signature(
+        "gpu-fault",
+        "fault",
+        0,
+        r"Failed to initialize NVML|Driver/library version mismatch|NVML_ERROR_|CUDA driver version is insufficient"
+        r"|no CUDA-capable device is detected|cudaErrorNoDevice|nvidia-container-cli: .*error",
+        "GPU driver / NVML failure",
+    ),
     # --- network / NCCL transport
     Signature(
         "network",
@@ -136,6 +144,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "NCCL proxy or bootstrap network failure",
     ),
     Signature(
+        "network",
+        "fault",
+        1,
+        r"DistNetworkError|The client socket has (?:failed to connect|timed out after)|RendezvousTimeoutError"
+        r"|RendezvousConnectionError|TCPStore.*(?:timed out|Connection refused|Connection reset)",
+        "torch.distributed rendezvous / TCPStore connection failed",
+    ),
+    Signature(
         "other",
         "fault",
         1,
@@ -147,7 +163,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "node",
         "fault",
         0,
-        r"PLEG is not healthy|NodeNotReady|status is now: NodeNotReady|SystemOOM|OOMKilling|Rebooted|has been rebooted|NodeHasInsufficientMemory|EvictionThresholdMet|Kernel panic|Out of memory: Killed process|(?:Memory|Disk|PID)Pressure=True",
+        r"PLEG is not healthy|NodeNotReady|status is now: NodeNotReady|SystemOOM|OOMKilling|Rebooted|has been rebooted|NodeHasInsufficientMemory|EvictionThresholdMet|Kernel panic|Out of memory: Killed process|(?:Memory|Disk|PID)Pressure=True"
+        r"|because its node has died|node \S+ has been marked dead|has been marked dead because the detector has missed",
         "node failure",
     ),
     Signature(
@@ -215,7 +232,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "engine",
         "symptom",
         4,
-        r"EngineCore encountered a fatal error|EngineDeadError|AsyncLLM output_handler failed|Engine background task failed|AsyncEngineDeadError|Engine loop has died|Worker \S+ pid \d+ died|failed \(exitcode: -?\d+\) local_rank: \d+|ChildFailedError|WorkerProc hit an exception|Engine core initialization failed|EngineCore failed to start|Engine iteration timed out|Parent process exited, terminating worker|Killing local vLLM worker processes",
+        r"EngineCore encountered a fatal error|EngineDeadError|AsyncLLM output_handler failed|Engine background task failed|AsyncEngineDeadError|Engine loop has died|Worker \S+ pid \d+ died|failed \(exitcode: -?\d+\) local_rank: \d+|ChildFailedError|WorkerProc hit an exception|Engine core initialization failed|EngineCore failed to start|Engine iteration timed out|Parent process exited, terminating worker|Killing local vLLM worker processes|RayActorError|ActorDiedError|The actor died unexpectedly",
         "engine died",
     ),
     Signature(

@@ -255,6 +255,25 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
         ("FailedScheduling: 0/2 nodes are available: 2 Insufficient amd.com/gpu.", None, "capacity", "fault"),
         ("Unhealthy: Liveness probe failed: HTTP probe failed with statuscode: 404", None, "pod-lifecycle", "fault"),
         ("Engine iteration timed out. This should never happen!", None, "engine", "symptom"),
+        ("Failed to initialize NVML: Driver/library version mismatch", None, "gpu-fault", "fault"),
+        (
+            "torch.distributed.DistNetworkError: The client socket has timed out after 1800s while trying to connect to (10.4.0.7, 29500).",
+            None,
+            "network",
+            "fault",
+        ),
+        (
+            "ray.exceptions.RayActorError: The actor died because its node has died. Node Id: 5f1c0e",
+            None,
+            "node",
+            "fault",
+        ),
+        (
+            "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+            None,
+            "engine",
+            "symptom",
+        ),
         (
             "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 12.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 8.0%, Prefix cache hit rate: 0.0%, Corrupted: 3 reqs",
             None,
