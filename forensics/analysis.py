@@ -198,8 +198,9 @@ def analyze(
 
 
 def _sentences(*parts: str | None) -> str:
-    """Sentences joined, each starting with a capital (the verdict's `missing` text grows by prepending)."""
-    return " ".join(p[0].upper() + p[1:].rstrip(".") + "." for p in parts if p)
+    """Sentences joined, each starting with a capital (the verdict's `missing` text grows by
+    prepending); no final period, which the report's templates add."""
+    return ". ".join(p[0].upper() + p[1:].rstrip(".") for p in parts if p)
 
 
 MERGE_GAP = timedelta(minutes=30)
