@@ -160,10 +160,12 @@ def _score(h, part, inc, first_symptom, n_base, base_span, win_span, pods_total,
         )
     elif lead >= -ONSET_SLACK_S:
         prec = 1.0
-        why.append(f"starts {_dur(lead)} before the throughput drop" if lead > 0 else "starts with the throughput drop")
+        onset = "the throughput drop" if inc.detector == "throughput-drop" else "the incident's first signal"
+        why.append(f"starts {_dur(lead)} before {onset}" if lead > 0 else f"starts with {onset}")
     else:
         prec = math.exp(-(-lead - ONSET_SLACK_S) / 300.0)
-        why.append(f"starts {_dur(-lead)} after the drop began")
+        began = "the drop began" if inc.detector == "throughput-drop" else "the incident began"
+        why.append(f"starts {_dur(-lead)} after {began}")
     if first_symptom is not None and h.first_seen is not None and h.kind in ("fault", "change"):
         if h.first_seen <= first_symptom + timedelta(seconds=5):
             why.append("precedes the first symptom")
