@@ -50,6 +50,14 @@ DMESG_T_PROBE = r"^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|
 KUBECTL_PREFIX_PROBE = r"^\[pod/[^/\]\s]+/[^\]\s]+\] "
 """`kubectl logs -l app=x --prefix`: `[pod/<pod>/<container>] ` before everything else (even
 `--timestamps`), so many pods' lines interleave in one file."""
+_ANSI_OPT = r"(?:\x1b\[[0-9;]*m)*"
+STERN = (
+    rf"^{_ANSI_OPT}(?P<pod>[a-z0-9][a-z0-9.\-]*){_ANSI_OPT} {_ANSI_OPT}(?P<cont>[a-z0-9][a-z0-9\-]*){_ANSI_OPT} "
+    r"(?:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} "
+    r"|\([A-Za-z]\w*(?: rank=\d+)? pid=|\[?rank\d+\]:|(?:INFO|WARNING|ERROR):  )"
+)
+"""`stern <query>` (optionally `--timestamps`): `<pod> <container> <line>`, the names coloured on a
+TTY; only taken when a known producer or a timestamp follows, so a plain line is never mistaken."""
 LOKI_LABELS_PROBE = r'^\{[A-Za-z_]\w*="[^"]*"(?:, ?[A-Za-z_]\w*="[^"]*")*\} '
 """`logcli query` output after its time: `{container="vllm", pod="llama-0"} <line>`."""
 JOURNAL_JSON_PROBE = '"__REALTIME_TIMESTAMP"'
@@ -158,6 +166,7 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
     journal = body.str.contains(JOURNAL_JSON_PROBE, literal=True)
     df = apply(df, body.str.starts_with('{"') & journal, _journald_json)
     df = apply(df, body.str.starts_with('{"') & ~journal, _json_record)
+    df = apply(df, body.str.contains(STERN), _peel_stern)
     df = apply(df, body.str.contains(RFC3339_PROBE), _peel_rfc3339)
     df = _reassemble_partials(df)
     # One capture-free pass decides which rows need any of the inner layers at all.
@@ -441,6 +450,19 @@ def _json_record(d: pl.DataFrame) -> pl.DataFrame:
         pl.when(ok).then(m("ns")).alias("_wns"),
         pl.when(ok).then(m("cont")).alias("_wcont"),
     ).drop("_m")
+
+
+def _peel_stern(d: pl.DataFrame) -> pl.DataFrame:
+    body = pl.col("body")
+    m = body.str.extract_groups(STERN).struct.field
+    head = body.str.extract(
+        rf"^{_ANSI_OPT}[a-z0-9][a-z0-9.\-]*{_ANSI_OPT} {_ANSI_OPT}[a-z0-9][a-z0-9\-]*{_ANSI_OPT} ", 0
+    )
+    return d.with_columns(
+        m("pod").alias("_wpod"),
+        m("cont").alias("_wcont"),
+        body.str.slice(head.str.len_chars()),
+    )
 
 
 def _peel_loki_labels(d: pl.DataFrame) -> pl.DataFrame:

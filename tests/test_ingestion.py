@@ -817,3 +817,25 @@ def test_ray_core_worker_fatal_lines_keep_their_critical_level(tmp_path):
     ev = ingest(tmp_path).events.sort(s.LINE)
     assert ev.select(s.SOURCE, s.LEVEL).rows() == [("ray", "ERROR"), ("ray", "CRITICAL")]
     assert ev[s.MESSAGE][1] == "core_worker.cc:201: The core worker has already been shutdown."
+
+
+def test_stern_output_names_each_line_with_its_pod_and_container(tmp_path):
+    # `stern qwen --timestamps` on a TTY: coloured pod and container names, then the line.
+    write(
+        tmp_path / "stern.log",
+        "\x1b[32mqwen-7b-58d6c9f7b-t5r4e\x1b[0m \x1b[33mvllm\x1b[0m 2025-08-01T12:00:00.000000000Z "
+        "ERROR 08-01 12:00:00 [core.py:720] EngineCore encountered a fatal error.\n"
+        "\x1b[32mqwen-7b-58d6c9f7b-t5r4e\x1b[0m \x1b[33mvllm\x1b[0m 2025-08-01T12:00:00.000000000Z "
+        "Traceback (most recent call last):\n"
+        "qwen-7b-58d6c9f7b-y7u8i vllm 2025-08-01T12:00:02.000000000Z "
+        'INFO:     10.0.0.9:51000 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error\n'
+        "just a line that happens to start with two words\n",
+    )
+    r = ingest(tmp_path)
+    ev = r.events.sort(s.LINE)
+    assert ev.select(s.POD, s.CONTAINER, s.SOURCE).rows()[:2] == [
+        ("qwen-7b-58d6c9f7b-t5r4e", "vllm", "vllm"),
+        ("qwen-7b-58d6c9f7b-y7u8i", "vllm", "uvicorn"),
+    ]
+    assert ev[s.RAW_LINES][0] == 2 and ev[s.TS][1] == datetime(2025, 8, 1, 12, 0, 2, tzinfo=UTC)
+    assert ev[s.MESSAGE][2] == "just a line that happens to start with two words" and r.unparsed == 1
