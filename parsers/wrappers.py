@@ -58,6 +58,7 @@ STERN = (
 )
 """`stern <query>` (optionally `--timestamps`): `<pod> <container> <line>`, the names coloured on a
 TTY; only taken when a known producer or a timestamp follows, so a plain line is never mistaken."""
+COLLECTOR_PROBE = r'^(?:\[pod/|\{")|' + STERN
 LOKI_LABELS_PROBE = r'^\{[A-Za-z_]\w*="[^"]*"(?:, ?[A-Za-z_]\w*="[^"]*")*\} '
 """`logcli query` output after its time: `{container="vllm", pod="llama-0"} <line>`."""
 JOURNAL_JSON_PROBE = '"__REALTIME_TIMESTAMP"'
@@ -154,19 +155,10 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
         body.str.contains(r"\r|\^M$"),
         lambda d: d.with_columns(body.str.replace(r"(?:\r|\^M)+$", "").str.replace(r"^.*\r", "")),
     )
-    df = apply(
-        df,
-        body.str.starts_with("[pod/") & body.str.contains(KUBECTL_PREFIX_PROBE),
-        lambda d: d.with_columns(
-            body.str.extract(r"^\[pod/([^/\]\s]+)/", 1).alias("_wpod"),
-            body.str.extract(r"^\[pod/[^/\]\s]+/([^\]\s]+)\] ", 1).alias("_wcont"),
-            body.str.replace(KUBECTL_PREFIX_PROBE, ""),
-        ),
-    )
-    journal = body.str.contains(JOURNAL_JSON_PROBE, literal=True)
-    df = apply(df, body.str.starts_with('{"') & journal, _journald_json)
-    df = apply(df, body.str.starts_with('{"') & ~journal, _json_record)
-    df = apply(df, body.str.contains(STERN), _peel_stern)
+    # Collector wrappers (kubectl --prefix, JSON records, stern) are rare: one probe over every
+    # row decides whether any of their four passes runs at all.
+    if df.select(body.str.contains(COLLECTOR_PROBE).any()).item():
+        df = _peel_collectors(df)
     df = apply(df, body.str.contains(RFC3339_PROBE), _peel_rfc3339)
     df = _reassemble_partials(df)
     # One capture-free pass decides which rows need any of the inner layers at all.
@@ -175,6 +167,24 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
         body.str.contains(INNER) | body.str.contains(r"\x1b|\[[0-9;]+m|across cluster\]") | pl.col("_jiso"),
         _peel_inner,
     )
+
+
+def _peel_collectors(df: pl.DataFrame) -> pl.DataFrame:
+    body = pl.col("body")
+    df = apply(
+        df,
+        body.str.contains(KUBECTL_PREFIX_PROBE),
+        lambda d: d.with_columns(
+            body.str.extract(r"^\[pod/([^/\]\s]+)/", 1).alias("_wpod"),
+            body.str.extract(r"^\[pod/[^/\]\s]+/([^\]\s]+)\] ", 1).alias("_wcont"),
+            body.str.replace(KUBECTL_PREFIX_PROBE, ""),
+        ),
+    )
+    json_line = body.str.starts_with('{"')
+    journal = body.str.contains(JOURNAL_JSON_PROBE, literal=True)
+    df = apply(df, json_line & journal, _journald_json)
+    df = apply(df, json_line & ~journal, _json_record)
+    return apply(df, body.str.contains(STERN), _peel_stern)
 
 
 def _peel_inner(df: pl.DataFrame) -> pl.DataFrame:
