@@ -322,6 +322,19 @@ def _peel_journald_iso(d: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+EPOCH_MAX_S = 4e9
+"""Epoch seconds past this (year 2096) are not a log time: a field that only looks like one."""
+
+
+def _text(v: object) -> str | None:
+    """A JSON field as text: strings as they are, numbers written out, anything else None."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return str(v)
+    return None
+
+
 def _json_objects(bodies: pl.Series) -> list[dict | None]:
     """Each line decoded as a JSON object, or None (not JSON, or JSON but not an object)."""
     out: list[dict | None] = []
@@ -347,13 +360,14 @@ def _journald_json(d: pl.DataFrame) -> pl.DataFrame:
         if isinstance(msg, list):
             msg = bytes(b for b in msg if isinstance(b, int) and 0 <= b < 256).decode("utf-8", "replace")
         ts = str(obj.get("__REALTIME_TIMESTAMP") or "")
+        us = int(ts) if ts.isdigit() and len(ts) <= 17 else None  # µs since the epoch; longer is not a time
         rows.append(
             {
                 "m": str(msg).rstrip("\n"),
-                "us": int(ts) if ts.isdigit() else None,
-                "h": obj.get("_HOSTNAME"),
-                "i": obj.get("SYSLOG_IDENTIFIER") or obj.get("_COMM"),
-                "p": obj.get("_PID") or obj.get("SYSLOG_PID"),
+                "us": us,
+                "h": _text(obj.get("_HOSTNAME")),
+                "i": _text(obj.get("SYSLOG_IDENTIFIER") or obj.get("_COMM")),
+                "p": _text(obj.get("_PID") or obj.get("SYSLOG_PID")),
             }
         )
     dtype = pl.Struct({"m": pl.String, "us": pl.Int64, "h": pl.String, "i": pl.String, "p": pl.String})
@@ -430,6 +444,8 @@ def _json_record(d: pl.DataFrame) -> pl.DataFrame:
         epoch = float(when) if isinstance(when, (int, float)) and not isinstance(when, bool) else None
         if epoch is not None and epoch > 1e11:  # milliseconds since the epoch
             epoch /= 1000.0
+        if epoch is not None and not (0 < epoch < EPOCH_MAX_S):  # NaN, inf, or no plausible time
+            epoch = None
         kube = obj.get("kubernetes") if isinstance(obj.get("kubernetes"), dict) else {}
         host = kube.get("host") if isinstance(kube.get("host"), str) else _kube_name(kube, "node_name", "node")
         rows.append(
@@ -449,7 +465,7 @@ def _json_record(d: pl.DataFrame) -> pl.DataFrame:
     ok = m("m").is_not_null()
     when = pl.coalesce(
         parse_rfc3339(m("iso")),
-        pl.from_epoch((m("epoch") * 1e6).cast(pl.Int64), time_unit="us").dt.replace_time_zone("UTC"),
+        pl.from_epoch((m("epoch") * 1e6).cast(pl.Int64, strict=False), time_unit="us").dt.replace_time_zone("UTC"),
     )
     return d.with_columns(
         pl.when(ok).then(m("m")).otherwise(pl.col("body")).alias("body"),

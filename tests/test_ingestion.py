@@ -839,3 +839,25 @@ def test_stern_output_names_each_line_with_its_pod_and_container(tmp_path):
     ]
     assert ev[s.RAW_LINES][0] == 2 and ev[s.TS][1] == datetime(2025, 8, 1, 12, 0, 2, tzinfo=UTC)
     assert ev[s.MESSAGE][2] == "just a line that happens to start with two words" and r.unparsed == 1
+
+
+def test_hostile_json_lines_never_crash_the_collector_wrappers(tmp_path):
+    write(
+        tmp_path / "export.jsonl",
+        '{"date": 1e300, "log": "an epoch past any log"}\n'
+        '{"date": NaN, "log": "not a number"}\n'
+        '{"time": true, "log": "a boolean time"}\n'
+        '{"log": 5}\n'
+        '{"log": "odd metadata", "kubernetes": {"pod": 7, "namespace": ["x"], "host": {"a": 1}}}\n'
+        '{"__REALTIME_TIMESTAMP": "99999999999999999999999", "_PID": 4242, "MESSAGE": "a 23-digit journal time"}\n'
+        '{"__REALTIME_TIMESTAMP": "abc", "MESSAGE": [300, -1, "x", 104, 105]}\n'
+        "[1, 2, 3]\n"
+        '{"unterminated": \n',
+    )
+    r = ingest(tmp_path)
+    f = r.files[0]
+    assert f.lines == 9 and f.parsed + f.folded + f.unparsed == 9
+    by_line = {row[s.LINE]: row for row in r.events.iter_rows(named=True)}
+    assert by_line[1][s.MESSAGE] == "an epoch past any log" and by_line[1][s.TS] is None
+    assert by_line[6][s.MESSAGE] == "a 23-digit journal time" and by_line[6][s.PID] == 4242
+    assert by_line[7][s.MESSAGE] == "hi"  # journald's byte-array MESSAGE, invalid bytes dropped
