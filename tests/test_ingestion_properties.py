@@ -89,3 +89,51 @@ def test_valid_lines_mixed_with_random_text_keep_accounting_balanced(lines):
         f = next(f for f in r.files if f.file == "mixed.log")
         assert f.lines == len(text.split("\n")) - 1
         assert f.lines == f.parsed + f.folded + f.unparsed
+
+
+_JSON_KEYS = st.sampled_from(
+    [
+        "log",
+        "message",
+        "msg",
+        "time",
+        "date",
+        "@timestamp",
+        "stream",
+        "kubernetes",
+        "pod_name",
+        "pod",
+        "name",
+        "namespace",
+        "host",
+        "__REALTIME_TIMESTAMP",
+        "MESSAGE",
+        "_PID",
+        "_HOSTNAME",
+        "SYSLOG_IDENTIFIER",
+    ]
+)
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**25), max_value=10**25)
+    | st.floats(allow_nan=True, allow_infinity=False)
+    | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_JSON_KEYS, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.dictionaries(_JSON_KEYS, _JSON_VALUES, min_size=1, max_size=6), min_size=1, max_size=12))
+def test_arbitrary_json_records_never_raise_and_accounting_balances(records):
+    # What a log shipper or journalctl -o json could hand us, including values of the wrong type.
+    import json
+
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "export.jsonl").write_text(text)
+        Path(d, "ok.log").write_text("INFO 03-02 10:00:00 [x.py:1] fine\n")
+        r = ingest(Path(d), year=2025)
+        for f in r.files:
+            assert f.lines == f.parsed + f.folded + f.unparsed
