@@ -8,6 +8,7 @@ file (read, with a caveat such as "truncated gzip").
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import tarfile
 import tempfile
@@ -138,14 +139,20 @@ def _unpack(p: Path, rel: str, kind: str, found: dict, skipped: list, depth: int
     tmp = tempfile.TemporaryDirectory(prefix="forensics-unpacked-")
     _UNPACKED.append(tmp)
     dest = Path(tmp.name)
+    # Never fill the disk: leave 1 GiB free whatever the archive claims.
+    limit = min(ARCHIVE_MAX_BYTES, max(0, shutil.disk_usage(dest).free - (1 << 30)))
     try:
         if kind == "zip":
             with zipfile.ZipFile(p) as z:
                 members = [m for m in z.infolist() if not m.is_dir()]
                 total = sum(m.file_size for m in members)
-                if total > ARCHIVE_MAX_BYTES:
+                if total > limit:
                     skipped.append(
-                        Skipped(rel, f"archive would unpack to {total} bytes (over the limit); unpack it yourself")
+                        Skipped(
+                            rel,
+                            f"archive would unpack to {total} bytes, over the {limit} allowed (disk space "
+                            "or ARCHIVE_MAX_BYTES); unpack it yourself",
+                        )
                     )
                     return
                 for m in members:
@@ -158,9 +165,13 @@ def _unpack(p: Path, rel: str, kind: str, found: dict, skipped: list, depth: int
                     if not m.isreg() or m.name.startswith("/") or ".." in Path(m.name).parts:
                         continue
                     total += m.size
-                    if total > ARCHIVE_MAX_BYTES:
+                    if total > limit:
                         skipped.append(
-                            Skipped(rel, f"archive unpacks to over {ARCHIVE_MAX_BYTES} bytes; read up to there")
+                            Skipped(
+                                rel,
+                                f"archive unpacks to over {limit} bytes (disk space or ARCHIVE_MAX_BYTES); "
+                                "read up to there",
+                            )
                         )
                         break
                     if hasattr(tarfile, "data_filter"):

@@ -861,3 +861,14 @@ def test_hostile_json_lines_never_crash_the_collector_wrappers(tmp_path):
     assert by_line[1][s.MESSAGE] == "an epoch past any log" and by_line[1][s.TS] is None
     assert by_line[6][s.MESSAGE] == "a 23-digit journal time" and by_line[6][s.PID] == 4242
     assert by_line[7][s.MESSAGE] == "hi"  # journald's byte-array MESSAGE, invalid bytes dropped
+
+
+def test_an_archive_larger_than_the_room_left_is_read_only_up_to_the_limit(tmp_path, monkeypatch):
+    from forensics import _files
+
+    line = b"2025-03-02T08:06:40.000000000Z INFO 03-02 08:06:40 [core.py:1] Engine step ok\n"
+    _tar_gz(tmp_path / "big.tar.gz", {"a.log": line * 10, "b.log": line * 1000})
+    monkeypatch.setattr(_files, "ARCHIVE_MAX_BYTES", len(line) * 100)
+    r = ingest(tmp_path)
+    assert [f.file for f in r.files] == ["big.tar.gz/a.log"]
+    assert any(k.file == "big.tar.gz" and "read up to there" in k.reason for k in r.skipped)
