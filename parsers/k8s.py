@@ -39,8 +39,14 @@ TABLE = (
     r"^(?:(?P<ns>[a-z0-9][\w.\-]*)\s+)?(?P<age>\d+[smhd]\S*|<unknown>)\s+(?P<type>Normal|Warning)\s+"
     r"(?P<reason>\w+)\s+(?P<obj>[a-z][\w.]*/\S+)\s+(?P<msg>.*)$"
 )
+WIDE_TAIL = (
+    r"^(?:(?P<sub>\S*\{\S+\}|spec\.\S+)\s{2,})?(?P<comp>[a-z][\w.\-]*)(?:, (?P<node>[\w.\-]+))?\s{2,}(?P<msg>.+?)"
+    r"\s{2,}(?P<first>\d+[smhd]\S*|<unknown>)\s+(?P<count>\d+)\s+(?P<name>\S+)\s*$"
+)
+"""`kubectl get events -o wide`: after OBJECT come SUBOBJECT (may be empty), SOURCE (`kubelet, node`),
+MESSAGE, FIRST SEEN, COUNT and NAME."""
 DETECT_TABLE_HEADER = (
-    r"^(?:NAMESPACE\s+)?LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE|^\s*Type\s+Reason\s+Age\s+From\s+Message|^\s*----\s+------|^Events:"
+    r"^(?:NAMESPACE\s+)?LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+(?:SUBOBJECT\s+SOURCE\s+)?MESSAGE|^\s*Type\s+Reason\s+Age\s+From\s+Message|^\s*----\s+------|^Events:"
     # other `kubectl get` table headers, and the non-pod rows of `kubectl get all`
     r"|^(?:NAMESPACE\s+)?NAME\s+(?:READY|STATUS|DESIRED|TYPE|CLASS|DATA|CAPACITY|ROLES|AGE)\s"
     r"|^(?:[a-z0-9][\w.\-]*\s+)?(?:deployment|replicaset|statefulset|daemonset|service|job|cronjob|horizontalpodautoscaler)(?:\.[\w.]+)?/\S+\s+\S"
@@ -137,18 +143,24 @@ def parse_describe(df: pl.DataFrame) -> pl.DataFrame:
 def parse_table(df: pl.DataFrame) -> pl.DataFrame:
     """`kubectl get events` table rows (LAST SEEN TYPE REASON OBJECT MESSAGE)."""
     m = pl.col("_m").struct.field
+    w = pl.col("_w").struct.field
     df = df.with_columns(pl.col("body").str.extract_groups(TABLE).alias("_m"))
+    df = df.with_columns(m("msg").str.extract_groups(WIDE_TAIL).alias("_w"))
+    wide = w("name").is_not_null()
     return df.with_columns(
         pl.when(m("msg").is_not_null()).then(pl.lit("k8s-event")).alias(s.SOURCE),
+        pl.when(wide).then(w("node")).otherwise(pl.col(s.HOST)).alias(s.HOST),
+        pl.when(wide).then(w("comp")).alias(s.COMPONENT),
+        pl.when(wide).then(w("count").cast(pl.Int64, strict=False)).alias(s.K8S_COUNT),
         pl.when(m("type") == "Warning").then(pl.lit("WARNING")).otherwise(pl.lit("INFO")).alias(s.LEVEL),
         m("type").alias(s.K8S_TYPE),
         m("reason").alias(s.K8S_REASON),
         m("obj").alias(s.K8S_OBJECT),
         pl.coalesce(m("ns"), pl.col(s.NAMESPACE) if s.NAMESPACE in df.columns else None).alias(s.NAMESPACE),
-        m("msg").str.strip_chars_end().alias(s.MESSAGE),
+        pl.when(wide).then(w("msg")).otherwise(m("msg")).str.strip_chars_end().alias(s.MESSAGE),
         age_seconds(m("age")).alias("_age_s"),
         *no_time(),
-    ).drop("_m")
+    ).drop("_m", "_w")
 
 
 def parse_pods(df: pl.DataFrame) -> pl.DataFrame:

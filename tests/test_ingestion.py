@@ -872,3 +872,19 @@ def test_an_archive_larger_than_the_room_left_is_read_only_up_to_the_limit(tmp_p
     r = ingest(tmp_path)
     assert [f.file for f in r.files] == ["big.tar.gz/a.log"]
     assert any(k.file == "big.tar.gz" and "read up to there" in k.reason for k in r.skipped)
+
+
+def test_kubectl_get_events_wide_gives_the_node_count_and_message_apart(tmp_path):
+    write(
+        tmp_path / "events-wide.txt",
+        "LAST SEEN   TYPE      REASON      OBJECT                        SUBOBJECT                SOURCE                     MESSAGE                                        FIRST SEEN   COUNT   NAME\n"
+        "2m          Warning   BackOff     pod/phi-3-6d8f7c5b9-w2e3r      spec.containers{vllm}    kubelet, h100-node-4       Back-off restarting failed container vllm      40m          17      phi-3-6d8f7c5b9-w2e3r.18a1b2c3d4e5f607\n"
+        "9m          Normal    Scheduled   pod/phi-3-6d8f7c5b9-q9w8e                               default-scheduler          Successfully assigned llm/phi-3-6d8f7c5b9-q9w8e to h100-node-5   9m   1   phi-3-6d8f7c5b9-q9w8e.18a1b2c3d4e5f608\n",
+    )
+    r = ingest(tmp_path)
+    assert r.unparsed == 0
+    ev = r.events.filter(pl.col(s.SOURCE) == "k8s-event").sort(s.LINE)
+    assert ev.select(s.K8S_REASON, s.HOST, s.COMPONENT, s.K8S_COUNT, s.MESSAGE).rows() == [
+        ("BackOff", "h100-node-4", "kubelet", 17, "Back-off restarting failed container vllm"),
+        ("Scheduled", None, "default-scheduler", 1, "Successfully assigned llm/phi-3-6d8f7c5b9-q9w8e to h100-node-5"),
+    ]
