@@ -178,8 +178,22 @@ def _unpack(p: Path, rel: str, kind: str, found: dict, skipped: list, depth: int
                         tar.extract(m, dest, filter="data")
                     else:  # Python < 3.11.4: links and escaping paths were filtered above
                         tar.extract(m, dest)  # noqa: S202
-    except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, ValueError) as e:
-        note = f"{type(e).__name__}: {e}"
+                else:
+                    # tarfile stops quietly at a header it cannot read; what follows would be lost
+                    # without a word. Past the last member there should be nothing but zero padding.
+                    tail = tar.fileobj.read() if tar.fileobj is not None else b""
+                    if tail.strip(b"\0"):
+                        skipped.append(
+                            Skipped(
+                                rel,
+                                f"damaged tar archive: {len(tail)} bytes after the last readable member "
+                                "could not be read",
+                            )
+                        )
+    except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, ValueError, zlib.error, RuntimeError) as e:
+        # RuntimeError: zipfile's "File ... is encrypted, password required"; zlib.error: a
+        # corrupt deflate stream inside a tarball or zip member.
+        note = "encrypted, password required" if "encrypted" in str(e) else f"{type(e).__name__}: {e}"
         skipped.append(Skipped(rel, f"damaged {kind} archive ({note}); what was unpacked before the damage is read"))
     inner, inner_skipped = discover([dest], depth + 1)
     for f in inner:

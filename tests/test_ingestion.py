@@ -888,3 +888,33 @@ def test_kubectl_get_events_wide_gives_the_node_count_and_message_apart(tmp_path
         ("BackOff", "h100-node-4", "kubelet", 17, "Back-off restarting failed container vllm"),
         ("Scheduled", None, "default-scheduler", 1, "Successfully assigned llm/phi-3-6d8f7c5b9-q9w8e to h100-node-5"),
     ]
+
+
+def test_an_encrypted_zip_and_a_tarball_corrupt_in_the_middle_are_reported_not_dropped(tmp_path):
+    import gzip
+    import io
+    import tarfile
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "locked.zip", "w") as z:
+        z.writestr("pod.log", "INFO 03-02 10:00:00 [x.py:1] fine\n")
+    data = (tmp_path / "locked.zip").read_bytes()
+    # Mark the member encrypted (general-purpose flag bit 0) in the local and central headers.
+    data = data.replace(b"PK\x03\x04\x14\x00\x00\x00", b"PK\x03\x04\x14\x00\x01\x00", 1)
+    data = data.replace(b"PK\x01\x02\x14\x03\x14\x00\x00\x00", b"PK\x01\x02\x14\x03\x14\x00\x01\x00", 1)
+    (tmp_path / "locked.zip").write_bytes(data)
+    buf = io.BytesIO()
+    line = b"2025-03-02T08:06:40.000000000Z INFO 03-02 08:06:40 [core.py:1] Engine step ok\n"
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name in ("first.log", "second.log"):
+            info = tarfile.TarInfo(name)
+            info.size = len(line) * 20000
+            tar.addfile(info, io.BytesIO(line * 20000))
+    packed = bytearray(gzip.compress(buf.getvalue()))
+    for i in range(len(packed) // 2, len(packed) // 2 + 64):
+        packed[i] ^= 0x55
+    (tmp_path / "bundle.tar.gz").write_bytes(bytes(packed))
+    r = ingest(tmp_path)
+    reasons = {k.file: k.reason for k in r.skipped}
+    assert "encrypted" in reasons["locked.zip"]
+    assert reasons["bundle.tar.gz"].startswith("damaged tar.gz archive")
