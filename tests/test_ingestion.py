@@ -891,9 +891,6 @@ def test_kubectl_get_events_wide_gives_the_node_count_and_message_apart(tmp_path
 
 
 def test_an_encrypted_zip_and_a_tarball_corrupt_in_the_middle_are_reported_not_dropped(tmp_path):
-    import gzip
-    import io
-    import tarfile
     import zipfile
 
     with zipfile.ZipFile(tmp_path / "locked.zip", "w") as z:
@@ -903,14 +900,9 @@ def test_an_encrypted_zip_and_a_tarball_corrupt_in_the_middle_are_reported_not_d
     data = data.replace(b"PK\x03\x04\x14\x00\x00\x00", b"PK\x03\x04\x14\x00\x01\x00", 1)
     data = data.replace(b"PK\x01\x02\x14\x03\x14\x00\x00\x00", b"PK\x01\x02\x14\x03\x14\x00\x01\x00", 1)
     (tmp_path / "locked.zip").write_bytes(data)
-    buf = io.BytesIO()
     line = b"2025-03-02T08:06:40.000000000Z INFO 03-02 08:06:40 [core.py:1] Engine step ok\n"
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name in ("first.log", "second.log"):
-            info = tarfile.TarInfo(name)
-            info.size = len(line) * 20000
-            tar.addfile(info, io.BytesIO(line * 20000))
-    packed = bytearray(gzip.compress(buf.getvalue()))
+    _tar_gz(tmp_path / "bundle.tar.gz", {"first.log": line * 20000, "second.log": line * 20000})
+    packed = bytearray((tmp_path / "bundle.tar.gz").read_bytes())
     for i in range(len(packed) // 2, len(packed) // 2 + 64):
         packed[i] ^= 0x55
     (tmp_path / "bundle.tar.gz").write_bytes(bytes(packed))
