@@ -191,22 +191,22 @@ def cluster(
     warnings: list[str] = []
     # NOTE: the per-row work (first line, dedup key, join back) runs on polars' streaming
     # engine, which spreads morsels over all cores (~1.5x on 2 cores for these string ops).
+    cols = {s.SOURCE: sources.fill_null("unknown").cast(pl.String), "_msg": messages.fill_null("").cast(pl.String)}
+    if weights is not None:
+        cols["_w"] = weights.cast(pl.Int64)  # only `merge_shards` weighs rows; plain mining counts them
     ev = (
-        pl.LazyFrame(
-            {
-                s.SOURCE: sources.fill_null("unknown").cast(pl.String),
-                "_msg": messages.fill_null("").cast(pl.String),
-                "_w": pl.repeat(1, len(messages), dtype=pl.Int64, eager=True) if weights is None else weights,
-            }
-        )
+        pl.LazyFrame(cols)
         .with_row_index("_i")
-        .select(s.SOURCE, first_line(pl.col("_msg")).alias("_line"), "_i", pl.col("_w").cast(pl.Int64))
+        .select(s.SOURCE, first_line(pl.col("_msg")).alias("_line"), "_i", *(["_w"] if weights is not None else []))
         .with_columns(pl.col("_line").str.replace_all(KEY_COLLAPSE, "0").alias("_key"))
         .collect(engine="streaming")
     )
     keys = (
         ev.group_by(s.SOURCE, "_key")
-        .agg(pl.col("_line").first().alias("_rep"), pl.col("_w").sum().alias("_n"))
+        .agg(
+            pl.col("_line").first().alias("_rep"),
+            (pl.col("_w").sum() if weights is not None else pl.len()).alias("_n"),
+        )
         .with_columns(mask_expr(pl.col("_rep")).alias("_masked"))
         .sort(s.SOURCE, "_n", "_key", descending=[False, True, False])
     )
