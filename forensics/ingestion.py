@@ -73,14 +73,18 @@ class IngestResult:
     metrics: pl.DataFrame
     files: list[FileReport]
     skipped: list[_files.Skipped]
-    traces: list[str] = field(default_factory=list)
-    """Request-trace files found (inputs for `forensics replay`), relative paths."""
-    warnings: list[str] = field(default_factory=list)
     trace_paths: dict[str, str] = field(default_factory=dict)
-    """Where each of `traces` can be opened (a file unpacked from an archive is elsewhere)."""
+    """Request-trace files found (inputs for `forensics replay`): relative path -> where it can
+    be opened (a file unpacked from an archive is elsewhere)."""
+    warnings: list[str] = field(default_factory=list)
     dataset: str | None = None
     """Where a sharded run (`--engine pool|ray`) wrote the event rows: a Parquet dataset
     partitioned `hour=/source=`, with `_templates.parquet` mapping its shard template ids."""
+
+    @property
+    def traces(self) -> list[str]:
+        """The request-trace files, relative paths in order."""
+        return sorted(self.trace_paths)
 
     @property
     def lines(self) -> int:
@@ -198,7 +202,6 @@ def ingest_files(
     lines_read: dict[int, int] = {}
     doc_rows: list[dict] = []
     doc_files: dict[int, str] = {}
-    traces: list[str] = []
     trace_paths: dict[str, str] = {}
     batch: list[tuple[int, int, int, list[str]]] = []
     batch_chars = 0
@@ -253,7 +256,6 @@ def ingest_files(
             metas[-1] = _meta(f)
             skipped.append(_files.Skipped(f.rel, why))
             if why.startswith("request trace"):
-                traces.append(f.rel)
                 trace_paths[f.rel] = str(f.path)
             continue
         notes[fid] = fnotes
@@ -288,7 +290,7 @@ def ingest_files(
     events = _finish(events, metas)
     metrics = vllm.metrics(events)
     skipped.sort(key=lambda k: k.file)
-    return IngestResult(events, metrics, reports, skipped, sorted(traces), warnings, trace_paths=trace_paths)
+    return IngestResult(events, metrics, reports, skipped, trace_paths, warnings)
 
 
 REFERENCE_HEAD_BYTES = 4 * 1024 * 1024

@@ -80,7 +80,6 @@ class ShardResult:
     shard: int
     files: list[FileReport]
     skipped: list[_files.Skipped]
-    traces: list[str]
     trace_paths: dict[str, str]
     warnings: list[str]
     metrics: pa.Table
@@ -154,7 +153,6 @@ def run_shard(spec: ShardSpec) -> ShardResult:
         spec.shard,
         r.files,
         r.skipped,
-        r.traces,
         r.trace_paths,
         r.warnings + mined.warnings,
         r.metrics.to_arrow(),
@@ -239,9 +237,8 @@ def ingest_and_mine(
         s.conform(pl.concat([m for m in metrics if m.height] or [s.empty_metrics()]), s.METRIC_DTYPES),
         reports,
         skipped,
-        sorted(t for r in results for t in r.traces),
+        {k: v for r in results for k, v in r.trace_paths.items()},
         [w for r in results for w in r.warnings],
-        trace_paths={k: v for r in results for k, v in r.trace_paths.items()},
     )
     stages["merge"] = time.perf_counter() - t
     mined = mining.MiningResult(ids.rename(mining.TEMPLATE_ID), templates, [])

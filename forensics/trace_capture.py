@@ -38,10 +38,7 @@ def replay_input(result, root):
 
     root = Path(root)
     if result.traces:
-        first = result.traces[0]
-        if first in result.trace_paths:
-            return Path(result.trace_paths[first])
-        return root / first if root.is_dir() else root
+        return Path(result.trace_paths[result.traces[0]])
     tr = captured_trace(result.events, source=f"vLLM request lines in {root}")
     if tr is None or not tr.requests:
         why = "; ".join(f"{n} {k}" for k, n in sorted(tr.rejected.items())) if tr else "no request lines"
