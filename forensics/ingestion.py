@@ -169,13 +169,17 @@ def ingest(
     files, skipped = _files.discover(roots)
     result = ingest_files(files, year=year, tz=tz, captured_at=captured_at, progress=progress)
     if result.events.height == 0 and not result.files:
-        raise NoInputError(
-            "no log lines could be read from " + ", ".join(map(str, roots)),
-            hint="check the path; every file was skipped: "
-            + "; ".join(f"{k.file}: {k.reason}" for k in [*skipped, *result.skipped][:5]),
-        )
+        raise no_input(roots, [*skipped, *result.skipped])
     result.skipped = sorted([*skipped, *result.skipped], key=lambda k: k.file)
     return result
+
+
+def no_input(roots: list[Path], skipped: list[_files.Skipped]) -> NoInputError:
+    """The error for a run in which every file was skipped, naming the first reasons."""
+    return NoInputError(
+        "no log lines could be read from " + ", ".join(map(str, roots)),
+        hint="check the path; every file was skipped: " + "; ".join(f"{k.file}: {k.reason}" for k in skipped[:5]),
+    )
 
 
 def ingest_files(

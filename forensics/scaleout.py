@@ -42,7 +42,7 @@ import pyarrow as pa
 from forensics import _files, ingestion, mining
 from forensics import schema as s
 from forensics.engines import Executor
-from forensics.errors import ForensicsError, NoInputError
+from forensics.errors import ForensicsError
 from forensics.ingestion import FileReport, IngestResult
 
 SHARD_BYTES = 64 * 1024 * 1024
@@ -213,10 +213,7 @@ def ingest_and_mine(
     reports = [f for r in results for f in r.files]
     skipped = sorted([*skipped, *(k for r in results for k in r.skipped)], key=lambda k: k.file)
     if not reports:
-        raise NoInputError(
-            "no log lines could be read from " + ", ".join(map(str, paths)),
-            hint="check the path; every file was skipped: " + "; ".join(f"{k.file}: {k.reason}" for k in skipped[:5]),
-        )
+        raise ingestion.no_input(paths, skipped)
     mapping, templates = _merge_templates([pl.from_arrow(r.templates) for r in results])
     mapping.write_parquet(dataset / MAPPING_FILE, statistics=False)
     to_global = dict(zip(mapping[SHARD_TEMPLATE_ID], mapping[mining.TEMPLATE_ID], strict=True))
