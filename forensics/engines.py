@@ -35,7 +35,6 @@ results of our tasks are small partials, and 1 GiB leaves the memory to the pars
 
 
 class Executor(Protocol):
-    name: str
     workers: int
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
@@ -48,7 +47,6 @@ class Executor(Protocol):
 class SerialExecutor:
     """Every task in this process, one after another (the baseline of `bench/scaleout.py`)."""
 
-    name = "serial"
     workers = 1
 
     def map(self, fn, items):
@@ -60,8 +58,6 @@ class SerialExecutor:
 
 class PoolExecutor:
     """Tasks on a local process pool (spawned workers)."""
-
-    name = "pool"
 
     def __init__(self, workers: int | None = None) -> None:
         self.workers = workers or os.cpu_count() or 1
@@ -92,8 +88,6 @@ class RayExecutor:
     by `close`); `"auto"` or `"ray://head:10001"` joins an existing cluster, whose
     workers need `forensics` installed and the log paths mounted at the same place.
     """
-
-    name = "ray"
 
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
         try:
@@ -126,12 +120,17 @@ class RayExecutor:
             self._ray.shutdown()
 
 
+def check(engine: str, allowed: tuple[str, ...] = ENGINES) -> None:
+    """Refuse an unknown engine name before any work starts."""
+    if engine not in allowed:
+        raise ForensicsError(f"unknown --engine {engine!r}", hint="use one of: " + ", ".join(ENGINES))
+
+
 def executor(engine: str, *, workers: int | None = None, address: str | None = None) -> Executor:
-    """The executor for `--engine`; `local` has none (the single-process pipeline)."""
+    """The executor for `--engine` (`serial`: the benchmarks' baseline); `local` has none."""
+    check(engine, ("pool", "ray", "serial"))
     if engine == "pool":
         return PoolExecutor(workers)
     if engine == "ray":
         return RayExecutor(address, workers)
-    if engine == "serial":
-        return SerialExecutor()
-    raise ForensicsError(f"unknown engine {engine!r}", hint="use one of: " + ", ".join(ENGINES))
+    return SerialExecutor()

@@ -22,11 +22,3 @@ RayAddress = Annotated[
 Workers = Annotated[
     int | None, typer.Option(help="Processes for --engine pool, CPUs for a local Ray (default: all cores).")
 ]
-
-
-def check_engine(engine: str) -> None:
-    from forensics.engines import ENGINES
-    from forensics.errors import ForensicsError
-
-    if engine not in ENGINES:
-        raise ForensicsError(f"unknown --engine {engine!r}", hint="use one of: " + ", ".join(ENGINES))

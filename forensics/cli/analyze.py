@@ -43,11 +43,12 @@ def analyze(
     import shlex
     import sys
 
+    from forensics import engines
     from forensics.analysis import analyze as run
     from forensics.errors import ForensicsError
     from forensics.postmortem import ALERT_FORMATS, write_all
 
-    _options.check_engine(engine)
+    engines.check(engine)
     if fmt not in ("md", "html"):
         raise ForensicsError(f"unknown --format {fmt!r}", hint="use md or html")
     if alerts_format not in ALERT_FORMATS:

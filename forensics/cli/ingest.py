@@ -30,10 +30,10 @@ def ingest(
     workers: _options.Workers = None,
 ) -> None:
     """Parse every line of every log into the events and metrics tables."""
-    from forensics import scaleout
+    from forensics import engines, scaleout
     from forensics.ingestion import write_tables
 
-    _options.check_engine(engine)
+    engines.check(engine)
 
     if captured_at is not None and captured_at.tzinfo is None:
         from datetime import UTC

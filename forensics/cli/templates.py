@@ -29,9 +29,9 @@ def templates(
     workers: _options.Workers = None,
 ) -> None:
     """Mine log templates (Drain3) and print the table, most frequent first."""
-    from forensics import mining, scaleout
+    from forensics import engines, mining, scaleout
 
-    _options.check_engine(engine)
+    engines.check(engine)
     with _console.progress(quiet) as report:
         prepared = scaleout.prepare(
             paths,
