@@ -61,7 +61,6 @@ def discover(paths: list[Path], _depth: int = 0) -> tuple[list[InputFile], list[
     found: dict[str, InputFile] = {}
     skipped: list[Skipped] = []
     seen_real: dict[str, str] = {}
-    depth = _depth
     multi = len(paths) > 1
     for root in paths:
         label = root.name if multi else ""
@@ -70,7 +69,7 @@ def discover(paths: list[Path], _depth: int = 0) -> tuple[list[InputFile], list[
             skipped.append(Skipped(str(root), reason))
             continue
         if root.is_file():
-            _add(root, _join(label, root.name) if multi else root.name, found, seen_real, skipped, depth)
+            _add(root, _join(label, root.name) if multi else root.name, found, seen_real, skipped, _depth)
             continue
         visited: set[str] = set()
         for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
@@ -84,7 +83,7 @@ def discover(paths: list[Path], _depth: int = 0) -> tuple[list[InputFile], list[
             dirnames.sort()
             for name in sorted(filenames):
                 p = Path(dirpath) / name
-                _add(p, _join(label, p.relative_to(root).as_posix()), found, seen_real, skipped, depth)
+                _add(p, _join(label, p.relative_to(root).as_posix()), found, seen_real, skipped, _depth)
     skipped.sort(key=lambda s: s.file)
     return sorted(found.values(), key=lambda f: f.rel), skipped
 
