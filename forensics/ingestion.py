@@ -336,13 +336,7 @@ def reference_times(files: list[_files.InputFile], tz: str = "UTC") -> dict[str,
         return refs
     # One parse for all heads: a parse has a fixed cost (~0.1 s) that dwarfs a small file.
     ev = _parse_batch(batch)
-    exact = pl.col("_outer_ts") if "_outer_ts" in ev.columns else pl.lit(None, pl.Datetime("us", "UTC"))
-    if "_Y" in ev.columns:
-        for c in TIME_PARTS:
-            if c not in ev.columns:
-                ev = ev.with_columns(pl.lit(None, pl.Int32).alias(c))
-        exact = pl.coalesce(exact, _local_to_utc(pl.col("_Y"), tz))
-    per = ev.group_by("_fid").agg(exact.drop_nulls().median().alias("ref"))
+    per = _with_time_columns(ev).group_by("_fid").agg(_exact_time(tz).drop_nulls().median().alias("ref"))
     for fid, ref in per.iter_rows():
         if ref is not None:
             refs[batch_rels[fid]] = ref
@@ -494,12 +488,7 @@ def _resolve_time(
     """
     if ev is None:
         return None
-    for c in TIME_PARTS:
-        if c not in ev.columns:
-            ev = ev.with_columns(pl.lit(None, pl.Int32).alias(c))
-    for c, t in (("_syslog", pl.String), ("_age_s", pl.Float64), ("_outer_ts", pl.Datetime("us", "UTC"))):
-        if c not in ev.columns:
-            ev = ev.with_columns(pl.lit(None, t).alias(c))
+    ev = _with_time_columns(ev)
     # Work on the time columns alone: the subset passes below split, concatenate and
     # re-sort rows, and dragging every message along cost ~7 s per GB.
     full = ev
@@ -511,7 +500,7 @@ def _resolve_time(
     ev = apply(
         ev,
         pl.col("_outer_ts").is_null() & pl.col("_Y").is_not_null(),
-        lambda d: d.with_columns(pl.coalesce(pl.col("_outer_ts"), _local_to_utc(pl.col("_Y"), tz)).alias("_outer_ts")),
+        lambda d: d.with_columns(_exact_time(tz).alias("_outer_ts")),
     )
     # `_outer_ts` now holds every exact time. Reference per file: its own median exact
     # time, else its directory's, else an ancestor directory's.
@@ -587,6 +576,27 @@ def _resolve_time(
         pl.coalesce(pl.col(s.TS), inherited).alias(s.TS),
     )
     return full.with_columns(ev["_outer_ts"], ev[s.TS], ev[s.TS_QUALITY])
+
+
+TIME_COLUMNS: dict[str, pl.DataType] = {
+    **{c: pl.Int32() for c in TIME_PARTS},
+    "_syslog": pl.String(),
+    "_age_s": pl.Float64(),
+    "_outer_ts": pl.Datetime("us", "UTC"),
+}
+"""What the parsers may leave about a line's time: local date-time parts, a syslog stamp, a
+relative age, the wrapper's exact time. A batch has only the columns its formats produced."""
+
+
+def _with_time_columns(ev: pl.DataFrame) -> pl.DataFrame:
+    """`ev` with every `TIME_COLUMNS` column, missing ones as nulls."""
+    missing = [pl.lit(None, t).alias(c) for c, t in TIME_COLUMNS.items() if c not in ev.columns]
+    return ev.with_columns(missing) if missing else ev
+
+
+def _exact_time(tz: str) -> pl.Expr:
+    """A line's exact UTC time: the wrapper's, else a full local date-time read in `tz`."""
+    return pl.coalesce(pl.col("_outer_ts"), _local_to_utc(pl.col("_Y"), tz))
 
 
 def _infer_year(d: pl.DataFrame, refs: dict[int, datetime], fallback_year: dict[int, int], tz: str) -> pl.DataFrame:
