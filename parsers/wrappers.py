@@ -51,9 +51,11 @@ KUBECTL_PREFIX_PROBE = r"^\[pod/[^/\]\s]+/[^\]\s]+\] "
 """`kubectl logs -l app=x --prefix`: `[pod/<pod>/<container>] ` before everything else (even
 `--timestamps`), so many pods' lines interleave in one file."""
 _ANSI_OPT = r"(?:\x1b\[[0-9;]*m)*"
-STERN = (
+STERN_NAMES = (
     rf"^{_ANSI_OPT}(?P<pod>[a-z0-9][a-z0-9.\-]*){_ANSI_OPT} {_ANSI_OPT}(?P<cont>[a-z0-9][a-z0-9\-]*){_ANSI_OPT} "
-    r"(?:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} "
+)
+STERN = (
+    STERN_NAMES + r"(?:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} "
     r"|\([A-Za-z]\w*(?: rank=\d+)? pid=|\[?rank\d+\]:|(?:INFO|WARNING|ERROR):  )"
 )
 """`stern <query>` (optionally `--timestamps`): `<pod> <container> <line>`, the names coloured on a
@@ -481,9 +483,7 @@ def _json_record(d: pl.DataFrame) -> pl.DataFrame:
 def _peel_stern(d: pl.DataFrame) -> pl.DataFrame:
     body = pl.col("body")
     m = body.str.extract_groups(STERN).struct.field
-    head = body.str.extract(
-        rf"^{_ANSI_OPT}[a-z0-9][a-z0-9.\-]*{_ANSI_OPT} {_ANSI_OPT}[a-z0-9][a-z0-9\-]*{_ANSI_OPT} ", 0
-    )
+    head = body.str.extract(STERN_NAMES, 0)
     return d.with_columns(
         m("pod").alias("_wpod"),
         m("cont").alias("_wcont"),
