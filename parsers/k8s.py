@@ -236,15 +236,15 @@ def parse_node_condition(df: pl.DataFrame) -> pl.DataFrame:
     posting node status.` The node's name comes from the `Name:` field (`node_conditions`)."""
     m = pl.col("_m").struct.field
     df = df.with_columns(pl.col("body").str.extract_groups(NODE_CONDITION).alias("_m"))
-    ready = m("type") == "Ready"
+    reason = pl.when(m("type") == "Ready").then(pl.lit("NodeNotReady")).otherwise(m("type"))
     return df.with_columns(
         pl.lit("k8s-state").alias(s.SOURCE),
         pl.lit("WARNING").alias(s.LEVEL),
         pl.lit("Warning").alias(s.K8S_TYPE),
-        pl.when(ready).then(pl.lit("NodeNotReady")).otherwise(m("type")).alias(s.K8S_REASON),
+        reason.alias(s.K8S_REASON),
         pl.format(
             "{}: {}={} since {}: {}: {} (kubectl describe node)",
-            pl.when(ready).then(pl.lit("NodeNotReady")).otherwise(m("type")),
+            reason,
             m("type"),
             m("status"),
             m("tr"),
@@ -258,17 +258,23 @@ def parse_node_condition(df: pl.DataFrame) -> pl.DataFrame:
     ).drop("_m")
 
 
+def _field_above(name: str) -> pl.Expr:
+    """Per file, the value of the nearest `describe` field line `name:` at or above each row
+    (the `Name:` / `Node:` of the pod or node block a row belongs to)."""
+    first = pl.col(s.MESSAGE).str.strip_chars()
+    return (
+        pl.when((pl.col(s.SOURCE) == "k8s-state") & first.str.starts_with(f"{name}:"))
+        .then(first.str.slice(len(name) + 1).str.strip_chars())
+        .forward_fill()
+        .over("_fid", order_by="_row")
+    )
+
+
 def node_conditions(events: pl.DataFrame) -> pl.DataFrame:
     """After folding: a node condition's host is the `Name:` of the `describe node` block above it."""
     if "_ncond" not in events.columns or not events["_ncond"].any():
         return events
-    first = pl.col(s.MESSAGE).str.strip_chars()
-    name = (
-        pl.when((pl.col(s.SOURCE) == "k8s-state") & first.str.starts_with("Name:"))
-        .then(first.str.slice(5).str.strip_chars())
-        .forward_fill()
-        .over("_fid", order_by="_row")
-    )
+    name = _field_above("Name")
     cond = pl.col("_ncond").fill_null(False)
     return events.with_columns(
         pl.when(cond).then(pl.coalesce(pl.col(s.HOST), name)).otherwise(pl.col(s.HOST)).alias(s.HOST),
@@ -308,18 +314,9 @@ def container_states(events: pl.DataFrame) -> pl.DataFrame:
         return events
     # Pod, node and container of the describe block, forward-filled per file over the
     # describe output alone (its `Name:` / `Node:` fields and folded container headers).
-    body_first = pl.col(s.MESSAGE).str.strip_chars()
     described = events.filter(pl.col(s.SOURCE) == "k8s-state").with_columns(
-        pl.when(body_first.str.starts_with("Name:"))
-        .then(body_first.str.slice(5).str.strip_chars())
-        .forward_fill()
-        .over("_fid")
-        .alias("_dpod"),
-        pl.when(body_first.str.starts_with("Node:"))
-        .then(body_first.str.slice(5).str.strip_chars().str.replace(r"/.*$", ""))
-        .forward_fill()
-        .over("_fid")
-        .alias("_dnode"),
+        _field_above("Name").alias("_dpod"),
+        _field_above("Node").str.replace(r"/.*$", "").alias("_dnode"),
         pl.col(s.MESSAGE)
         .str.extract(r"(?m)^\s{2}([a-z0-9][a-z0-9\-]*):\s*$", 1)
         .forward_fill()
