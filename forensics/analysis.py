@@ -154,11 +154,11 @@ def analyze(
         if v.status == "inconclusive" and any(h.category == "collective-timeout" for h in hyps):
             stragglers = collectives.silent_ranks(events, since=inc.start - rootcause.LOOKBACK)
             if stragglers is not None:
-                v.missing = _sentences(stragglers.sentence(), v.missing)
+                v.missing = rootcause.sentences(stragglers.sentence(), v.missing)
             first_timeout = signals.filter(pl.col("category") == "collective-timeout")[s.TS].min()
             stall = ser.first_stall(metrics, before=first_timeout)
             if stall is not None:
-                v.missing = _sentences(
+                v.missing = rootcause.sentences(
                     f"the engine hung before the timeouts: from {_iso(stall['start'])} on {stall['where']}, "
                     f"{stall['running']} request(s) running and 0 tokens/s for {stall['samples']} metrics samples "
                     f"({stall['file']}:{stall['line']}), so a collective or a GPU kernel never returned (a hang, not a "
@@ -195,12 +195,6 @@ def analyze(
         [str(p) for p in roots],
         run_stats,
     )
-
-
-def _sentences(*parts: str | None) -> str:
-    """Sentences joined, each starting with a capital (the verdict's `missing` text grows by
-    prepending); no final period, which the report's templates add."""
-    return ". ".join(p[0].upper() + p[1:].rstrip(".") for p in parts if p)
 
 
 MERGE_GAP = timedelta(minutes=30)

@@ -124,9 +124,7 @@ def _peer_loss(out: list[Hypothesis]) -> None:
         return
     for h in out:
         if h.category == "network" and h.kind == "fault" and PEER_LOSS.search(h.template or ""):
-            h.score *= 0.5
-            h.kind = "symptom"
-            h.why.append(f"a peer that closes its sockets may have died: {deaths[0].label} is in these logs too")
+            _as_symptom(h, f"a peer that closes its sockets may have died: {deaths[0].label} is in these logs too")
 
 
 def _displaced(out: list[Hypothesis]) -> None:
@@ -142,9 +140,14 @@ def _displaced(out: list[Hypothesis]) -> None:
             continue
         before = [n for n in nodes if n.first_seen <= h.first_seen]
         if before:
-            h.score *= 0.5
-            h.kind = "symptom"
-            h.why.append(f"pods displaced by the {before[0].label} found no free GPUs elsewhere")
+            _as_symptom(h, f"pods displaced by the {before[0].label} found no free GPUs elsewhere")
+
+
+def _as_symptom(h: Hypothesis, why: str) -> None:
+    """A fault explained by another fault in the same incident: a symptom, at half its score."""
+    h.score *= 0.5
+    h.kind = "symptom"
+    h.why.append(why)
 
 
 def _score(h, part, inc, first_symptom, n_base, base_span, win_span, pods_total, nodes_total, tell) -> None:
@@ -317,7 +320,7 @@ def verdict(hyps: list[Hypothesis]) -> Verdict:
             else "no fault, state change or symptom found in the logs around the drop"
         )
         death = first_process_death(hyps)
-        return Verdict("inconclusive", 0.0, None, f"{death}. {miss[0].upper()}{miss[1:]}" if death else miss)
+        return Verdict("inconclusive", 0.0, None, sentences(death, miss) if death else miss)
     top = causes[0]
     rival = next((h for h in causes[1:] if h.category != top.category), None)
     margin = top.score - (rival.score if rival else 0.0)
@@ -385,6 +388,12 @@ def first_process_death(hyps: list[Hypothesis]) -> str | None:
         f"The first failure logged is worker {who} (pid {pid}) dying with {how}; the timeouts and engine "
         "errors after it follow from that. That process's own log lines just before it died say why"
     )
+
+
+def sentences(*parts: str | None) -> str:
+    """Sentences joined, each starting with a capital (a verdict's `missing` text grows by
+    prepending what the logs do say); no final period, which the report's templates add."""
+    return ". ".join(p[0].upper() + p[1:].rstrip(".") for p in parts if p)
 
 
 def _dur(sec: float) -> str:
