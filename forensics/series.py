@@ -74,7 +74,7 @@ class Incident:
     """Partial recoveries inside a merged incident: (back up, down again)."""
     timed: bool = True
     """False when the logs carry no timestamps: times are then file-order stand-ins (see
-    `analysis.UNTIMED_EPOCH`) and are never shown."""
+    `UNTIMED_EPOCH`) and are never shown."""
 
 
 def build(events: pl.DataFrame, metrics: pl.DataFrame) -> Series:
