@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jinja2
 
-from forensics import __version__
+from forensics import __version__, signatures
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 CUT = " …[truncated]"
@@ -32,12 +32,7 @@ ACTIONS = {
     "engine": "Find the exception that killed the engine (see evidence) and add a regression test for it.",
 }
 
-ACTIONS_BY_LABEL = {
-    "image cannot be pulled (tag, registry or credentials)": "Fix the image reference (tag or digest) or the registry credentials (`imagePullSecrets`), and pin releases by digest so a rollout cannot point at a missing image.",
-    "volume cannot be mounted (model cache or PVC)": "Repair the volume the pods mount (PVC binding, CSI driver, NFS server) and alert on FailedMount events; keep a copy of the model weights the pods can fall back to.",
-    "health probe misconfigured: the server does not serve the probe's path (HTTP 404)": "Point the pod's liveness/readiness probes at a path the server serves (vLLM: `/health`; check the image's routes) and give slow model loads a startupProbe, so the kubelet stops restarting a healthy container.",
-    "pods cannot be scheduled: not enough GPUs or resources free in the cluster": "Free or add GPUs for the pending pods (compare `kubectl describe node` allocatable with the pods' requests, including GPU-memory quotas of a sharing scheduler) and alert on pods Pending for more than a few minutes.",
-}
+ACTIONS_BY_LABEL = {sig.label: sig.action for sig in signatures.SIGNATURES if sig.action}
 """Where one category holds faults that call for different fixes, the label picks the action."""
 
 

@@ -52,6 +52,9 @@ class Signature:
     label: str
     """How the report names it."""
     in_traceback: bool = False
+    action: str | None = None
+    """The postmortem's action item when this is the root cause, where it differs from its
+    category's (`report.ACTIONS`)."""
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -180,6 +183,7 @@ SIGNATURES: tuple[Signature, ...] = (
         5,
         r"(?:Liveness|Readiness|Startup) probe failed: HTTP probe failed with statuscode: 40[45]\b",
         "health probe misconfigured: the server does not serve the probe's path (HTTP 404)",
+        action="Point the pod's liveness/readiness probes at a path the server serves (vLLM: `/health`; check the image's routes) and give slow model loads a startupProbe, so the kubelet stops restarting a healthy container.",
     ),
     Signature(
         "pod-lifecycle",
@@ -187,6 +191,7 @@ SIGNATURES: tuple[Signature, ...] = (
         5,
         r"Failed to pull image|ErrImagePull|ImagePullBackOff|Back-off pulling image",
         "image cannot be pulled (tag, registry or credentials)",
+        action="Fix the image reference (tag or digest) or the registry credentials (`imagePullSecrets`), and pin releases by digest so a rollout cannot point at a missing image.",
     ),
     Signature(
         "pod-lifecycle",
@@ -195,6 +200,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"MountVolume\.\w+ failed for volume \"[^\"]+\" : (?:rpc error|mount failed|kubernetes\.io/csi|MountDevice failed)"
         r"|Unable to attach or mount volumes|^FailedAttachVolume:|AttachVolume\.Attach failed",
         "volume cannot be mounted (model cache or PVC)",
+        action="Repair the volume the pods mount (PVC binding, CSI driver, NFS server) and alert on FailedMount events; keep a copy of the model weights the pods can fall back to.",
     ),
     # A missing ConfigMap or Secret behind a mount (`configmap "x" not found`) is left out on
     # purpose: it is a config slip on whatever pod mounts it, usually not the serving path.
@@ -204,6 +210,7 @@ SIGNATURES: tuple[Signature, ...] = (
         5,
         r"\d+ Insufficient (?:[\w.-]+/)?[\w.-]+",
         "pods cannot be scheduled: not enough GPUs or resources free in the cluster",
+        action="Free or add GPUs for the pending pods (compare `kubectl describe node` allocatable with the pods' requests, including GPU-memory quotas of a sharing scheduler) and alert on pods Pending for more than a few minutes.",
     ),
     # --- changes
     Signature(
