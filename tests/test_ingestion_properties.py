@@ -64,31 +64,36 @@ def test_any_interleaving_of_valid_lines_parses_and_every_line_lands_in_an_event
     assert kept[s.SOURCE].null_count() == 0
 
 
+def _ingest_beside_a_good_log(name: str, data: str | bytes):
+    """Ingest `data` as file `name` in a directory that also holds one valid log line."""
+    with tempfile.TemporaryDirectory() as d:
+        if isinstance(data, bytes):
+            Path(d, name).write_bytes(data)
+        else:
+            Path(d, name).write_text(data)
+        Path(d, "ok.log").write_text("INFO 03-02 10:00:00 [x.py:1] fine\n")
+        return ingest(Path(d), year=2025)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(min_size=0, max_size=3000))
 def test_random_bytes_never_raise_and_accounting_balances(data):
-    with tempfile.TemporaryDirectory() as d:
-        Path(d, "junk.log").write_bytes(data)
-        Path(d, "ok.log").write_text("INFO 03-02 10:00:00 [x.py:1] fine\n")
-        r = ingest(Path(d), year=2025)
-        for f in r.files:
-            assert f.lines == f.parsed + f.folded + f.unparsed
-        assert r.parsed >= 1
+    r = _ingest_beside_a_good_log("junk.log", data)
+    for f in r.files:
+        assert f.lines == f.parsed + f.folded + f.unparsed
+    assert r.parsed >= 1
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(st.sampled_from(VALID_LINES), st.text(max_size=80)), min_size=1, max_size=30))
 def test_valid_lines_mixed_with_random_text_keep_accounting_balanced(lines):
     text = "\n".join(line.replace("\n", " ").replace("\r", " ") for line in lines) + "\n"
-    with tempfile.TemporaryDirectory() as d:
-        Path(d, "mixed.log").write_text(text)
-        Path(d, "ok.log").write_text("INFO 03-02 10:00:00 [x.py:1] fine\n")
-        r = ingest(Path(d), year=2025)
-        if any(k.file == "mixed.log" for k in r.skipped):
-            return  # set aside with a reason (binary-looking junk): also a valid outcome
-        f = next(f for f in r.files if f.file == "mixed.log")
-        assert f.lines == len(text.split("\n")) - 1
-        assert f.lines == f.parsed + f.folded + f.unparsed
+    r = _ingest_beside_a_good_log("mixed.log", text)
+    if any(k.file == "mixed.log" for k in r.skipped):
+        return  # set aside with a reason (binary-looking junk): also a valid outcome
+    f = next(f for f in r.files if f.file == "mixed.log")
+    assert f.lines == len(text.split("\n")) - 1
+    assert f.lines == f.parsed + f.folded + f.unparsed
 
 
 _JSON_KEYS = st.sampled_from(
@@ -131,9 +136,6 @@ def test_arbitrary_json_records_never_raise_and_accounting_balances(records):
     import json
 
     text = "".join(json.dumps(r) + "\n" for r in records)
-    with tempfile.TemporaryDirectory() as d:
-        Path(d, "export.jsonl").write_text(text)
-        Path(d, "ok.log").write_text("INFO 03-02 10:00:00 [x.py:1] fine\n")
-        r = ingest(Path(d), year=2025)
-        for f in r.files:
-            assert f.lines == f.parsed + f.folded + f.unparsed
+    r = _ingest_beside_a_good_log("export.jsonl", text)
+    for f in r.files:
+        assert f.lines == f.parsed + f.folded + f.unparsed
