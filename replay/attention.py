@@ -133,6 +133,9 @@ def replay_step_error(
     """
     worst = 0.0
     for h, e, n in zip(held, expected, context_lens, strict=True):
+        used = -(-n // block_size)
+        if list(h[:used]) == list(e[:used]):
+            continue  # the same KV in, the same attention out: exactly zero error
         slots = torch.arange(n)
         hk = torch.tensor([h[i // block_size] for i in range(n)], dtype=torch.int64) * block_size + slots % block_size
         ek = torch.tensor([e[i // block_size] for i in range(n)], dtype=torch.int64) * block_size + slots % block_size

@@ -16,6 +16,29 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from replay.content import TAG_NONE
+
+# Invariant violations, by code: the reference pool formats them here, the compiled
+# simulator (`replay.fastsim`) records (code, a, b, c) and is formatted with the same texts.
+POPPED_LIVE, NULL_FREED, DOUBLE_FREE, QUEUED_TWICE, HASHED_TWICE, FREED_TWICE = 1, 2, 3, 4, 5, 6
+NULL_WRITE, QUEUED_LIVE, UNREFERENCED, REFS_MISMATCH, STALE_ENTRY, NULL_QUEUED = 7, 8, 9, 10, 11, 12
+VIOLATIONS = {
+    POPPED_LIVE: "I1: block {0} popped from the free queue with ref_cnt {1}",
+    NULL_FREED: "I8: the null block was freed",
+    DOUBLE_FREE: "I1: block {0} freed with ref_cnt {1} (double free)",
+    QUEUED_TWICE: "I1: block {0} is already in the free queue",
+    HASHED_TWICE: "I3: block {0} already has a hash",
+    FREED_TWICE: "I1: block {0} freed twice (second queue entry)",
+    NULL_WRITE: "I8: a write landed in the null block",
+    QUEUED_LIVE: "I1: block {0} in the free queue with ref_cnt {1}",
+    UNREFERENCED: "I1: block {0} neither free nor referenced",
+    REFS_MISMATCH: "I2: block {0} ref_cnt {1} != {2} live references",
+    STALE_ENTRY: "I3: hash entry points at block {0} holding another hash",
+    NULL_QUEUED: "I8: the null block is in the free queue",
+}
+KEPT_VIOLATIONS = 20
+"""Violation texts kept (all are counted): a broken pool can log millions."""
+
 
 @dataclass(eq=False)  # identity: blocks are compared by `is`, never by value
 class Block:
@@ -24,7 +47,7 @@ class Block:
     block_hash: int | None = None
     # The content this block's slots hold (what a read should see); written by the
     # scheduler on each write, checked on each read.
-    tag: object = None
+    tag: int = TAG_NONE
 
 
 class BlockPool:
@@ -66,7 +89,7 @@ class BlockPool:
         bid, _ = self.free.popitem(last=False)
         b = self.blocks[bid]
         if b.ref_cnt != 0:
-            self.violation(f"I1: block {bid} popped from the free queue with ref_cnt {b.ref_cnt}")
+            self.flag(POPPED_LIVE, bid, b.ref_cnt)
         self.evict_hash(b)
         b.ref_cnt = 1
         return b
@@ -93,14 +116,14 @@ class BlockPool:
     def release(self, b: Block) -> None:
         self.ops += 1
         if b is self.null_block:
-            self.violation("I8: the null block was freed")
+            self.flag(NULL_FREED)
             return
         if b.ref_cnt <= 0:
-            self.violation(f"I1: block {b.block_id} freed with ref_cnt {b.ref_cnt} (double free)")
+            self.flag(DOUBLE_FREE, b.block_id, b.ref_cnt)
         b.ref_cnt -= 1
         if b.ref_cnt <= 0:
             if b.block_id in self.free:
-                self.violation(f"I1: block {b.block_id} is already in the free queue")
+                self.flag(QUEUED_TWICE, b.block_id)
             self.free[b.block_id] = None
             self.version += 1
 
@@ -112,7 +135,7 @@ class BlockPool:
     def cache(self, b: Block, h: int) -> None:
         """Register a full block under its chained hash (no dedup, as in V1)."""
         if b.block_hash is not None and b.block_hash != h and self.policy.remove_hash_on_reuse:
-            self.violation(f"I3: block {b.block_id} already has a hash")
+            self.flag(HASHED_TWICE, b.block_id)
         b.block_hash = h
         self.cached.setdefault(h, b.block_id)
         self.version += 1
@@ -120,23 +143,25 @@ class BlockPool:
     def violation(self, what: str) -> None:
         """Count every violation; keep the first few texts (a broken pool can log millions)."""
         self.num_violations += 1
-        if len(self.violations) < 20:
+        if len(self.violations) < KEPT_VIOLATIONS:
             self.violations.append(what)
+
+    def flag(self, code: int, *args: int) -> None:
+        """A violation of a known kind (`VIOLATIONS`); user policies may pass their own text to `violation`."""
+        self.violation(VIOLATIONS[code].format(*args))
 
     def check(self, live_refs: dict[int, int] | None = None) -> None:
         """Invariants I1-I3 and I8 over the whole pool (tests and sampled steps; O(blocks))."""
         for b in self.blocks[1:]:
             in_free = b.block_id in self.free
             if in_free and b.ref_cnt != 0:
-                self.violation(f"I1: block {b.block_id} in the free queue with ref_cnt {b.ref_cnt}")
+                self.flag(QUEUED_LIVE, b.block_id, b.ref_cnt)
             if not in_free and b.ref_cnt <= 0:
-                self.violation(f"I1: block {b.block_id} neither free nor referenced")
+                self.flag(UNREFERENCED, b.block_id)
             if live_refs is not None and b.ref_cnt != live_refs.get(b.block_id, 0) and b.ref_cnt > 0:
-                self.violation(
-                    f"I2: block {b.block_id} ref_cnt {b.ref_cnt} != {live_refs.get(b.block_id, 0)} live references"
-                )
-        for h, bid in self.cached.items():
+                self.flag(REFS_MISMATCH, b.block_id, b.ref_cnt, live_refs.get(b.block_id, 0))
+        for h, bid in sorted(self.cached.items()):
             if self.blocks[bid].block_hash != h:
-                self.violation(f"I3: hash entry points at block {bid} holding another hash")
+                self.flag(STALE_ENTRY, bid)
         if self.null_block.block_id in self.free:
-            self.violation("I8: the null block is in the free queue")
+            self.flag(NULL_QUEUED)

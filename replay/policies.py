@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 
-from replay.block_pool import Block, BlockPool
+from replay.block_pool import FREED_TWICE, Block, BlockPool
 
 
 class Policy:
@@ -117,7 +117,7 @@ class DoubleFree(Policy):
         if blocks and blocks[-1] is not pool.null_block:
             ghosts = pool.__dict__.setdefault("ghosts", [])
             ghosts.append(blocks[-1].block_id)
-            pool.violation(f"I1: block {blocks[-1].block_id} freed twice (second queue entry)")
+            pool.flag(FREED_TWICE, blocks[-1].block_id)
 
     def get_new_blocks(self, pool: BlockPool, n: int) -> list[Block] | None:
         ghosts = pool.__dict__.get("ghosts", [])

@@ -81,6 +81,12 @@ def verdict(runs: list[dict]) -> str:
             f"`{r['policy']}` corrupted {r['corrupted_requests']} (first: request {fc['request']}, block {fc['block']}, "
             f"t={fc['time_s']:.2f} s: {fc['how']})"
         )
+    for r in runs:
+        if r.get("stalled"):
+            parts.append(
+                f"`{r['policy']}` stalled with {r['requests'] - r['finished']} requests unable to finish"
+                " (blocks leaked: they preempted each other without progress)"
+            )
     if quiet:
         parts.append("no corruption from " + ", ".join(f"`{r['policy']}`" for r in quiet) + " at this load")
     tell = [r["policy"] for r in bad if r["preemptions"] == 0 and r["peak_kv_usage"] >= 0.99]

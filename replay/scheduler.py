@@ -22,8 +22,17 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from replay.block_pool import Block, BlockPool
+from replay.block_pool import NULL_WRITE, Block, BlockPool
+from replay.content import chain_hashes_batch, foreign_tag, private_tag
 from replay.traces import Request
+
+OVERWRITTEN, STALE_HIT, PAST_TABLE = 0, 1, 2
+HOW = (
+    "its block was overwritten by another request while still in use",
+    "a prefix-cache hit returned a block holding other content (stale hash)",
+    "its last slot was written past its block table",
+)
+"""How a request's KV was corrupted, by code (the compiled simulator records the code)."""
 
 
 @dataclass
@@ -36,6 +45,9 @@ class Config:
     step_per_token_s: float = 2e-5
     check_every: int = 0
     """Run the full-pool invariant check every N steps (0: never; the incremental checks always run)."""
+    stall_steps: int = 100_000
+    """Stop after this many steps without a request finishing or being rejected: leaked blocks
+    can leave requests preempting each other forever (a livelock the engine would show as a hang)."""
     numerics_every: int = 0
     """Every N steps, run attention over the KV two decoding requests actually read (0: never; needs torch)."""
 
@@ -57,8 +69,8 @@ class _Req:
     def total(self) -> int:
         return self.r.prompt_tokens + self.r.output_tokens
 
-    def expected(self, i: int) -> object:
-        return self.hashes[i] if i < len(self.hashes) else (self.r.rid, i)
+    def expected(self, i: int) -> int:
+        return self.hashes[i] if i < len(self.hashes) else private_tag(self.r.rid, i)
 
 
 @dataclass
@@ -81,36 +93,29 @@ class Result:
     block_ops: int
     attention_max_rel_error: float | None = None
     """Largest relative error of attention over held vs true KV on sampled steps (None: not sampled)."""
-
-
-_CHAIN: dict[tuple, int] = {}
-"""(parent hash, trace block id, offset) -> block hash: requests sharing a prefix share its chain."""
-
-
-def chain_hashes(r: Request, block_size: int) -> list[int]:
-    """Hashes of the request's full prompt blocks, chained like vLLM's (parent, tokens)."""
-    per = max(1, r.trace_block_tokens // block_size)
-    n_full = r.prompt_tokens // block_size
-    out, parent = [], 0
-    if len(_CHAIN) > 4_000_000:
-        _CHAIN.clear()  # a memo, not state: bounded
-    for i in range(n_full):
-        tid = r.prefix_ids[i // per] if i // per < len(r.prefix_ids) else ("u", r.rid, i)
-        key = (parent, tid, i % per)
-        h = _CHAIN.get(key)
-        if h is None:
-            d = hashlib.blake2b(f"{parent}:{tid}:{i % per}".encode(), digest_size=8).digest()
-            h = _CHAIN[key] = int.from_bytes(d, "little")
-        parent = h
-        out.append(parent)
-    return out
+    stalled: bool = False
+    """The run stopped on `Config.stall_steps`: requests were still running or waiting, none could finish."""
+    engine: str = "reference"
+    """`compiled` (replay.fastsim, the built-in policies) or `reference` (this module, any policy)."""
 
 
 def simulate(requests: list[Request], policy, cfg: Config) -> Result:
+    """Replay `requests` under `policy`: compiled for the built-in policies, the reference otherwise."""
+    from replay import fastsim
+
+    if requests and fastsim.supports(policy):
+        return fastsim.simulate(requests, policy, cfg)
+    return simulate_reference(requests, policy, cfg)
+
+
+def simulate_reference(requests: list[Request], policy, cfg: Config) -> Result:
+    """The definition of the replay semantics, in plain Python: runs any policy object."""
     pool = BlockPool(cfg.num_blocks, policy)
     B = cfg.block_size
     owners: dict[int, dict[int, int]] = {}
     """block id -> {request id: table index} of live requests referencing it."""
+    start, flat = chain_hashes_batch(requests, B)
+    hashes = {r.rid: flat[start[k] : start[k + 1]].tolist() for k, r in enumerate(requests)}
     pending = [(r.arrival_s, r.rid, r) for r in requests]
     heapq.heapify(pending)
     waiting: list[_Req] = []
@@ -142,19 +147,19 @@ def simulate(requests: list[Request], policy, cfg: Config) -> Result:
             others = [o for o in running if o is not q and o.table]
             block = others[0].table[0] if others else pool.null_block
             if block is pool.null_block:
-                pool.violation("I8: a write landed in the null block")
+                pool.flag(NULL_WRITE)
                 return
-            tag = ("foreign", q.r.rid, idx)
-            corrupt(q, q.table[min(idx, len(q.table) - 1)], "its last slot was written past its block table")
+            tag = foreign_tag(q.r.rid, idx)
+            corrupt(q, q.table[min(idx, len(q.table) - 1)], HOW[PAST_TABLE])
         else:
             block = q.table[target]
-            tag = q.expected(idx) if target == idx else ("foreign", q.r.rid, idx)
+            tag = q.expected(idx) if target == idx else foreign_tag(q.r.rid, idx)
             if block.tag == tag:
                 return  # rewriting what the block holds changes nothing (every decode step)
         for rid, j in list(owners.get(block.block_id, {}).items()):
             other = by_id.get(rid)
             if other is not None and other.expected(j) != tag:
-                corrupt(other, block, "its block was overwritten by another request while still in use")
+                corrupt(other, block, HOW[OVERWRITTEN])
         block.tag = tag
 
     by_id: dict[int, _Req] = {}
@@ -211,16 +216,20 @@ def simulate(requests: list[Request], policy, cfg: Config) -> Result:
             own(q, b, i)
             q.table.append(b)
             if b.tag != q.hashes[i]:
-                corrupt(q, b, "a prefix-cache hit returned a block holding other content (stale hash)")
+                corrupt(q, b, HOW[STALE_HIT])
         q.computed = len(hits) * B
         return True
 
+    progress, stalled = 0, False
     while pending or waiting or running:
+        if steps - progress > cfg.stall_steps:
+            stalled = True
+            break
         if not running and not waiting and pending:
             t = max(t, pending[0][0])
         while pending and pending[0][0] <= t:
             r = heapq.heappop(pending)[2]
-            q = _Req(r, chain_hashes(r, B))
+            q = _Req(r, hashes.pop(r.rid))
             by_id[r.rid] = q
             waiting.append(q)
         max_wait = max(max_wait, len(waiting))
@@ -230,12 +239,14 @@ def simulate(requests: list[Request], policy, cfg: Config) -> Result:
             if too_long(q):
                 waiting.pop(0)
                 state["rejected"] += 1
+                progress = steps
                 continue
             if not admit(q):
                 if not running and not pending:
                     # Nothing will ever free a block for it: reject rather than spin.
                     waiting.pop(0)
                     state["rejected"] += 1
+                    progress = steps
                     continue
                 break
             waiting.pop(0)
@@ -296,6 +307,7 @@ def simulate(requests: list[Request], policy, cfg: Config) -> Result:
             q.finish_s = t
             release(q)
             done.append(q)
+            progress = steps
         if cfg.numerics_every and steps % cfg.numerics_every == 0:
             sample = [q for q in running if q.computed >= q.r.prompt_tokens and q.table][:2]
             if sample:
@@ -315,7 +327,21 @@ def simulate(requests: list[Request], policy, cfg: Config) -> Result:
                 for b in q.table:
                     refs[b.block_id] = refs.get(b.block_id, 0) + 1
             pool.check(refs)
-    res = _result(requests, done, state, pool, t, steps, peak, max_wait, preempt)
+    res = summarize(
+        requests,
+        [(q.r.arrival_s, q.first_token_s, q.finish_s, q.r.output_tokens) for q in done],
+        corrupted=len(state["corrupted"]),
+        first_corruption=state["first"],
+        violations=pool.num_violations,
+        first_violation=pool.violations[0] if pool.violations else None,
+        t=t,
+        steps=steps,
+        peak=peak,
+        max_wait=max_wait,
+        preemptions=preempt,
+        block_ops=pool.ops,
+        stalled=stalled,
+    )
     res.attention_max_rel_error = state.get("attn") if cfg.numerics_every else None
     return res
 
@@ -331,27 +357,44 @@ def _pct(xs: list[float]) -> dict:
     return {"p50": p(0.5), "p90": p(0.9), "p99": p(0.99)}
 
 
-def _result(requests, done, state, pool, t, steps, peak, max_wait, preempt) -> Result:
-    ttft = [q.first_token_s - q.r.arrival_s for q in done if q.first_token_s is not None]
-    e2e = [q.finish_s - q.r.arrival_s for q in done]
-    tpot = [(q.finish_s - q.first_token_s) / max(1, q.r.output_tokens - 1) for q in done if q.first_token_s is not None]
-    out_tokens = sum(q.r.output_tokens for q in done)
+def summarize(
+    requests: list[Request],
+    done: list[tuple[float, float | None, float, int]],
+    *,
+    corrupted: int,
+    first_corruption: dict | None,
+    violations: int,
+    first_violation: str | None,
+    t: float,
+    steps: int,
+    peak: float,
+    max_wait: int,
+    preemptions: int,
+    block_ops: int,
+    stalled: bool,
+) -> Result:
+    """A `Result` from the finished requests' (arrival, first token, finish, output tokens) and the run's counters."""
+    ttft = [ft - arr for arr, ft, _, _ in done if ft is not None]
+    e2e = [fin - arr for arr, _, fin, _ in done]
+    tpot = [(fin - ft) / max(1, out - 1) for _, ft, fin, out in done if ft is not None]
+    out_tokens = sum(out for *_, out in done)
     span = t - (requests[0].arrival_s if requests else 0.0)
     return Result(
         requests=len(requests),
         finished=len(done),
-        corrupted_requests=len(state["corrupted"]),
-        first_corruption=state["first"],
-        invariant_violations=pool.num_violations,
-        first_violation=pool.violations[0] if pool.violations else None,
+        corrupted_requests=corrupted,
+        first_corruption=first_corruption,
+        invariant_violations=violations,
+        first_violation=first_violation,
         peak_kv_usage=round(peak, 4),
         max_waiting=max_wait,
-        preemptions=preempt,
+        preemptions=preemptions,
         ttft_s=_pct(ttft),
         tpot_s=_pct(tpot),
         e2e_s=_pct(e2e),
         tokens_per_s=round(out_tokens / span, 1) if span > 0 else 0.0,
         sim_seconds=round(t, 3),
         steps=steps,
-        block_ops=pool.ops,
+        block_ops=block_ops,
+        stalled=stalled,
     )

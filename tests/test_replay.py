@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -13,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay import policies, traces
+from replay import fastsim, policies, traces
 from replay.block_pool import BlockPool
-from replay.scheduler import Config, simulate
+from replay.scheduler import Config, simulate, simulate_reference
 from tests.conftest import REPO, write
 
 
@@ -121,6 +122,48 @@ def test_each_fault_variant_is_detected(tmp_path, name):
     assert r.corrupted_requests > 0 or r.invariant_violations > 0
     if r.corrupted_requests:
         assert {"step", "time_s", "request", "block", "how"} <= set(r.first_corruption)
+
+
+class _ShortSighted(policies.Policy):
+    """A user policy (here: the correct one under another class) runs on the reference simulator."""
+
+    name = "short-sighted"
+
+
+@pytest.mark.parametrize("name", list(policies.BUILTIN))
+def test_compiled_simulator_gives_the_reference_result_for_every_built_in_policy(tmp_path, name):
+    # Saturated, chunked, preempting, with sampled numerics and frequent full checks: every
+    # counter, percentile, first corruption, first violation and attention error must agree.
+    tr = traces.scale(traces.load(_trace(tmp_path, n=160, seed=11)), 4)
+    for cfg in (
+        Config(
+            num_blocks=300, max_num_seqs=48, max_batched_tokens=2048, check_every=7, numerics_every=13, stall_steps=2000
+        ),
+        Config(num_blocks=5000, max_num_seqs=16, max_batched_tokens=8192, check_every=50, numerics_every=40),
+    ):
+        fast = dataclasses.asdict(fastsim.simulate(tr.requests, policies.load_policy(name), cfg))
+        ref = dataclasses.asdict(simulate_reference(tr.requests, policies.load_policy(name), cfg))
+        assert (fast.pop("engine"), ref.pop("engine")) == ("compiled", "reference")
+        assert fast == ref
+
+
+def test_a_policy_that_leaks_blocks_stops_as_stalled_instead_of_spinning_forever(tmp_path):
+    # double-free hands out blocks that stay referenced: at this load the pool ends up too small
+    # for the requests left, which then preempt each other without ever finishing.
+    tr = traces.scale(traces.load(_trace(tmp_path, n=160, seed=11)), 4)
+    cfg = Config(num_blocks=300, max_num_seqs=48, max_batched_tokens=2048, stall_steps=1000)
+    leaky = simulate(tr.requests, policies.DoubleFree(), cfg)
+    assert leaky.stalled and leaky.finished < leaky.requests
+    correct = simulate(tr.requests, policies.Policy(), cfg)
+    assert not correct.stalled and correct.finished > leaky.finished
+
+
+def test_built_in_policies_run_compiled_and_user_policies_on_the_reference(tmp_path):
+    tr = traces.load(_trace(tmp_path, n=40))
+    cfg = Config(num_blocks=400, max_num_seqs=16)
+    assert simulate(tr.requests, policies.Policy(), cfg).engine == "compiled"
+    mine = simulate(tr.requests, _ShortSighted(), cfg)
+    assert mine.engine == "reference" and mine.finished == 40 and mine.corrupted_requests == 0
 
 
 def test_a_user_policy_can_be_plugged_as_module_and_class(tmp_path):

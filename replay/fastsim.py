@@ -1,0 +1,769 @@
+"""The reference scheduler (`replay.scheduler`), compiled with numba for the built-in policies.
+
+Why a second implementation: the reference spends ~50 µs of Python per scheduler step, and
+an incident's traffic (14,720 req/s for minutes) is millions of steps. This module runs the
+same algorithm over flat arrays, step for step and operation for operation: the same FCFS
+admission with prefix hits and the `failed_at` shortcut, the same plan (decodes first, then
+prefill chunks), the same preemption of the newest request, the same LRU free queue (a
+doubly linked list over block ids), the same owner order per block (a linked list of
+`(request, table index)` in insertion order), the same tags (`replay.content`) and the same
+violation codes (`replay.block_pool.VIOLATIONS`). Tests hold the two to identical results
+for every built-in policy on every shipped trace; a user policy (any other class, including
+a subclass of a built-in one) runs on the reference, which remains the definition.
+
+Layout: pool state in arrays indexed by block id; request state in arrays indexed by the
+request's position in arrival order; block tables only for running requests, one row per
+batch slot. Scalars the inner closures change live in the `st` (int) and `ft` (float) arrays
+because numba closures cannot rebind outer variables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+from numba import njit, types
+from numba.typed import List
+
+from replay import policies as pol
+from replay.block_pool import (
+    DOUBLE_FREE,
+    FREED_TWICE,
+    HASHED_TWICE,
+    KEPT_VIOLATIONS,
+    NULL_FREED,
+    NULL_QUEUED,
+    NULL_WRITE,
+    POPPED_LIVE,
+    QUEUED_LIVE,
+    QUEUED_TWICE,
+    REFS_MISMATCH,
+    STALE_ENTRY,
+    UNREFERENCED,
+    VIOLATIONS,
+)
+from replay.content import TAG_NONE, chain_hashes_batch, foreign_tag_nb, private_tag_nb
+
+LRU, EVICT_LIVE, FLOOR_BLOCKS, STALE_HASH, DOUBLE_FREE_POLICY, SLOT_OFF_BY_ONE = range(6)
+CODES: dict[type, int] = {
+    pol.Policy: LRU,
+    pol.EvictLive: EVICT_LIVE,
+    pol.FloorBlocks: FLOOR_BLOCKS,
+    pol.StaleHash: STALE_HASH,
+    pol.DoubleFree: DOUBLE_FREE_POLICY,
+    pol.SlotOffByOne: SLOT_OFF_BY_ONE,
+}
+"""Exact classes only: a subclass may override any hook, so it runs on the reference."""
+
+# st[] slots: the integer scalars shared with the closures.
+N_FREE, VERSION, OPS, N_VIOL, CURSOR, STEPS, N_CORRUPT, FIRST_SET = 0, 1, 2, 3, 4, 5, 6, 7
+FIRST_STEP, FIRST_RID, FIRST_BLOCK, FIRST_HOW, PREEMPT, MAX_WAIT, REJECTED, GHOST_HEAD = range(8, 16)
+NODE_TOP, W_HEAD, W_COUNT, N_RUN, STAMP, SAMPLED, PROGRESS, STALLED = range(16, 24)
+# Columns of the block rows and of the owner nodes.
+REF, HASH, TAG, FNEXT, FPREV, IN_FREE, OWN_HEAD, OWN_TAIL = range(8)
+NQ, NIDX, NNEXT, NPREV = range(4)
+# ft[] slots: clock, peak usage, time of the first corruption.
+T, PEAK, FIRST_T = 0, 1, 2
+
+
+def supports(policy) -> bool:
+    return type(policy) in CODES
+
+
+# Open-addressing maps from non-negative int64 keys to int64 values: `kv[i] = (key, value)`
+# (key -1: empty), one cache line per probe; linear probing from a multiplicative home slot;
+# deletion shifts the cluster back, so there are no tombstones and lookups stay short.
+# Capacity: a power of two, load factor <= 1/2.
+_SPREAD = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True)
+def _home(k, mask):  # pragma: no cover - compiled
+    return np.int64((np.uint64(k) * _SPREAD) >> np.uint64(24)) & mask
+
+
+@njit(cache=True)
+def _find(kv, k):  # pragma: no cover - compiled
+    mask = len(kv) - 1
+    i = _home(k, mask)
+    while kv[i, 0] != -1:
+        if kv[i, 0] == k:
+            return i
+        i = (i + 1) & mask
+    return -1
+
+
+@njit(cache=True)
+def _setdefault(kv, k, v):  # pragma: no cover - compiled
+    """Insert k -> v unless k is present (dict.setdefault); the slot of k."""
+    mask = len(kv) - 1
+    i = _home(k, mask)
+    while kv[i, 0] != -1:
+        if kv[i, 0] == k:
+            return i
+        i = (i + 1) & mask
+    kv[i, 0] = k
+    kv[i, 1] = v
+    return i
+
+
+@njit(cache=True)
+def _delete(kv, i):  # pragma: no cover - compiled
+    mask = len(kv) - 1
+    j = i
+    while True:
+        j = (j + 1) & mask
+        if kv[j, 0] == -1:
+            break
+        home = _home(kv[j, 0], mask)
+        if (i < j and i < home <= j) or (i > j and (home > i or home <= j)):
+            continue  # still reachable from its home slot
+        kv[i, 0] = kv[j, 0]
+        kv[i, 1] = kv[j, 1]
+        i = j
+    kv[i, 0] = -1
+
+
+def _capacity(entries: int) -> int:
+    return 1 << max(4, int(2 * entries).bit_length())
+
+
+@njit(cache=True)
+def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference line by line
+    arrival,
+    rid,
+    prompt,
+    output,
+    hstart,
+    hashes,
+    policy,
+    B,
+    nb,
+    max_seqs,
+    max_batched,
+    base_s,
+    per_token_s,
+    check_every,
+    numerics_every,
+    max_tlen,
+    ht_cap,
+    pair_cap,
+    stall_steps,
+):  # pragma: no cover - compiled; covered through `simulate`
+    n = len(arrival)
+    usable = nb - 1
+    remove_on_reuse = policy != STALE_HASH
+    st = np.zeros(32, np.int64)
+    ft = np.zeros(4, np.float64)
+    viol = np.zeros((KEPT_VIOLATIONS, 4), np.int64)
+
+    # --- pool -------------------------------------------------------------------------
+    # One row per block (one cache line: blocks are reused in LRU order, i.e. scattered):
+    # ref count, cached hash (-1: none), content tag, free-queue links and membership, owner list.
+    blk = np.zeros((nb + 1, 8), np.int64)
+    blk[:, HASH] = -1
+    blk[:, TAG] = TAG_NONE
+    blk[:, OWN_HEAD] = -1
+    blk[:, OWN_TAIL] = -1
+    mark = np.zeros(nb, np.int64)
+    S = nb  # the free queue's sentinel: its FNEXT is the head, its FPREV the tail
+    prev = S
+    for b in range(1, nb):
+        blk[b, FPREV] = prev
+        blk[prev, FNEXT] = b
+        blk[b, IN_FREE] = True
+        prev = b
+    blk[prev, FNEXT] = S
+    blk[S, FPREV] = prev
+    st[N_FREE] = nb - 1
+    st[CURSOR] = 1
+    cached = np.full((ht_cap, 2), -1, np.int64)  # the prefix cache: hash -> block
+    ghosts = List.empty_list(types.int64)
+
+    # --- requests, batch slots, owners -----------------------------------------------------
+    computed = np.zeros(n, np.int64)
+    generated = np.zeros(n, np.int64)
+    first_tok = np.full(n, np.nan)
+    finish = np.full(n, np.nan)
+    corrupted = np.zeros(n, np.bool_)
+    is_running = np.zeros(n, np.bool_)
+    failed_ver = np.full(n, -1, np.int64)
+    failed_avail = np.full(n, -1, np.int64)
+    slot_of = np.full(n, -1, np.int64)
+    tables = np.zeros((max_seqs, max_tlen), np.int64)
+    tlen = np.zeros(max_seqs, np.int64)
+    free_slots = np.arange(max_seqs)[::-1].copy()
+    n_free_slots = max_seqs
+    run = np.zeros(max_seqs, np.int64)
+    wcap = n + 1
+    wq = np.zeros(wcap, np.int64)
+    cap = max_seqs * max_tlen + 1
+    node = np.zeros((cap, 4), np.int64)  # owner entries: request, table index, next, prev
+    pairs = np.full((pair_cap, 2), -1, np.int64)  # (block, request) -> its owner node
+    node_free = np.arange(cap)[::-1].copy()
+    st[NODE_TOP] = cap
+    scratch = np.zeros(max_tlen + 1, np.int64)
+    plan_q = np.zeros(max_seqs, np.int64)
+    plan_n = np.zeros(max_seqs, np.int64)
+    refs = np.zeros(nb, np.int64)
+    # numerics: sequences whose held KV differs from what they wrote, on sampled steps
+    m_len = List.empty_list(types.int64)
+    m_start = List.empty_list(types.int64)
+    m_held = List.empty_list(types.int64)
+    m_want = List.empty_list(types.int64)
+
+    def flag(code, a, b, c):
+        k = st[N_VIOL]
+        if k < KEPT_VIOLATIONS:
+            viol[k, 0] = code
+            viol[k, 1] = a
+            viol[k, 2] = b
+            viol[k, 3] = c
+        st[N_VIOL] = k + 1
+
+    def unlink(b):
+        p = blk[b, FPREV]
+        x = blk[b, FNEXT]
+        blk[p, FNEXT] = x
+        blk[x, FPREV] = p
+        blk[b, IN_FREE] = False
+        st[N_FREE] -= 1
+
+    def push_tail(b):
+        last = blk[S, FPREV]
+        blk[last, FNEXT] = b
+        blk[b, FPREV] = last
+        blk[b, FNEXT] = S
+        blk[S, FPREV] = b
+        blk[b, IN_FREE] = True
+        st[N_FREE] += 1
+
+    def evict_hash(b):
+        if blk[b, HASH] != -1 and remove_on_reuse:
+            h = blk[b, HASH]
+            i = _find(cached, h)
+            if i != -1 and cached[i, 1] == b:
+                _delete(cached, i)
+            blk[b, HASH] = -1
+
+    def pop_free():
+        b = blk[S, FNEXT]
+        unlink(b)
+        if blk[b, REF] != 0:
+            flag(POPPED_LIVE, b, blk[b, REF], 0)
+        evict_hash(b)
+        blk[b, REF] = 1
+        return b
+
+    def release_block(b):
+        st[OPS] += 1
+        if b == 0:
+            flag(NULL_FREED, 0, 0, 0)
+            return
+        if blk[b, REF] <= 0:
+            flag(DOUBLE_FREE, b, blk[b, REF], 0)
+        blk[b, REF] -= 1
+        if blk[b, REF] <= 0:
+            if blk[b, IN_FREE]:
+                flag(QUEUED_TWICE, b, 0, 0)
+            else:
+                push_tail(b)
+            st[VERSION] += 1
+
+    def cache(b, h):
+        if blk[b, HASH] != -1 and blk[b, HASH] != h and remove_on_reuse:
+            flag(HASHED_TWICE, b, 0, 0)
+        blk[b, HASH] = h
+        _setdefault(cached, h, b)  # the first block cached under a hash keeps it
+        st[VERSION] += 1
+
+    def needed(tokens):
+        if policy == FLOOR_BLOCKS:
+            return max(1, tokens // B)
+        return -(-tokens // B)
+
+    def available():
+        if policy == EVICT_LIVE:
+            return st[N_FREE] + usable
+        return st[N_FREE]
+
+    def get_new(k_need):
+        """Fill scratch[:k_need]; False when the policy cannot (what it took stays taken, as in the reference)."""
+        st[OPS] += k_need
+        st[STAMP] += 1
+        stamp = st[STAMP]
+        if policy == EVICT_LIVE:
+            k = 0
+            for _ in range(min(k_need, st[N_FREE])):
+                b = pop_free()
+                mark[b] = stamp
+                scratch[k] = b
+                k += 1
+            cursor = st[CURSOR]
+            scanned = 0
+            while k < k_need and scanned < usable:
+                b = cursor
+                cursor = cursor + 1 if cursor + 1 < nb else 1
+                scanned += 1
+                if blk[b, REF] == 1 and mark[b] != stamp:
+                    evict_hash(b)
+                    mark[b] = stamp
+                    scratch[k] = b
+                    k += 1
+            st[CURSOR] = cursor
+            return k == k_need
+        if policy == DOUBLE_FREE_POLICY:
+            live = 0
+            for g in range(st[GHOST_HEAD], len(ghosts)):
+                if blk[ghosts[g], REF] >= 1:
+                    live += 1
+            if k_need - min(k_need, live) > st[N_FREE]:
+                return False
+            k = 0
+            while st[GHOST_HEAD] < len(ghosts) and k < k_need:
+                b = ghosts[st[GHOST_HEAD]]
+                st[GHOST_HEAD] += 1
+                if blk[b, REF] >= 1 and mark[b] != stamp:
+                    blk[b, REF] += 1
+                    mark[b] = stamp
+                    scratch[k] = b
+                    k += 1
+            if k_need - k > st[N_FREE]:
+                return False
+            while k < k_need:
+                scratch[k] = pop_free()
+                k += 1
+            return True
+        if k_need > st[N_FREE]:
+            return False
+        for k in range(k_need):
+            scratch[k] = pop_free()
+        return True
+
+    def free_table(s):
+        for i in range(tlen[s] - 1, -1, -1):
+            release_block(tables[s, i])
+        if policy == DOUBLE_FREE_POLICY and tlen[s] > 0 and tables[s, tlen[s] - 1] != 0:
+            last = tables[s, tlen[s] - 1]
+            ghosts.append(last)
+            flag(FREED_TWICE, last, 0, 0)
+
+    def expected(q, i):
+        nh = hstart[q + 1] - hstart[q]
+        if i < nh:
+            return hashes[hstart[q] + i]
+        return private_tag_nb(rid[q], i)
+
+    def corrupt(q, b, how):
+        if not corrupted[q]:
+            corrupted[q] = True
+            st[N_CORRUPT] += 1
+            if st[FIRST_SET] == 0:
+                st[FIRST_SET] = 1
+                st[FIRST_STEP] = st[STEPS]
+                st[FIRST_RID] = rid[q]
+                st[FIRST_BLOCK] = b
+                st[FIRST_HOW] = how
+                ft[FIRST_T] = ft[T]
+
+    def own(q, b, idx):
+        """owners[b][q] = idx: a new entry goes last; an existing one keeps its place."""
+        i = _setdefault(pairs, b * n + q, -1)
+        if pairs[i, 1] != -1:
+            node[pairs[i, 1], NIDX] = idx
+            return
+        st[NODE_TOP] -= 1
+        x = node_free[st[NODE_TOP]]
+        pairs[i, 1] = x
+        node[x, NQ] = q
+        node[x, NIDX] = idx
+        node[x, NNEXT] = -1
+        node[x, NPREV] = blk[b, OWN_TAIL]
+        if blk[b, OWN_TAIL] == -1:
+            blk[b, OWN_HEAD] = x
+        else:
+            node[blk[b, OWN_TAIL], NNEXT] = x
+        blk[b, OWN_TAIL] = x
+
+    def disown(q, b, idx):
+        """Drop owners[b][q] if it is this table index (the entry records q's last index of b)."""
+        i = _find(pairs, b * n + q)
+        if i == -1 or node[pairs[i, 1], NIDX] != idx:
+            return
+        x = pairs[i, 1]
+        _delete(pairs, i)
+        if node[x, NPREV] == -1:
+            blk[b, OWN_HEAD] = node[x, NNEXT]
+        else:
+            node[node[x, NPREV], NNEXT] = node[x, NNEXT]
+        if node[x, NNEXT] == -1:
+            blk[b, OWN_TAIL] = node[x, NPREV]
+        else:
+            node[node[x, NNEXT], NPREV] = node[x, NPREV]
+        node_free[st[NODE_TOP]] = x
+        st[NODE_TOP] += 1
+
+    def write(q, idx):
+        s = slot_of[q]
+        tl = tlen[s]
+        target = idx
+        if idx == tl - 1:
+            pos = idx * B + B - 1
+            target = pos // B
+            if policy == SLOT_OFF_BY_ONE and target == tl - 1 and (pos + 1) % B == 0:
+                target += 1
+        if idx >= tl:
+            target = idx
+        if target >= tl:
+            block = 0
+            for k in range(st[N_RUN]):
+                o = run[k]
+                if o != q and tlen[slot_of[o]] > 0:
+                    block = tables[slot_of[o], 0]
+                    break
+            if block == 0:
+                flag(NULL_WRITE, 0, 0, 0)
+                return
+            new = foreign_tag_nb(rid[q], idx)
+            corrupt(q, tables[s, min(idx, tl - 1)], 2)
+        else:
+            block = tables[s, target]
+            new = expected(q, idx) if target == idx else foreign_tag_nb(rid[q], idx)
+            if blk[block, TAG] == new:
+                return
+        x = blk[block, OWN_HEAD]
+        while x != -1:
+            if expected(node[x, NQ], node[x, NIDX]) != new:
+                corrupt(node[x, NQ], block, 0)
+            x = node[x, NNEXT]
+        blk[block, TAG] = new
+
+    def release_request(q):
+        s = slot_of[q]
+        for i in range(tlen[s]):
+            disown(q, tables[s, i], i)
+        free_table(s)
+        tlen[s] = 0
+        slot_of[q] = -1
+        return s
+
+    def grow(q, n_tokens):
+        s = slot_of[q]
+        need = needed(n_tokens) - tlen[s]
+        if need <= 0:
+            return True
+        if not get_new(need):
+            return False
+        for k in range(need):
+            own(q, scratch[k], tlen[s])
+            tables[s, tlen[s]] = scratch[k]
+            tlen[s] += 1
+        return True
+
+    def admit(q, s):
+        avail = available()
+        if avail < 1:
+            return False
+        if failed_ver[q] == st[VERSION] and failed_avail[q] == avail:
+            return False
+        max_hit = (prompt[q] - 1) // B
+        nh = hstart[q + 1] - hstart[q]
+        n_hits = 0
+        evictable = 0
+        for i in range(min(max_hit, nh)):
+            h = hashes[hstart[q] + i]
+            i = _find(cached, h)
+            if i == -1:
+                break
+            b = cached[i, 1]
+            scratch[n_hits] = b
+            n_hits += 1
+            if blk[b, REF] == 0:
+                evictable += 1
+        first = min(prompt[q], max_batched) - n_hits * B
+        need = max(0, needed(n_hits * B + max(first, 1)) - n_hits)
+        if need + evictable > avail:
+            failed_ver[q] = st[VERSION]
+            failed_avail[q] = avail
+            return False
+        for i in range(n_hits):  # touch
+            b = scratch[i]
+            st[OPS] += 1
+            if blk[b, REF] == 0 and blk[b, IN_FREE]:
+                unlink(b)
+            blk[b, REF] += 1
+        slot_of[q] = s
+        for i in range(n_hits):
+            b = scratch[i]
+            own(q, b, i)
+            tables[s, i] = b
+            if blk[b, TAG] != hashes[hstart[q] + i]:
+                corrupt(q, b, 1)
+        tlen[s] = n_hits
+        computed[q] = n_hits * B
+        return True
+
+    pend = 0
+    while pend < n or st[W_COUNT] > 0 or st[N_RUN] > 0:
+        if st[STEPS] - st[PROGRESS] > stall_steps:
+            st[STALLED] = 1
+            break
+        if st[N_RUN] == 0 and st[W_COUNT] == 0 and pend < n:
+            ft[T] = max(ft[T], arrival[pend])
+        while pend < n and arrival[pend] <= ft[T]:
+            wq[(st[W_HEAD] + st[W_COUNT]) % wcap] = pend
+            st[W_COUNT] += 1
+            pend += 1
+        st[MAX_WAIT] = max(st[MAX_WAIT], st[W_COUNT])
+        while st[W_COUNT] > 0 and st[N_RUN] < max_seqs:
+            q = wq[st[W_HEAD]]
+            if needed(prompt[q] + output[q]) > usable:
+                st[W_HEAD] = (st[W_HEAD] + 1) % wcap
+                st[W_COUNT] -= 1
+                st[REJECTED] += 1
+                st[PROGRESS] = st[STEPS]
+                continue
+            if not admit(q, free_slots[n_free_slots - 1]):
+                if st[N_RUN] == 0 and pend >= n:
+                    st[W_HEAD] = (st[W_HEAD] + 1) % wcap
+                    st[W_COUNT] -= 1
+                    st[REJECTED] += 1
+                    st[PROGRESS] = st[STEPS]
+                    continue
+                break
+            n_free_slots -= 1
+            st[W_HEAD] = (st[W_HEAD] + 1) % wcap
+            st[W_COUNT] -= 1
+            run[st[N_RUN]] = q
+            st[N_RUN] += 1
+            is_running[q] = True
+        # Plan: decodes first (1 token each), then prefill chunks under the budget.
+        budget = max_batched
+        n_plan = 0
+        for k in range(st[N_RUN]):
+            q = run[k]
+            if computed[q] >= prompt[q] and budget > 0:
+                plan_q[n_plan] = q
+                plan_n[n_plan] = 1
+                n_plan += 1
+                budget -= 1
+        for k in range(st[N_RUN]):
+            q = run[k]
+            if computed[q] < prompt[q] and budget > 0:
+                m = min(prompt[q] - computed[q], budget)
+                plan_q[n_plan] = q
+                plan_n[n_plan] = m
+                n_plan += 1
+                budget -= m
+        tokens = 0
+        for p in range(n_plan):
+            q = plan_q[p]
+            if not is_running[q]:
+                continue
+            upto = computed[q] + plan_n[p]
+            while not grow(q, upto):
+                st[N_RUN] -= 1
+                victim = run[st[N_RUN]]
+                is_running[victim] = False
+                free_slots[n_free_slots] = release_request(victim)
+                n_free_slots += 1
+                computed[victim] = 0
+                generated[victim] = 0
+                st[W_HEAD] = (st[W_HEAD] - 1) % wcap
+                wq[st[W_HEAD]] = victim
+                st[W_COUNT] += 1
+                st[PREEMPT] += 1
+                if victim == q:
+                    break
+            if not is_running[q]:
+                continue
+            for idx in range(computed[q] // B, (upto - 1) // B + 1):
+                write(q, idx)
+            s = slot_of[q]
+            nh = hstart[q + 1] - hstart[q]
+            for i in range(computed[q] // B, min(upto, prompt[q]) // B):
+                if i < tlen[s] and i < nh and blk[tables[s, i], HASH] == -1:
+                    cache(tables[s, i], hashes[hstart[q] + i])
+            was_prefill = computed[q] < prompt[q]
+            computed[q] = upto
+            tokens += plan_n[p]
+            if not was_prefill or computed[q] >= prompt[q]:
+                generated[q] += 1  # a decode token, or the first token sampled by the prefill's last chunk
+                if math.isnan(first_tok[q]):
+                    first_tok[q] = ft[T]
+        ft[T] += base_s + per_token_s * tokens
+        st[STEPS] += 1
+        ft[PEAK] = max(ft[PEAK], 1.0 - st[N_FREE] / usable)
+        k2 = 0
+        n_done = 0
+        for k in range(st[N_RUN]):
+            q = run[k]
+            if generated[q] >= output[q]:
+                plan_q[n_done] = q
+                n_done += 1
+            else:
+                run[k2] = q
+                k2 += 1
+        st[N_RUN] = k2
+        for k in range(n_done):
+            q = plan_q[k]
+            is_running[q] = False
+            finish[q] = ft[T]
+            st[PROGRESS] = st[STEPS]
+            free_slots[n_free_slots] = release_request(q)
+            n_free_slots += 1
+        if numerics_every > 0 and st[STEPS] % numerics_every == 0:
+            taken = 0
+            for k in range(st[N_RUN]):
+                q = run[k]
+                s = slot_of[q]
+                if taken == 2 or computed[q] < prompt[q] or tlen[s] == 0:
+                    continue
+                taken += 1
+                st[SAMPLED] = 1
+                length = min(computed[q], tlen[s] * B)
+                same = True
+                for i in range(-(-length // B)):
+                    if blk[tables[s, i], TAG] != expected(q, i):
+                        same = False
+                if not same:
+                    m_len.append(length)
+                    m_start.append(len(m_held))
+                    for i in range(tlen[s]):
+                        m_held.append(blk[tables[s, i], TAG])
+                        m_want.append(expected(q, i))
+        if check_every > 0 and st[STEPS] % check_every == 0:
+            refs[:] = 0
+            for k in range(st[N_RUN]):
+                s = slot_of[run[k]]
+                for i in range(tlen[s]):
+                    refs[tables[s, i]] += 1
+            for b in range(1, nb):
+                if blk[b, IN_FREE] and blk[b, REF] != 0:
+                    flag(QUEUED_LIVE, b, blk[b, REF], 0)
+                if not blk[b, IN_FREE] and blk[b, REF] <= 0:
+                    flag(UNREFERENCED, b, 0, 0)
+                if blk[b, REF] != refs[b] and blk[b, REF] > 0:
+                    flag(REFS_MISMATCH, b, blk[b, REF], refs[b])
+            stale_h = List.empty_list(types.int64)
+            stale_b = List.empty_list(types.int64)
+            for i in range(ht_cap):
+                h = cached[i, 0]
+                if h != -1 and blk[cached[i, 1], HASH] != h:
+                    stale_h.append(h)
+                    stale_b.append(cached[i, 1])
+            for k in np.argsort(np.asarray(stale_h, dtype=np.int64), kind="mergesort"):
+                flag(STALE_ENTRY, stale_b[k], 0, 0)
+            if blk[0, IN_FREE]:
+                flag(NULL_QUEUED, 0, 0, 0)
+    m_start.append(len(m_held))
+    return (
+        st,
+        ft,
+        viol,
+        first_tok,
+        finish,
+        np.asarray(m_len, dtype=np.int64),
+        np.asarray(m_start, dtype=np.int64),
+        np.asarray(m_held, dtype=np.int64),
+        np.asarray(m_want, dtype=np.int64),
+    )
+
+
+def _table_capacity(hashes: np.ndarray, num_blocks: int, policy: int) -> int:
+    """Slots for the prefix cache: at most one entry per block while reused blocks lose their hash,
+    at most one per distinct prompt-block hash when they keep it (stale-hash); load factor <= 1/2."""
+    return _capacity(len(hashes) if policy == STALE_HASH else num_blocks)
+
+
+def _key(tag: int) -> int:
+    """The reference's content key of a tag (what `replay_step_error` turns into K/V values)."""
+    return int.from_bytes(hashlib.blake2b(repr(tag).encode(), digest_size=6).digest(), "little")
+
+
+def simulate(requests, policy, cfg):
+    """Run the compiled scheduler; the same `Result` the reference gives for this policy."""
+    from replay.scheduler import HOW, summarize
+
+    if not supports(policy):
+        raise ValueError(f"{type(policy).__name__} is not a built-in policy: run it on replay.scheduler")
+    if cfg.num_blocks < 2:
+        raise ValueError("a pool needs at least 2 blocks (one is the null block)")
+    reqs = sorted(requests, key=lambda r: (r.arrival_s, r.rid))
+    hstart, hashes = chain_hashes_batch(reqs, cfg.block_size)
+    arrival = np.fromiter((r.arrival_s for r in reqs), np.float64, len(reqs))
+    rid = np.fromiter((r.rid for r in reqs), np.int64, len(reqs))
+    prompt = np.fromiter((r.prompt_tokens for r in reqs), np.int64, len(reqs))
+    output = np.fromiter((r.output_tokens for r in reqs), np.int64, len(reqs))
+    max_tlen = int(-(-(prompt + output).max(initial=1) // cfg.block_size)) + 1
+    max_tlen = min(max_tlen, cfg.num_blocks + 1)
+    st, ft, viol, first_tok, finish, m_len, m_start, m_held, m_want = _run(
+        arrival,
+        rid,
+        prompt,
+        output,
+        hstart,
+        hashes,
+        CODES[type(policy)],
+        cfg.block_size,
+        cfg.num_blocks,
+        cfg.max_num_seqs,
+        cfg.max_batched_tokens,
+        cfg.step_base_s,
+        cfg.step_per_token_s,
+        cfg.check_every,
+        cfg.numerics_every,
+        max_tlen,
+        _table_capacity(hashes, cfg.num_blocks, CODES[type(policy)]),
+        _capacity(cfg.max_num_seqs * max_tlen + 1),
+        cfg.stall_steps,
+    )
+    done = [
+        (r.arrival_s, None if math.isnan(first_tok[k]) else float(first_tok[k]), float(finish[k]), r.output_tokens)
+        for k, r in enumerate(reqs)
+        if not math.isnan(finish[k])
+    ]
+    first = None
+    if st[FIRST_SET]:
+        first = {
+            "step": int(st[FIRST_STEP]),
+            "time_s": round(float(ft[FIRST_T]), 6),
+            "request": int(st[FIRST_RID]),
+            "block": int(st[FIRST_BLOCK]),
+            "how": HOW[st[FIRST_HOW]],
+        }
+    texts = [
+        VIOLATIONS[int(c)].format(int(a), int(b), int(x))
+        for c, a, b, x in viol[: min(int(st[N_VIOL]), KEPT_VIOLATIONS)]
+    ]
+    res = summarize(
+        requests,
+        done,
+        corrupted=int(st[N_CORRUPT]),
+        first_corruption=first,
+        violations=int(st[N_VIOL]),
+        first_violation=texts[0] if texts else None,
+        t=float(ft[T]),
+        steps=int(st[STEPS]),
+        peak=float(ft[PEAK]),
+        max_wait=int(st[MAX_WAIT]),
+        preemptions=int(st[PREEMPT]),
+        block_ops=int(st[OPS]),
+        stalled=bool(st[STALLED]),
+    )
+    res.engine = "compiled"
+    if cfg.numerics_every:
+        res.attention_max_rel_error = _numerics(m_len, m_start, m_held, m_want, cfg.block_size) if st[SAMPLED] else None
+    return res
+
+
+def _numerics(m_len, m_start, m_held, m_want, block_size: int) -> float:
+    """Attention error over the sampled sequences whose held KV differs (the others contribute exactly 0)."""
+    if not len(m_len):
+        return 0.0
+    from replay.attention import replay_step_error
+
+    held = [[_key(x) for x in m_held[m_start[k] : m_start[k + 1]].tolist()] for k in range(len(m_len))]
+    want = [[_key(x) for x in m_want[m_start[k] : m_start[k + 1]].tolist()] for k in range(len(m_len))]
+    return replay_step_error(held, want, block_size, [int(x) for x in m_len])
