@@ -40,6 +40,11 @@ KEPT_VIOLATIONS = 20
 """Violation texts kept (all are counted): a broken pool can log millions."""
 
 
+def check_pool_size(num_blocks: int) -> None:
+    if num_blocks < 2:
+        raise ValueError("a pool needs at least 2 blocks (one is the null block)")
+
+
 @dataclass(eq=False)  # identity: blocks are compared by `is`, never by value
 class Block:
     block_id: int
@@ -52,8 +57,7 @@ class Block:
 
 class BlockPool:
     def __init__(self, num_blocks: int, policy) -> None:
-        if num_blocks < 2:
-            raise ValueError("a pool needs at least 2 blocks (one is the null block)")
+        check_pool_size(num_blocks)
         self.blocks = [Block(i) for i in range(num_blocks)]
         self.null_block = self.blocks[0]
         # Free queue in block-id order, head first; OrderedDict gives O(1) remove-from-middle.

@@ -11,6 +11,8 @@ block content with these values, so their results, numerics included, are identi
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 from numba import njit
 
@@ -87,7 +89,6 @@ def chain_hashes_batch(requests, block_size: int) -> tuple[np.ndarray, np.ndarra
     return _chains(ids, ids_start, prompt, per, rid, block_size)
 
 
-def chain_hashes(request, block_size: int) -> list[int]:
-    """One request's chained prompt-block hashes (see `chain_hashes_batch`)."""
-    _, out = chain_hashes_batch([request], block_size)
-    return out.tolist()
+def content_key(tag: int) -> int:
+    """A tag's content key: the seed `replay_step_error` turns into K/V values (both simulators use it)."""
+    return int.from_bytes(hashlib.blake2b(repr(tag).encode(), digest_size=6).digest(), "little")

@@ -19,7 +19,6 @@ because numba closures cannot rebind outer variables.
 
 from __future__ import annotations
 
-import hashlib
 import math
 
 import numpy as np
@@ -42,8 +41,9 @@ from replay.block_pool import (
     STALE_ENTRY,
     UNREFERENCED,
     VIOLATIONS,
+    check_pool_size,
 )
-from replay.content import TAG_NONE, chain_hashes_batch, foreign_tag_nb, private_tag_nb
+from replay.content import TAG_NONE, chain_hashes_batch, content_key, foreign_tag_nb, private_tag_nb
 
 LRU, EVICT_LIVE, FLOOR_BLOCKS, STALE_HASH, DOUBLE_FREE_POLICY, SLOT_OFF_BY_ONE = range(6)
 CODES: dict[type, int] = {
@@ -84,27 +84,28 @@ def _home(k, mask):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _find(kv, k):  # pragma: no cover - compiled
+def _probe(kv, k):  # pragma: no cover - compiled
+    """The slot holding k, or the empty slot where k belongs."""
     mask = len(kv) - 1
     i = _home(k, mask)
-    while kv[i, 0] != -1:
-        if kv[i, 0] == k:
-            return i
+    while kv[i, 0] != -1 and kv[i, 0] != k:
         i = (i + 1) & mask
-    return -1
+    return i
+
+
+@njit(cache=True)
+def _find(kv, k):  # pragma: no cover - compiled
+    i = _probe(kv, k)
+    return i if kv[i, 0] == k else -1
 
 
 @njit(cache=True)
 def _setdefault(kv, k, v):  # pragma: no cover - compiled
     """Insert k -> v unless k is present (dict.setdefault); the slot of k."""
-    mask = len(kv) - 1
-    i = _home(k, mask)
-    while kv[i, 0] != -1:
-        if kv[i, 0] == k:
-            return i
-        i = (i + 1) & mask
-    kv[i, 0] = k
-    kv[i, 1] = v
+    i = _probe(kv, k)
+    if kv[i, 0] == -1:
+        kv[i, 0] = k
+        kv[i, 1] = v
     return i
 
 
@@ -677,19 +678,13 @@ def _table_capacity(hashes: np.ndarray, num_blocks: int, policy: int) -> int:
     return _capacity(len(hashes) if policy == STALE_HASH else num_blocks)
 
 
-def _key(tag: int) -> int:
-    """The reference's content key of a tag (what `replay_step_error` turns into K/V values)."""
-    return int.from_bytes(hashlib.blake2b(repr(tag).encode(), digest_size=6).digest(), "little")
-
-
 def simulate(requests, policy, cfg):
     """Run the compiled scheduler; the same `Result` the reference gives for this policy."""
     from replay.scheduler import HOW, summarize
 
     if not supports(policy):
         raise ValueError(f"{type(policy).__name__} is not a built-in policy: run it on replay.scheduler")
-    if cfg.num_blocks < 2:
-        raise ValueError("a pool needs at least 2 blocks (one is the null block)")
+    check_pool_size(cfg.num_blocks)
     reqs = sorted(requests, key=lambda r: (r.arrival_s, r.rid))
     hstart, hashes = chain_hashes_batch(reqs, cfg.block_size)
     arrival = np.fromiter((r.arrival_s for r in reqs), np.float64, len(reqs))
@@ -764,6 +759,6 @@ def _numerics(m_len, m_start, m_held, m_want, block_size: int) -> float:
         return 0.0
     from replay.attention import replay_step_error
 
-    held = [[_key(x) for x in m_held[m_start[k] : m_start[k + 1]].tolist()] for k in range(len(m_len))]
-    want = [[_key(x) for x in m_want[m_start[k] : m_start[k + 1]].tolist()] for k in range(len(m_len))]
+    held = [[content_key(x) for x in m_held[m_start[k] : m_start[k + 1]].tolist()] for k in range(len(m_len))]
+    want = [[content_key(x) for x in m_want[m_start[k] : m_start[k + 1]].tolist()] for k in range(len(m_len))]
     return replay_step_error(held, want, block_size, [int(x) for x in m_len])

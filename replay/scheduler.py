@@ -17,13 +17,12 @@ with its step, time, request and block.
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import math
 from dataclasses import dataclass, field
 
 from replay.block_pool import NULL_WRITE, Block, BlockPool
-from replay.content import chain_hashes_batch, foreign_tag, private_tag
+from replay.content import chain_hashes_batch, content_key, foreign_tag, private_tag
 from replay.traces import Request
 
 OVERWRITTEN, STALE_HIT, PAST_TABLE = 0, 1, 2
@@ -313,11 +312,8 @@ def simulate_reference(requests: list[Request], policy, cfg: Config) -> Result:
             if sample:
                 from replay.attention import replay_step_error
 
-                def key(x: object) -> int:
-                    return int.from_bytes(hashlib.blake2b(repr(x).encode(), digest_size=6).digest(), "little")
-
-                held = [[key(b.tag) for b in q.table] for q in sample]
-                want = [[key(q.expected(i)) for i in range(len(q.table))] for q in sample]
+                held = [[content_key(b.tag) for b in q.table] for q in sample]
+                want = [[content_key(q.expected(i)) for i in range(len(q.table))] for q in sample]
                 lens = [min(q.computed, len(q.table) * B) for q in sample]
                 err = replay_step_error(held, want, B, lens)
                 state["attn"] = max(state.get("attn", 0.0), err)
