@@ -74,6 +74,21 @@ def test_watchdog_timeouts_of_all_ranks_and_versions_group_together_apart_from_o
     assert ids[0] == ids[1] != ids[2]
 
 
+def test_a_variable_that_takes_two_or_three_words_splits_into_one_template_per_word():
+    ids, names, _ = mining.cluster(
+        pl.Series(["k8s-event"] * 5),
+        pl.Series(["Started container vllm"] * 3 + ["Started container prometheus"] * 2),
+    )
+    assert ids[0] == ids[2] != ids[3] == ids[4]
+    assert sorted(names[mining.TEMPLATE]) == ["Started container prometheus", "Started container vllm"]
+
+
+def test_a_variable_with_many_words_or_with_ids_stays_one_template():
+    many = _ids([f"Pulling image for container {w}" for w in ("vllm", "router", "prometheus", "sidecar")])
+    ids = _ids(["Preempted sequence seq1f2e3d4c", "Preempted sequence seq9a8b7c6d"])
+    assert len(set(many)) == 1 and len(set(ids)) == 1
+
+
 def test_only_the_first_line_of_a_multiline_event_is_mined():
     a, b = _ids(
         [
