@@ -6,11 +6,11 @@ Structure, not tuning, makes it fast (shared docs, template-mining.md §0):
    capped at `MAX_CHARS` characters and `MAX_TOKENS` tokens, as Loki does, so one huge
    line cannot stall Drain.
 2. Messages are keyed by their digit-collapsed text (`block 88123` -> `block 0`; hex ids
-   too, see `KEY_COLLAPSE`). Keys
+   too), hashed in one compiled pass over the Arrow buffers (`forensics.dedup`). Keys
    repeat massively in logs, so the named masks and Drain only see one representative
-   per (source, key), and the template id is joined back to every row.
+   per (source, key), and the template id is gathered back to every row.
 3. One Drain3 instance per source (vLLM lines never share a tree with NCCL lines), fed
-   in a deterministic order (most frequent key first, ties by text), so the same logs
+   in a deterministic order (most frequent key first, ties by the key's hash), so the same logs
    give the same templates on every run and machine.
 4. A template id is a hash of (source, template text), not Drain's cluster counter:
    stable across runs, so incidents can be compared and reports can link templates.
@@ -32,8 +32,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
+from forensics import dedup
 from forensics import schema as s
 
 MAX_CHARS = 2000
@@ -91,12 +93,6 @@ words (`added`, `70B`) stay; pod names are masked first, before their hash can l
 and before a model name's `-chat-` can look like a request id; NUM
 takes thousands separators (`1,843,200`), versions (`0.10.2`) and unit suffixes (`112.5x`)
 whole, and no sign, so `gpu-node-3` reads `gpu-node-<NUM>`."""
-
-KEY_COLLAPSE = r"\d[0-9a-fA-F]*"
-"""Runs of hex digits starting with a digit collapse to `0` in the dedup key: numbers, ids,
-hashes and addresses vary per line while the words around them do not (an id starting
-with a letter keeps its leading letters: a few key variants, not one per line). Words
-without a digit (`cafe`, `added`) are untouched, so the key never merges different wording."""
 
 _PARAM_PATTERN = "|".join(f"(?:{rx})" for _, rx in MASKS)
 
@@ -195,26 +191,31 @@ def cluster(
 
     config = config or MinerConfig()
     warnings: list[str] = []
-    # NOTE: the per-row work (first line, dedup key, join back) runs on polars' streaming
-    # engine, which spreads morsels over all cores (~1.5x on 2 cores for these string ops).
-    cols = {s.SOURCE: sources.fill_null("unknown").cast(pl.String), "_msg": messages.fill_null("").cast(pl.String)}
-    if weights is not None:
-        cols["_w"] = weights.cast(pl.Int64)  # only `merge_shards` weighs rows; plain mining counts them
-    ev = (
-        pl.LazyFrame(cols)
-        .with_row_index("_i")
-        .select(s.SOURCE, first_line(pl.col("_msg")).alias("_line"), "_i", *(["_w"] if weights is not None else []))
-        .with_columns(pl.col("_line").str.replace_all(KEY_COLLAPSE, "0").alias("_key"))
-        .collect(engine="streaming")
-    )
+    sources = sources.fill_null("unknown").cast(pl.String)
+    messages = messages.fill_null("").cast(pl.String)
+    # The per-row work is one compiled pass (`dedup.key_groups`: the key of every row, and
+    # its first row as the representative); everything after it is per key, not per row.
+    groups = dedup.key_groups(sources, messages, MAX_CHARS)
+    first = pl.Series(groups.first_row)
+    if weights is None:
+        counts = groups.count
+    else:  # only `merge_shards` weighs rows; plain mining counts them
+        w = weights.cast(pl.Int64).fill_null(0).to_numpy()
+        counts = np.bincount(groups.row_key, weights=w, minlength=len(groups.first_row)).round().astype(np.int64)
     keys = (
-        ev.group_by(s.SOURCE, "_key")
-        .agg(
-            pl.col("_line").first().alias("_rep"),
-            (pl.col("_w").sum() if weights is not None else pl.len()).alias("_n"),
+        pl.DataFrame(
+            {
+                s.SOURCE: sources.gather(first),
+                "_rep": messages.gather(first),
+                "_n": counts,
+                "_h1": groups.hash_hi,
+                "_h2": groups.hash_lo,
+                "_k": np.arange(len(groups.first_row), dtype=np.int64),
+            }
         )
+        .with_columns(first_line(pl.col("_rep")).alias("_rep"))
         .with_columns(mask_expr(pl.col("_rep")).alias("_masked"))
-        .sort(s.SOURCE, "_n", "_key", descending=[False, True, False])
+        .sort(s.SOURCE, "_n", "_h1", "_h2", descending=[False, True, False, False])
     )
     drain_cfg = TemplateMinerConfig()
     drain_cfg.drain_sim_th = config.sim_th
@@ -259,13 +260,7 @@ def cluster(
             TEMPLATE_ID, [template_id(src, t) for (src, _), t in zip(cluster_of, tmpl, strict=True)], dtype=pl.String
         ),
     )
-    ids = (
-        ev.lazy()
-        .join(keys.lazy().select(s.SOURCE, "_key", TEMPLATE_ID), on=[s.SOURCE, "_key"], how="left")
-        .sort("_i")
-        .select(TEMPLATE_ID)
-        .collect(engine="streaming")[TEMPLATE_ID]
-    )
+    ids = keys.sort("_k")[TEMPLATE_ID].gather(pl.Series(groups.row_key))
     names = keys.select(TEMPLATE_ID, TEMPLATE, s.SOURCE).unique(TEMPLATE_ID, keep="first").sort(TEMPLATE_ID)
     return ids, names, warnings
 
