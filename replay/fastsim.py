@@ -149,7 +149,6 @@ def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference
     numerics_every,
     max_tlen,
     ht_cap,
-    pair_cap,
     stall_steps,
 ):  # pragma: no cover - compiled; covered through `simulate`
     n = len(arrival)
@@ -201,7 +200,9 @@ def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference
     wq = np.zeros(wcap, np.int64)
     cap = max_seqs * max_tlen + 1
     node = np.zeros((cap, 4), np.int64)  # owner entries: request, table index, next, prev
-    pairs = np.full((pair_cap, 2), -1, np.int64)  # (block, request) -> its owner node
+    # The owner node each table slot created (-1: none). It replaces a (block, request) map:
+    # a request owns a block only through its table, whose row is in cache when it is read.
+    tnode = np.full((max_seqs, max_tlen), -1, np.int64)
     node_free = np.arange(cap)[::-1].copy()
     st[NODE_TOP] = cap
     scratch = np.zeros(max_tlen + 1, np.int64)
@@ -368,32 +369,37 @@ def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference
                 st[FIRST_HOW] = how
                 ft[FIRST_T] = ft[T]
 
-    def own(q, b, idx):
-        """owners[b][q] = idx: a new entry goes last; an existing one keeps its place."""
-        i = _setdefault(pairs, b * n + q, -1)
-        if pairs[i, 1] != -1:
-            node[pairs[i, 1], NIDX] = idx
-            return
-        st[NODE_TOP] -= 1
-        x = node_free[st[NODE_TOP]]
-        pairs[i, 1] = x
-        node[x, NQ] = q
-        node[x, NIDX] = idx
-        node[x, NNEXT] = -1
-        node[x, NPREV] = blk[b, OWN_TAIL]
-        if blk[b, OWN_TAIL] == -1:
-            blk[b, OWN_HEAD] = x
-        else:
-            node[blk[b, OWN_TAIL], NNEXT] = x
-        blk[b, OWN_TAIL] = x
+    def owner_of(q, b):
+        """q's node in b's owner list, or -1. Lists are empty for blocks fresh from the free
+        queue, so only shared or faulty blocks are walked."""
+        x = blk[b, OWN_HEAD]
+        while x != -1 and node[x, NQ] != q:
+            x = node[x, NNEXT]
+        return x
 
-    def disown(q, b, idx):
+    def own(q, s, b, idx, x):
+        """owners[b][q] = idx: a new entry goes last; an existing one (`x`, from `owner_of`,
+        -1 when q is known not to own b) keeps its place."""
+        if x == -1:
+            st[NODE_TOP] -= 1
+            x = node_free[st[NODE_TOP]]
+            node[x, NQ] = q
+            node[x, NNEXT] = -1
+            node[x, NPREV] = blk[b, OWN_TAIL]
+            if blk[b, OWN_TAIL] == -1:
+                blk[b, OWN_HEAD] = x
+            else:
+                node[blk[b, OWN_TAIL], NNEXT] = x
+            blk[b, OWN_TAIL] = x
+        node[x, NIDX] = idx
+        tnode[s, idx] = x
+
+    def disown(q, s, b, idx):
         """Drop owners[b][q] if it is this table index (the entry records q's last index of b)."""
-        i = _find(pairs, b * n + q)
-        if i == -1 or node[pairs[i, 1], NIDX] != idx:
+        x = tnode[s, idx]
+        if x == -1 or node[x, NIDX] != idx:
             return
-        x = pairs[i, 1]
-        _delete(pairs, i)
+        tnode[s, idx] = -1
         if node[x, NPREV] == -1:
             blk[b, OWN_HEAD] = node[x, NNEXT]
         else:
@@ -443,7 +449,7 @@ def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference
     def release_request(q):
         s = slot_of[q]
         for i in range(tlen[s]):
-            disown(q, tables[s, i], i)
+            disown(q, s, tables[s, i], i)
         free_table(s)
         tlen[s] = 0
         slot_of[q] = -1
@@ -457,8 +463,9 @@ def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference
         if not get_new(need):
             return False
         for k in range(need):
-            own(q, scratch[k], tlen[s])
-            tables[s, tlen[s]] = scratch[k]
+            b = scratch[k]
+            own(q, s, b, tlen[s], owner_of(q, b))
+            tables[s, tlen[s]] = b
             tlen[s] += 1
         return True
 
@@ -495,9 +502,14 @@ def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference
                 unlink(b)
             blk[b, REF] += 1
         slot_of[q] = s
+        # q owns nothing yet (its last release dropped every entry): only a block that
+        # appears twice among its hits (a stale hash entry) is already q's.
+        st[STAMP] += 1
+        stamp = st[STAMP]
         for i in range(n_hits):
             b = scratch[i]
-            own(q, b, i)
+            own(q, s, b, i, owner_of(q, b) if mark[b] == stamp else -1)
+            mark[b] = stamp
             tables[s, i] = b
             if blk[b, TAG] != hashes[hstart[q] + i]:
                 corrupt(q, b, 1)
@@ -711,7 +723,6 @@ def simulate(requests, policy, cfg):
         cfg.numerics_every,
         max_tlen,
         _table_capacity(hashes, cfg.num_blocks, CODES[type(policy)]),
-        _capacity(cfg.max_num_seqs * max_tlen + 1),
         cfg.stall_steps,
     )
     done = [
