@@ -652,6 +652,9 @@ def _account(
     if ev is not None:
         # A batch of event documents alone has no wrapper columns.
         ev = ev.with_columns(pl.lit(None, pl.String).alias(s.STREAM)) if s.STREAM not in ev.columns else ev
+        # Only the narrow columns counted here: every filter below copies what it is given.
+        wanted = ("_fid", s.SOURCE, "_drop", "_extra", "_nfold", "_outer_ts", s.STREAM, "_syslog", "_journal")
+        ev = ev.select(c for c in wanted if c in ev.columns)
         agg = (
             ev.filter(~pl.col("_extra").fill_null(False))
             .group_by("_fid")
@@ -731,17 +734,16 @@ def _finish(ev: pl.DataFrame | None, metas: list[_Meta]) -> pl.DataFrame:
     """Attach file names and path hints, derive rank/pid, drop working columns, sort."""
     if ev is None:
         return s.empty_events()
-    ev = ev.filter(~pl.col("_drop").fill_null(False))
-    mt = pl.DataFrame(
-        {
-            "_fid": pl.Series(range(len(metas)), dtype=pl.UInt32),
-            s.FILE: [m.rel for m in metas],
-            "_hpod": [m.pod for m in metas],
-            "_hns": [m.namespace for m in metas],
-            "_hcont": [m.container for m in metas],
-        }
-    )
-    ev = ev.join(mt, on="_fid", how="left")
+    # Per-file columns by gathering on the file id: a join or a filter here would copy the
+    # whole table (messages included) while the caller still holds it.
+    fid = ev["_fid"]
+    per_file = {
+        s.FILE: [m.rel for m in metas],
+        "_hpod": [m.pod for m in metas],
+        "_hns": [m.namespace for m in metas],
+        "_hcont": [m.container for m in metas],
+    }
+    ev = ev.with_columns(pl.Series(c, v, dtype=pl.String).gather(fid) for c, v in per_file.items())
     for c, t in (
         ("_dump_pod", pl.String),
         ("_dump_ns", pl.String),
@@ -784,8 +786,11 @@ def _finish(ev: pl.DataFrame | None, metas: list[_Meta]) -> pl.DataFrame:
         pl.col(s.MESSAGE).fill_null(""),
     )
     # Files were numbered in path order and `_assemble` sorted by (file id, segment,
-    # line): (file, line) order holds without sorting on the string column.
-    return s.conform(ev, s.EVENT_DTYPES)
+    # line): (file, line) order holds without sorting on the string column. Rows that were
+    # only folded away (`_drop`) go last, from the narrower final table.
+    keep = ~ev["_drop"].fill_null(False)
+    ev = s.conform(ev, s.EVENT_DTYPES)
+    return ev if keep.all() else ev.filter(keep)
 
 
 def write_tables(result: IngestResult, out: Path) -> dict[str, Path]:
