@@ -10,7 +10,7 @@ words around them do not, so real logs collapse to a few thousand keys.
 The key is never built as a string: a polars `replace_all` of the digit runs cost about
 1 µs a line, most of the miner's time. Here each row's key text is compacted into a
 scratch buffer and hashed (two independent 64-bit lanes: two keys merge only if both
-collide), reading the string bytes where Arrow keeps them, on all cores; rows are then
+collide), reading the string bytes where Arrow keeps them (by address: no copy), on all cores; rows are then
 grouped by that 128-bit value in an open-addressing table. Only ASCII digits collapse;
 another script's digits stay literal, which can only make more keys, never merge two.
 """
@@ -22,7 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from numba import njit, prange, typed
+from numba import carray, njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -65,43 +67,62 @@ def key_groups(sources: pl.Series, messages: pl.Series, max_chars: int) -> KeyGr
     """Group rows by (source, digit-collapsed first line of the message); nulls read as ``."""
     if len(sources) != len(messages):
         raise ValueError(f"{len(sources)} sources for {len(messages)} messages: pass one of each per row")
-    s_bufs, s_buf, s_start, s_len = _strings(sources)
-    m_bufs, m_buf, m_start, m_len = _strings(messages)
-    hi, lo = _hash_rows(s_bufs, s_buf, s_start, s_len, m_bufs, m_buf, m_start, m_len, max_chars)
+    s_alive, *s_loc = _strings(sources)
+    m_alive, *m_loc = _strings(messages)
+    hi, lo = _hash_rows(*s_loc, *m_loc, max_chars)
+    del s_alive, m_alive  # the buffers were read by address: keep them until here
     row_key, first_row, count = _group(hi, lo)
     return KeyGroups(row_key, first_row, count, hi[first_row], lo[first_row])
 
 
-def _strings(col: pl.Series) -> tuple[typed.List, np.ndarray, np.ndarray, np.ndarray]:
-    """Where each string's bytes are, without copying them: (buffers, buffer, start, length).
+def _strings(col: pl.Series) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Where each string's bytes are, without copying them.
 
+    Returns (keep-alive, buffer addresses, buffer sizes, buffer of each row, start, length).
     Polars hands out its strings as Arrow string views (no copy): a string of up to 12
     bytes sits inline in its 16-byte view, a longer one in a data buffer at an offset. The
     views buffer itself is buffer 0, so every row is (buffer, start, length) either way.
+    The compiled loop reads the buffers by address (`_bytes_at`); the first item keeps
+    them alive until the caller is done.
     """
     arr = col.cast(pl.String).fill_null("").rechunk().to_arrow(compat_level=pl.CompatLevel.newest())
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     n = len(arr)
-    bufs = typed.List()
     if pa.types.is_string_view(arr.type):
         raw = arr.buffers()
-        views = np.frombuffer(raw[1], dtype=np.uint8)
-        bufs.append(views)
-        for b in raw[2:]:
-            bufs.append(np.frombuffer(b, dtype=np.uint8) if b is not None else np.zeros(0, np.uint8))
-        rows = np.arange(arr.offset, arr.offset + n, dtype=np.int64)
+        bufs = [raw[1], *raw[2:]]
         v = np.frombuffer(raw[1], dtype=np.int32).reshape(-1, 4)[arr.offset : arr.offset + n]
         length = v[:, 0].astype(np.int64)
         inline = length <= _INLINE
         buf = np.where(inline, 0, v[:, 2].astype(np.int64) + 1)
+        rows = np.arange(arr.offset, arr.offset + n, dtype=np.int64)
         start = np.where(inline, rows * 16 + 4, v[:, 3].astype(np.int64))
-        return bufs, buf, start, length
-    arr = arr.cast(pa.large_string())  # an older polars: offsets and one data buffer
-    _validity, offsets, data = arr.buffers()
-    bufs.append(np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8))
-    off = np.frombuffer(offsets, dtype=np.int64)[arr.offset : arr.offset + n + 1]
-    return bufs, np.zeros(n, np.int64), off[:-1].copy(), np.diff(off)
+    else:
+        arr = arr.cast(pa.large_string())  # an older polars: offsets and one data buffer
+        _validity, offsets, data = arr.buffers()
+        bufs = [data]
+        off = np.frombuffer(offsets, dtype=np.int64)[arr.offset : arr.offset + n + 1]
+        buf, start, length = np.zeros(n, np.int64), off[:-1].copy(), np.diff(off)
+    address = np.array([b.address if b is not None else 0 for b in bufs], dtype=np.int64)
+    size = np.array([b.size if b is not None else 0 for b in bufs], dtype=np.int64)
+    return [arr, bufs], address, size, buf, start, length
+
+
+@intrinsic
+def _voidptr(typingctx, address):  # pragma: no cover - compiled
+    """An int64 address as a `void*` (for `carray`)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], cgutils.voidptr_t)
+
+    return types.voidptr(types.int64), codegen
+
+
+@njit(cache=True)
+def _bytes_at(address, size):  # pragma: no cover - compiled
+    """The `size` bytes at `address` as an array view: no copy, no reference count."""
+    return carray(_voidptr(address), size, np.uint8)
 
 
 @njit(cache=True)
@@ -184,36 +205,23 @@ def _collapse(data, start, length, max_chars, scratch):  # pragma: no cover - co
 
 
 @njit(cache=True, parallel=True)
-def _hash_rows(s_bufs, s_buf, s_start, s_len, m_bufs, m_buf, m_start, m_len, max_chars):  # pragma: no cover
+def _hash_rows(
+    s_addr, s_size, s_buf, s_start, s_len, m_addr, m_size, m_buf, m_start, m_len, max_chars
+):  # pragma: no cover
     n = len(m_len)
     hi = np.empty(n, np.uint64)
     lo = np.empty(n, np.uint64)
     chunks = 64
     for c in prange(chunks):
-        # Per chunk of rows: a scratch buffer for one row's key text, and the data buffer
-        # last read. Arrays are fetched from the typed lists only when the buffer changes
-        # and are never reassigned per row: each array assignment is a reference count
-        # update, and per row those cost as much as hashing the bytes.
         words = np.zeros(max_chars // 2 + 4, np.uint64)  # >= 4 bytes a character, + padding
         scratch = words.view(np.uint8)
-        s_views, m_views = s_bufs[0], m_bufs[0]
-        s_data, s_index = s_views, np.int64(0)
-        m_data, m_index = m_views, np.int64(0)
         for i in range(c * n // chunks, (c + 1) * n // chunks):
-            if s_buf[i] == 0:
-                k = _copy(s_views, s_start[i], s_len[i], scratch)
-            else:
-                if s_buf[i] != s_index:
-                    s_data, s_index = s_bufs[s_buf[i]], s_buf[i]
-                k = _copy(s_data, s_start[i], s_len[i], scratch)
+            src = _bytes_at(s_addr[s_buf[i]], s_size[s_buf[i]])
+            k = _copy(src, s_start[i], s_len[i], scratch)
             a, b = _absorb_bytes(_FNV_OFFSET, _LANE2_SEED, scratch, words, k)
             a, b = _absorb(a, b, _SEPARATOR)
-            if m_buf[i] == 0:
-                k = _collapse(m_views, m_start[i], m_len[i], max_chars, scratch)
-            else:
-                if m_buf[i] != m_index:
-                    m_data, m_index = m_bufs[m_buf[i]], m_buf[i]
-                k = _collapse(m_data, m_start[i], m_len[i], max_chars, scratch)
+            data = _bytes_at(m_addr[m_buf[i]], m_size[m_buf[i]])
+            k = _collapse(data, m_start[i], m_len[i], max_chars, scratch)
             a, b = _absorb_bytes(a, b, scratch, words, k)
             hi[i] = _finish(a)
             lo[i] = _finish(b)
