@@ -27,14 +27,10 @@ INCIDENT_KV_TOKENS = 1_843_200
 
 
 def _at_incident_rate(tr, n: int):
-    """The first `n` requests of the trace replayed at the incident's rate (superposed copies, as
-    `traces.scale` makes them), built from the trace's head so 6,000 copies need not be made whole."""
+    """The first `n` requests of the trace replayed at the incident's rate (superposed copies)."""
     from replay import traces
 
-    factor = INCIDENT_RATE / tr.rate
-    window = 3.0 * n / INCIDENT_RATE * (factor / -(-factor // 1))
-    head = traces.Trace([r for r in tr.requests if r.arrival_s <= window], tr.source)
-    return traces.scale(head, factor).requests[:n]
+    return traces.scaled_head(tr, INCIDENT_RATE / tr.rate, n).requests
 
 
 def main() -> None:

@@ -3,28 +3,37 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 
 from replay import policies as pol
 from replay import traces
 from replay.scheduler import Config, simulate
 
-KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+CALIBRATION_REQUESTS = 8000
+"""Requests per calibration run: enough for the batch to fill and settle at any scale."""
+MAX_SCALE = 256.0
 
 
-def blocks_from_logs(logdir: Path, block_size: int) -> int | None:
-    """The pool size the incident ran with, from `GPU KV cache size: N tokens` in its logs."""
-    for p in sorted(Path(logdir).rglob("*.log")):
-        try:
-            with open(p, encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    m = KV_TOKENS.search(line)
-                    if m:
-                        return int(m.group(1).replace(",", "")) // block_size
-        except OSError:
-            continue
-    return None
+def incident_load(
+    trace: Path | traces.Trace, cfg: Config, target_peak: float, *, max_scale: float = MAX_SCALE
+) -> tuple[float, float]:
+    """The load at which the correct policy fills the pool as much as the incident did.
+
+    A captured trace is often a sample of the incident's traffic (one pod, a logging
+    window), so at its own rate it may never fill the incident's pool, and an eviction
+    fault never shows where blocks are never scarce. Doubling from 1x, the first rate
+    scale at which the correct policy's peak KV usage reaches `target_peak` (the peak the
+    incident's own `GPU KV cache usage` lines show) is where the faults are judged.
+    Returns (scale, peak reached); stops at `max_scale`.
+    """
+    loaded = trace if isinstance(trace, traces.Trace) else traces.load(trace)
+    scale = 1.0
+    while True:
+        reqs = traces.scaled_head(loaded, scale, CALIBRATION_REQUESTS).requests
+        peak = simulate(reqs, pol.Policy(), cfg).peak_kv_usage
+        if peak >= target_peak - 1e-9 or scale >= max_scale:
+            return scale, peak
+        scale *= 2
 
 
 def run(
@@ -39,9 +48,7 @@ def run(
     """Replay `trace_path` (a trace file, or a `Trace` already captured) under `policy`; a JSON-ready dict."""
     cfg = cfg or Config(numerics_every=200)
     loaded = trace_path if isinstance(trace_path, traces.Trace) else traces.load(trace_path)
-    tr = traces.scale(loaded, rate_scale)
-    if max_requests:
-        tr.requests = tr.requests[:max_requests]
+    tr = traces.scaled_head(loaded, rate_scale, max_requests)
     p = pol.load_policy(policy)
     res = simulate(tr.requests, p, cfg)
     numerics = None
@@ -105,14 +112,20 @@ def all_policies(
     cfg: Config,
     extra: str | None = None,
     max_requests: int | None = None,
+    load: dict | None = None,
 ) -> dict:
-    """The correct policy and every fault variant (and a user policy) on the same trace."""
+    """The correct policy and every fault variant (and a user policy) on the same trace.
+
+    `load` says where the pool and the rate came from (`blocks_from`, `rate_from`), for the report.
+    """
     names = list(pol.BUILTIN) + ([extra] if extra else [])
     runs = [run(trace_path, n, rate_scale=rate_scale, cfg=cfg, max_requests=max_requests) for n in names]
     return {
         "trace": runs[0]["trace"],
         "requests": runs[0]["requests"],
         "rate_scale": rate_scale,
+        "blocks": cfg.num_blocks,
+        "load": load or {},
         "runs": runs,
         "verdict": verdict(runs),
     }

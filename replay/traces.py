@@ -185,3 +185,28 @@ def scale(trace: Trace, factor: float) -> Trace:
         trace.source,
         dict(trace.rejected),
     )
+
+
+def scaled_head(trace: Trace, factor: float, n: int | None) -> Trace:
+    """The first `n` requests of `scale(trace, factor)`, without building all of it.
+
+    At 256x a trace of thousands of requests becomes a million; a replay capped at `n`
+    needs only the captured requests early enough to be among the first `n` after scaling.
+    Exact: the window of captured time doubles until the `n`-th scaled request comes
+    before anything the window left out.
+    """
+    copies = max(1, int(-(-factor // 1)))
+    if n is None or n >= len(trace.requests) * copies:
+        return scale(trace, factor)
+    compress = factor / copies
+    ordered = sorted(r.arrival_s for r in trace.requests)
+    window = ordered[min(len(ordered) - 1, -(-n // copies))]
+    while True:
+        head = Trace([r for r in trace.requests if r.arrival_s <= window], trace.source, dict(trace.rejected))
+        out = scale(head, factor)
+        if len(head.requests) == len(trace.requests) or (
+            len(out.requests) >= n and out.requests[n - 1].arrival_s <= window / compress
+        ):
+            out.requests = out.requests[:n]
+            return out
+        window = window * 2 if window > 0 else 1.0

@@ -164,3 +164,29 @@ def test_analyze_replay_captures_from_request_lines_when_no_trace_file_was_kept(
     doc = json.loads((out / "replay.json").read_text())
     assert doc["requests"] == 30 and "request lines" in doc["trace"]
     assert {r["policy"] for r in doc["runs"]} >= {"lru", "lru-evict-live"}
+    assert "no GPU KV cache usage" in doc["load"]["rate_from"] and doc["rate_scale"] == 1.0
+    assert doc["blocks"] == 40 and "--replay-blocks" in doc["load"]["blocks_from"]
+
+
+def test_analyze_replay_takes_the_pool_and_the_load_from_the_engines_logs(tmp_path):
+    from forensics import ingest
+    from forensics.trace_capture import replay_incident
+
+    ids = [SYS * 4 + list(range(i * 100, i * 100 + 60)) for i in range(12)]
+    write(
+        tmp_path / "logs" / "vllm-0.log",
+        "INFO 03-02 07:59:00 [kv_cache_utils.py:864] GPU KV cache size: 4,096 tokens\n"
+        + "".join(
+            f"INFO 03-02 08:00:{10 + 4 * i:02d} [logger.py:39] Received request chatcmpl-{i:032x}: prompt: 'q', "
+            f"params: {SP.format(mt=150)}, prompt_token_ids: {_ids(x)}, lora_request: None.\n"
+            for i, x in enumerate(ids)
+        )
+        + "INFO 03-02 08:01:00 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+        "throughput: 80.0 tokens/s, Running: 9 reqs, Waiting: 3 reqs, GPU KV cache usage: 100.0%, "
+        "Prefix cache hit rate: 50.0%\n",
+    )
+    doc = replay_incident(ingest(tmp_path / "logs"), tmp_path / "logs")
+    assert doc["blocks"] == 4096 // 16 and "4,096 tokens" in doc["load"]["blocks_from"]
+    lru = next(r for r in doc["runs"] if r["policy"] == "lru")
+    # 12 requests 4 s apart never fill 256 blocks; compressed, the correct policy fills them
+    assert doc["rate_scale"] > 1 and lru["peak_kv_usage"] == 1.0 and "100%" in doc["load"]["rate_from"]

@@ -88,6 +88,24 @@ def test_rate_scaling_compresses_time_and_superposes_with_separate_namespaces(tm
     assert firsts == {0, 1, 2, 3} and len(ids) == 200
 
 
+@pytest.mark.parametrize(("factor", "n"), [(1.0, 30), (2.5, 70), (4.0, 199), (16.0, 5), (0.5, 10), (3.0, 10_000)])
+def test_the_head_of_a_scaled_trace_is_the_same_as_scaling_it_all_and_cutting(tmp_path, factor, n):
+    tr = traces.load(_trace(tmp_path, n=50))
+    assert traces.scaled_head(tr, factor, n).requests == traces.scale(tr, factor).requests[:n]
+
+
+def test_incident_load_is_the_first_doubling_that_fills_the_pool_as_the_logs_did(tmp_path):
+    from replay.run import incident_load
+
+    tr = traces.load(_trace(tmp_path, n=120, rate=2.0))
+    cfg = Config(num_blocks=1200, max_num_seqs=64, max_batched_tokens=4096)
+    scale, peak = incident_load(tr, cfg, 0.9)
+    assert scale > 1 and peak >= 0.9
+    below = simulate(traces.scaled_head(tr, scale / 2, 8000).requests, policies.Policy(), cfg)
+    assert below.peak_kv_usage < 0.9
+    assert incident_load(tr, cfg, 2.0, max_scale=8.0)[0] == 8.0  # never reached: stops at the cap
+
+
 @pytest.mark.skipif(
     not (Path(__file__).parent.parent.parent / "shared/data/traces").is_dir(), reason="shared traces absent"
 )

@@ -38,7 +38,7 @@ def progress(quiet: bool) -> Iterator:
         yield report
 
 
-STAGES = ("ingest", "templates", "timeline", "root cause", "report")
+STAGES = ("ingest", "templates", "timeline", "root cause", "replay", "report")
 
 
 @contextlib.contextmanager

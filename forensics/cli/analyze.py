@@ -32,8 +32,18 @@ def analyze(
         bool,
         typer.Option("--replay", help="Replay the captured trace under the correct policy and every fault variant."),
     ] = False,
-    replay_blocks: Annotated[int, typer.Option(help="KV blocks for --replay.")] = 2048,
-    replay_max_requests: Annotated[int, typer.Option(help="Requests replayed by --replay (keeps it quick).")] = 600,
+    replay_blocks: Annotated[
+        int | None,
+        typer.Option(help="KV blocks for --replay (default: the logged GPU KV cache size / 16, else 2048)."),
+    ] = None,
+    replay_rate_scale: Annotated[
+        float | None,
+        typer.Option(
+            help="Rate multiple for --replay (default: where the correct policy fills the pool as the logs' "
+            "peak GPU KV cache usage shows; 1 without such lines)."
+        ),
+    ] = None,
+    replay_max_requests: Annotated[int, typer.Option(help="Requests replayed per policy by --replay.")] = 20_000,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary, no progress bar.")] = False,
     engine: _options.Engine = "local",
     ray_address: _options.RayAddress = None,
@@ -74,19 +84,22 @@ def analyze(
             ray_address=ray_address,
             dataset=out / "events" if engine != "local" else None,
         )
+        replayed = None
+        if replay:
+            from forensics.trace_capture import replay_incident
+
+            if on_stage:
+                on_stage("replay")
+            replayed = replay_incident(
+                result.ingest,
+                Path(paths[0]),
+                blocks=replay_blocks,
+                rate_scale=replay_rate_scale,
+                max_requests=replay_max_requests,
+            )
         if on_stage:
             on_stage("report")
     command = "forensics " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    replayed = None
-    if replay:
-        from forensics.trace_capture import replay_input
-        from replay.run import all_policies
-        from replay.scheduler import Config
-
-        trace = replay_input(result.ingest, Path(paths[0]))
-        replayed = all_policies(
-            trace, rate_scale=1.0, cfg=Config(num_blocks=replay_blocks), max_requests=replay_max_requests
-        )
     written = write_all(
         result, out, fmt=fmt, template=template, alerts_format=alerts_format, command=command, replay=replayed
     )
