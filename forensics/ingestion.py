@@ -291,6 +291,8 @@ def ingest_files(
         events, metas, year=year, tz=tz, captured_at=captured_at, warnings=warnings, file_refs=file_refs
     )
     reports = _account(events, metas, lines_read, notes, doc_files)
+    if events is not None:  # rebinding frees the working columns before _finish adds its own
+        events = events.select(c for c in events.columns if c in s.EVENT_COLUMNS or c in FINISH_INPUTS)
     events = _finish(events, metas)
     metrics = vllm.metrics(events)
     skipped.sort(key=lambda k: k.file)
@@ -728,6 +730,24 @@ def _wrapper(st: dict) -> str | None:
     if st.get("syslog", 0) > 0.5:
         return "journald"
     return None
+
+
+FINISH_INPUTS = frozenset(
+    (
+        "_fid",
+        "_drop",
+        "_dump_pod",
+        "_dump_ns",
+        "_dump_container",
+        "_wpod",
+        "_wns",
+        "_wcont",
+        "_rank",
+        "_line_rank",
+        "_pid",
+    )
+)
+"""The working columns `_finish` reads; the others (time parts, wrapper flags) are dropped before it."""
 
 
 def _finish(ev: pl.DataFrame | None, metas: list[_Meta]) -> pl.DataFrame:
