@@ -408,6 +408,13 @@ def _new_drain(cfg):
     from drain3.drain import Drain
 
     class _Drain(Drain):
+        @staticmethod
+        def has_numbers(s):
+            """Drain3 sends tokens with digits down the wildcard branch of its prefix tree;
+            a masked token goes there too, so a literal met later in that position (a
+            one-segment `/invocations` after `<PATH>` routes) still finds the cluster."""
+            return s == MASKED or any(c.isdigit() for c in s)
+
         def get_seq_distance(self, seq1, seq2, include_params: bool):
             """Drain3's similarity, except that MASKED tokens never count as shared words."""
             if not seq1:

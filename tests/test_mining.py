@@ -89,6 +89,15 @@ def test_a_variable_with_many_words_or_with_ids_stays_one_template():
     assert len(set(many)) == 1 and len(set(ids)) == 1
 
 
+def test_a_literal_after_masked_values_in_an_early_position_joins_their_template():
+    routes = [
+        "Route: /v1/rerank, Methods: POST",
+        "Route: /v2/rerank, Methods: POST",
+        "Route: /invocations, Methods: POST",
+    ]
+    assert len(set(_ids(routes, source="vllm"))) == 1
+
+
 def test_only_the_first_line_of_a_multiline_event_is_mined():
     a, b = _ids(
         [
