@@ -1,7 +1,10 @@
-"""The bridge from ingested events to `replay.capture`: vLLM request lines become a trace.
+"""The bridge from ingested logs to `replay/`: what to replay, and in what conditions.
 
-Kept on the forensics side so `replay/` stays free of log formats: the events table
-already holds each line's UTC time and its message with headers and wrappers peeled.
+vLLM request lines become a trace (`replay.capture`), and the engines' own lines give the
+pool (`GPU KV cache size`) and the pressure (`GPU KV cache usage`) that `replay_incident`
+replays under. Kept on the forensics side so `replay/` stays free of log formats: the
+events and metrics tables already hold each line's UTC time and its message with headers
+and wrappers peeled.
 """
 
 from __future__ import annotations
