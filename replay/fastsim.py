@@ -14,7 +14,8 @@ a subclass of a built-in one) runs on the reference, which remains the definitio
 Layout: pool state in arrays indexed by block id; request state in arrays indexed by the
 request's position in arrival order; block tables only for running requests, one row per
 batch slot. Scalars the inner closures change live in the `st` (int) and `ft` (float) arrays
-because numba closures cannot rebind outer variables.
+because numba closures cannot rebind outer variables. `_run` allocates everything and drives
+`_advance`, the scheduler loop, which allocates nothing and so runs without reference counting.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ CODES: dict[type, int] = {
 N_FREE, VERSION, OPS, N_VIOL, CURSOR, STEPS, N_CORRUPT, FIRST_SET = 0, 1, 2, 3, 4, 5, 6, 7
 FIRST_STEP, FIRST_RID, FIRST_BLOCK, FIRST_HOW, PREEMPT, MAX_WAIT, REJECTED, GHOST_HEAD = range(8, 16)
 NODE_TOP, W_HEAD, W_COUNT, N_RUN, STAMP, SAMPLED, PROGRESS, STALLED = range(16, 24)
+PEND, FREE_SLOTS, G_LEN, M_N, M_HELD = range(24, 29)  # next arrival, free batch slots, buffer fills
 # Columns of the block rows and of the owner nodes.
 REF, HASH, TAG, FNEXT, FPREV, IN_FREE, OWN_HEAD, OWN_TAIL = range(8)
 NQ, NIDX, NNEXT, NPREV = range(4)
@@ -131,7 +133,23 @@ def _capacity(entries: int) -> int:
 
 
 @njit(cache=True)
-def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference line by line
+def _flag(st, viol, code, a, b, c):  # pragma: no cover - compiled
+    """Count a violation; keep the first `KEPT_VIOLATIONS` as (code, a, b, c)."""
+    k = st[N_VIOL]
+    if k < KEPT_VIOLATIONS:
+        viol[k, 0] = code
+        viol[k, 1] = a
+        viol[k, 2] = b
+        viol[k, 3] = c
+    st[N_VIOL] = k + 1
+
+
+DONE, CHECK, ROOM = range(3)
+"""Why `_advance` returned: the replay is over, a full check is due, a buffer needs room."""
+
+
+@njit(cache=True, _nrt=False)
+def _advance(  # noqa: C901 - one loop, kept whole so it reads against the reference line by line
     arrival,
     rid,
     prompt,
@@ -148,81 +166,55 @@ def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference
     check_every,
     numerics_every,
     max_tlen,
-    ht_cap,
     stall_steps,
+    st,
+    ft,
+    viol,
+    blk,
+    mark,
+    cached,
+    ghosts,
+    computed,
+    generated,
+    first_tok,
+    finish,
+    corrupted,
+    is_running,
+    failed_ver,
+    failed_avail,
+    slot_of,
+    tables,
+    tlen,
+    tnode,
+    free_slots,
+    run,
+    wq,
+    node,
+    node_free,
+    scratch,
+    plan_q,
+    plan_n,
+    m_len,
+    m_start,
+    m_held,
+    m_want,
 ):  # pragma: no cover - compiled; covered through `simulate`
+    """Run scheduler steps from the state in the arrays until the replay is over (`DONE`), a
+    full check is due (`CHECK`) or a growable buffer (`ghosts`, the numerics samples) could
+    overflow in the next step (`ROOM`); `_run` then acts and calls again.
+
+    Compiled without numba's reference counting (`_nrt=False`): nothing here allocates, and
+    the inlined closures would otherwise incref and decref the captured arrays (atomic
+    operations) several times per block operation, a quarter of the run time.
+    """
     n = len(arrival)
     usable = nb - 1
     remove_on_reuse = policy != STALE_HASH
-    st = np.zeros(32, np.int64)
-    ft = np.zeros(4, np.float64)
-    viol = np.zeros((KEPT_VIOLATIONS, 4), np.int64)
-
-    # --- pool -------------------------------------------------------------------------
-    # One row per block (one cache line: blocks are reused in LRU order, i.e. scattered):
-    # ref count, cached hash (-1: none), content tag, free-queue links and membership, owner list.
-    blk = np.zeros((nb + 1, 8), np.int64)
-    blk[:, HASH] = -1
-    blk[:, TAG] = TAG_NONE
-    blk[:, OWN_HEAD] = -1
-    blk[:, OWN_TAIL] = -1
-    mark = np.zeros(nb, np.int64)
-    S = nb  # the free queue's sentinel: its FNEXT is the head, its FPREV the tail
-    prev = S
-    for b in range(1, nb):
-        blk[b, FPREV] = prev
-        blk[prev, FNEXT] = b
-        blk[b, IN_FREE] = True
-        prev = b
-    blk[prev, FNEXT] = S
-    blk[S, FPREV] = prev
-    st[N_FREE] = nb - 1
-    st[CURSOR] = 1
-    cached = np.full((ht_cap, 2), -1, np.int64)  # the prefix cache: hash -> block
-    ghosts = List.empty_list(types.int64)
-
-    # --- requests, batch slots, owners -----------------------------------------------------
-    computed = np.zeros(n, np.int64)
-    generated = np.zeros(n, np.int64)
-    first_tok = np.full(n, np.nan)
-    finish = np.full(n, np.nan)
-    corrupted = np.zeros(n, np.bool_)
-    is_running = np.zeros(n, np.bool_)
-    failed_ver = np.full(n, -1, np.int64)
-    failed_avail = np.full(n, -1, np.int64)
-    slot_of = np.full(n, -1, np.int64)
-    tables = np.zeros((max_seqs, max_tlen), np.int64)
-    tlen = np.zeros(max_seqs, np.int64)
-    free_slots = np.arange(max_seqs)[::-1].copy()
-    n_free_slots = max_seqs
-    run = np.zeros(max_seqs, np.int64)
     wcap = n + 1
-    wq = np.zeros(wcap, np.int64)
-    cap = max_seqs * max_tlen + 1
-    node = np.zeros((cap, 4), np.int64)  # owner entries: request, table index, next, prev
-    # The owner node each table slot created (-1: none). It replaces a (block, request) map:
-    # a request owns a block only through its table, whose row is in cache when it is read.
-    tnode = np.full((max_seqs, max_tlen), -1, np.int64)
-    node_free = np.arange(cap)[::-1].copy()
-    st[NODE_TOP] = cap
-    scratch = np.zeros(max_tlen + 1, np.int64)
-    plan_q = np.zeros(max_seqs, np.int64)
-    plan_n = np.zeros(max_seqs, np.int64)
-    refs = np.zeros(nb, np.int64)
-    # numerics: sequences whose held KV differs from what they wrote, on sampled steps
-    m_len = List.empty_list(types.int64)
-    m_start = List.empty_list(types.int64)
-    m_held = List.empty_list(types.int64)
-    m_want = List.empty_list(types.int64)
+    S = nb  # the free queue's sentinel: its FNEXT is the head, its FPREV the tail
 
     def flag(code, a, b, c):
-        k = st[N_VIOL]
-        if k < KEPT_VIOLATIONS:
-            viol[k, 0] = code
-            viol[k, 1] = a
-            viol[k, 2] = b
-            viol[k, 3] = c
-        st[N_VIOL] = k + 1
+        _flag(st, viol, code, a, b, c)
 
     def unlink(b):
         p = blk[b, FPREV]
@@ -328,13 +320,13 @@ def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference
             return k == k_need
         if policy == DOUBLE_FREE_POLICY:
             live = 0
-            for g in range(st[GHOST_HEAD], len(ghosts)):
+            for g in range(st[GHOST_HEAD], st[G_LEN]):
                 if blk[ghosts[g], REF] >= 1:
                     live += 1
             if k_need - min(k_need, live) > st[N_FREE]:
                 return False
             k = 0
-            while st[GHOST_HEAD] < len(ghosts) and k < k_need:
+            while st[GHOST_HEAD] < st[G_LEN] and k < k_need:
                 b = ghosts[st[GHOST_HEAD]]
                 st[GHOST_HEAD] += 1
                 if blk[b, REF] >= 1 and mark[b] != stamp:
@@ -359,7 +351,8 @@ def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference
             release_block(tables[s, i])
         if policy == DOUBLE_FREE_POLICY and tlen[s] > 0 and tables[s, tlen[s] - 1] != 0:
             last = tables[s, tlen[s] - 1]
-            ghosts.append(last)
+            ghosts[st[G_LEN]] = last
+            st[G_LEN] += 1
             flag(FREED_TWICE, last, 0, 0)
 
     def expected(q, i):
@@ -528,17 +521,20 @@ def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference
         computed[q] = n_hits * B
         return True
 
-    pend = 0
-    while pend < n or st[W_COUNT] > 0 or st[N_RUN] > 0:
+    while st[PEND] < n or st[W_COUNT] > 0 or st[N_RUN] > 0:
+        if st[G_LEN] + max_seqs >= len(ghosts) or st[M_N] + 3 > len(m_start) or st[M_HELD] + 2 * max_tlen > len(m_held):
+            return ROOM
         if st[STEPS] - st[PROGRESS] > stall_steps:
             st[STALLED] = 1
             break
+        pend = st[PEND]
         if st[N_RUN] == 0 and st[W_COUNT] == 0 and pend < n:
             ft[T] = max(ft[T], arrival[pend])
         while pend < n and arrival[pend] <= ft[T]:
             wq[(st[W_HEAD] + st[W_COUNT]) % wcap] = pend
             st[W_COUNT] += 1
             pend += 1
+        st[PEND] = pend
         st[MAX_WAIT] = max(st[MAX_WAIT], st[W_COUNT])
         while st[W_COUNT] > 0 and st[N_RUN] < max_seqs:
             q = wq[st[W_HEAD]]
@@ -548,7 +544,7 @@ def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference
                 st[REJECTED] += 1
                 st[PROGRESS] = st[STEPS]
                 continue
-            if not admit(q, free_slots[n_free_slots - 1]):
+            if not admit(q, free_slots[st[FREE_SLOTS] - 1]):
                 if st[N_RUN] == 0 and pend >= n:
                     st[W_HEAD] = (st[W_HEAD] + 1) % wcap
                     st[W_COUNT] -= 1
@@ -556,7 +552,7 @@ def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference
                     st[PROGRESS] = st[STEPS]
                     continue
                 break
-            n_free_slots -= 1
+            st[FREE_SLOTS] -= 1
             st[W_HEAD] = (st[W_HEAD] + 1) % wcap
             st[W_COUNT] -= 1
             run[st[N_RUN]] = q
@@ -590,8 +586,8 @@ def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference
                 st[N_RUN] -= 1
                 victim = run[st[N_RUN]]
                 is_running[victim] = False
-                free_slots[n_free_slots] = release_request(victim)
-                n_free_slots += 1
+                free_slots[st[FREE_SLOTS]] = release_request(victim)
+                st[FREE_SLOTS] += 1
                 computed[victim] = 0
                 generated[victim] = 0
                 st[W_HEAD] = (st[W_HEAD] - 1) % wcap
@@ -635,8 +631,8 @@ def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference
             is_running[q] = False
             finish[q] = ft[T]
             st[PROGRESS] = st[STEPS]
-            free_slots[n_free_slots] = release_request(q)
-            n_free_slots += 1
+            free_slots[st[FREE_SLOTS]] = release_request(q)
+            st[FREE_SLOTS] += 1
         if numerics_every > 0 and st[STEPS] % numerics_every == 0:
             taken = 0
             for k in range(st[N_RUN]):
@@ -652,46 +648,208 @@ def _run(  # noqa: C901 - one loop, kept whole so it reads against the reference
                     if blk[tables[s, i], TAG] != expected(q, i):
                         same = False
                 if not same:
-                    m_len.append(length)
-                    m_start.append(len(m_held))
+                    m_len[st[M_N]] = length
+                    m_start[st[M_N]] = st[M_HELD]
+                    st[M_N] += 1
                     for i in range(tlen[s]):
-                        m_held.append(blk[tables[s, i], TAG])
-                        m_want.append(expected(q, i))
+                        m_held[st[M_HELD]] = blk[tables[s, i], TAG]
+                        m_want[st[M_HELD]] = expected(q, i)
+                        st[M_HELD] += 1
         if check_every > 0 and st[STEPS] % check_every == 0:
-            refs[:] = 0
-            for k in range(st[N_RUN]):
-                s = slot_of[run[k]]
-                for i in range(tlen[s]):
-                    refs[tables[s, i]] += 1
-            for b in range(1, nb):
-                if blk[b, IN_FREE] and blk[b, REF] != 0:
-                    flag(QUEUED_LIVE, b, blk[b, REF], 0)
-                if not blk[b, IN_FREE] and blk[b, REF] <= 0:
-                    flag(UNREFERENCED, b, 0, 0)
-                if blk[b, REF] != refs[b] and blk[b, REF] > 0:
-                    flag(REFS_MISMATCH, b, blk[b, REF], refs[b])
-            stale_h = List.empty_list(types.int64)
-            stale_b = List.empty_list(types.int64)
-            for i in range(ht_cap):
-                h = cached[i, 0]
-                if h != -1 and blk[cached[i, 1], HASH] != h:
-                    stale_h.append(h)
-                    stale_b.append(cached[i, 1])
-            for k in np.argsort(np.asarray(stale_h, dtype=np.int64), kind="mergesort"):
-                flag(STALE_ENTRY, stale_b[k], 0, 0)
-            if blk[0, IN_FREE]:
-                flag(NULL_QUEUED, 0, 0, 0)
-    m_start.append(len(m_held))
+            return CHECK
+    return DONE
+
+
+@njit(cache=True)
+def _check(st, viol, blk, cached, run, slot_of, tables, tlen, nb):  # pragma: no cover - compiled
+    """The full-pool invariant check (`Config.check_every`), as the reference runs it."""
+    refs = np.zeros(nb, np.int64)
+    for k in range(st[N_RUN]):
+        s = slot_of[run[k]]
+        for i in range(tlen[s]):
+            refs[tables[s, i]] += 1
+    for b in range(1, nb):
+        if blk[b, IN_FREE] and blk[b, REF] != 0:
+            _flag(st, viol, QUEUED_LIVE, b, blk[b, REF], 0)
+        if not blk[b, IN_FREE] and blk[b, REF] <= 0:
+            _flag(st, viol, UNREFERENCED, b, 0, 0)
+        if blk[b, REF] != refs[b] and blk[b, REF] > 0:
+            _flag(st, viol, REFS_MISMATCH, b, blk[b, REF], refs[b])
+    stale_h = List.empty_list(types.int64)
+    stale_b = List.empty_list(types.int64)
+    for i in range(len(cached)):
+        h = cached[i, 0]
+        if h != -1 and blk[cached[i, 1], HASH] != h:
+            stale_h.append(h)
+            stale_b.append(cached[i, 1])
+    for k in np.argsort(np.asarray(stale_h, dtype=np.int64), kind="mergesort"):
+        _flag(st, viol, STALE_ENTRY, stale_b[k], 0, 0)
+    if blk[0, IN_FREE]:
+        _flag(st, viol, NULL_QUEUED, 0, 0, 0)
+
+
+@njit(cache=True)
+def _grown(a, need):  # pragma: no cover - compiled
+    """`a` copied into a buffer of at least `need` elements (doubling)."""
+    out = np.zeros(max(need, 2 * len(a)), a.dtype)
+    out[: len(a)] = a
+    return out
+
+
+@njit(cache=True)
+def _run(
+    arrival,
+    rid,
+    prompt,
+    output,
+    hstart,
+    hashes,
+    policy,
+    B,
+    nb,
+    max_seqs,
+    max_batched,
+    base_s,
+    per_token_s,
+    check_every,
+    numerics_every,
+    max_tlen,
+    ht_cap,
+    stall_steps,
+):  # pragma: no cover - compiled; covered through `simulate`
+    """Allocate the state, then drive `_advance`: full checks and buffer growth happen here."""
+    n = len(arrival)
+    st = np.zeros(32, np.int64)
+    ft = np.zeros(4, np.float64)
+    viol = np.zeros((KEPT_VIOLATIONS, 4), np.int64)
+
+    # --- pool -------------------------------------------------------------------------
+    # One row per block (one cache line: blocks are reused in LRU order, i.e. scattered):
+    # ref count, cached hash (-1: none), content tag, free-queue links and membership, owner list.
+    blk = np.zeros((nb + 1, 8), np.int64)
+    blk[:, HASH] = -1
+    blk[:, TAG] = TAG_NONE
+    blk[:, OWN_HEAD] = -1
+    blk[:, OWN_TAIL] = -1
+    mark = np.zeros(nb, np.int64)
+    S = nb  # the free queue's sentinel: its FNEXT is the head, its FPREV the tail
+    prev = S
+    for b in range(1, nb):
+        blk[b, FPREV] = prev
+        blk[prev, FNEXT] = b
+        blk[b, IN_FREE] = True
+        prev = b
+    blk[prev, FNEXT] = S
+    blk[S, FPREV] = prev
+    st[N_FREE] = nb - 1
+    st[CURSOR] = 1
+    cached = np.full((ht_cap, 2), -1, np.int64)  # the prefix cache: hash -> block
+    ghosts = np.zeros(4 * max_seqs, np.int64)  # double-free's blocks handed out again, in order
+
+    # --- requests, batch slots, owners -----------------------------------------------------
+    computed = np.zeros(n, np.int64)
+    generated = np.zeros(n, np.int64)
+    first_tok = np.full(n, np.nan)
+    finish = np.full(n, np.nan)
+    corrupted = np.zeros(n, np.bool_)
+    is_running = np.zeros(n, np.bool_)
+    failed_ver = np.full(n, -1, np.int64)
+    failed_avail = np.full(n, -1, np.int64)
+    slot_of = np.full(n, -1, np.int64)
+    tables = np.zeros((max_seqs, max_tlen), np.int64)
+    tlen = np.zeros(max_seqs, np.int64)
+    free_slots = np.arange(max_seqs)[::-1].copy()
+    st[FREE_SLOTS] = max_seqs
+    run = np.zeros(max_seqs, np.int64)
+    wq = np.zeros(n + 1, np.int64)
+    cap = max_seqs * max_tlen + 1
+    node = np.zeros((cap, 4), np.int64)  # owner entries: request, table index, next, prev
+    # The owner node each table slot created (-1: none). It replaces a (block, request) map:
+    # a request owns a block only through its table, whose row is in cache when it is read.
+    tnode = np.full((max_seqs, max_tlen), -1, np.int64)
+    node_free = np.arange(cap)[::-1].copy()
+    st[NODE_TOP] = cap
+    scratch = np.zeros(max_tlen + 1, np.int64)
+    plan_q = np.zeros(max_seqs, np.int64)
+    plan_n = np.zeros(max_seqs, np.int64)
+    # numerics: sequences whose held KV differs from what they wrote, on sampled steps
+    m_len = np.zeros(16, np.int64)
+    m_start = np.zeros(16, np.int64)
+    m_held = np.zeros(4 * max_tlen, np.int64)
+    m_want = np.zeros(4 * max_tlen, np.int64)
+
+    while True:
+        why = _advance(
+            arrival,
+            rid,
+            prompt,
+            output,
+            hstart,
+            hashes,
+            policy,
+            B,
+            nb,
+            max_seqs,
+            max_batched,
+            base_s,
+            per_token_s,
+            check_every,
+            numerics_every,
+            max_tlen,
+            stall_steps,
+            st,
+            ft,
+            viol,
+            blk,
+            mark,
+            cached,
+            ghosts,
+            computed,
+            generated,
+            first_tok,
+            finish,
+            corrupted,
+            is_running,
+            failed_ver,
+            failed_avail,
+            slot_of,
+            tables,
+            tlen,
+            tnode,
+            free_slots,
+            run,
+            wq,
+            node,
+            node_free,
+            scratch,
+            plan_q,
+            plan_n,
+            m_len,
+            m_start,
+            m_held,
+            m_want,
+        )
+        if why == DONE:
+            break
+        if why == CHECK:
+            _check(st, viol, blk, cached, run, slot_of, tables, tlen, nb)
+        else:
+            ghosts = _grown(ghosts, st[G_LEN] + max_seqs + 1)
+            m_len = _grown(m_len, st[M_N] + 3)
+            m_start = _grown(m_start, st[M_N] + 3)
+            m_held = _grown(m_held, st[M_HELD] + 2 * max_tlen)
+            m_want = _grown(m_want, st[M_HELD] + 2 * max_tlen)
+    m_start[st[M_N]] = st[M_HELD]
     return (
         st,
         ft,
         viol,
         first_tok,
         finish,
-        np.asarray(m_len, dtype=np.int64),
-        np.asarray(m_start, dtype=np.int64),
-        np.asarray(m_held, dtype=np.int64),
-        np.asarray(m_want, dtype=np.int64),
+        m_len[: st[M_N]].copy(),
+        m_start[: st[M_N] + 1].copy(),
+        m_held[: st[M_HELD]].copy(),
+        m_want[: st[M_HELD]].copy(),
     )
 
 
