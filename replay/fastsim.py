@@ -60,8 +60,8 @@ CODES: dict[type, int] = {
 # st[] slots: the integer scalars shared with the closures.
 N_FREE, VERSION, OPS, N_VIOL, CURSOR, STEPS, N_CORRUPT, FIRST_SET = 0, 1, 2, 3, 4, 5, 6, 7
 FIRST_STEP, FIRST_RID, FIRST_BLOCK, FIRST_HOW, PREEMPT, MAX_WAIT, REJECTED, GHOST_HEAD = range(8, 16)
-NODE_TOP, W_HEAD, W_COUNT, N_RUN, STAMP, SAMPLED, PROGRESS, STALLED = range(16, 24)
-PEND, FREE_SLOTS, G_LEN, M_N, M_HELD = range(24, 29)  # next arrival, free batch slots, buffer fills
+PEND, W_HEAD, W_COUNT, N_RUN, STAMP, SAMPLED, PROGRESS, STALLED = range(16, 24)
+FREE_SLOTS, G_LEN, M_N, M_HELD = range(24, 28)  # free batch slots, buffer fills
 # Columns of the block rows and of the owner nodes.
 REF, HASH, TAG, FNEXT, FPREV, IN_FREE, OWN_HEAD, OWN_TAIL = range(8)
 NQ, NIDX, NNEXT, NPREV = range(4)
@@ -190,7 +190,6 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
     run,
     wq,
     node,
-    node_free,
     scratch,
     plan_q,
     plan_n,
@@ -385,8 +384,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
         """owners[b][q] = idx: a new entry goes last; an existing one (`x`, from `owner_of`,
         -1 when q is known not to own b) keeps its place."""
         if x == -1:
-            st[NODE_TOP] -= 1
-            x = node_free[st[NODE_TOP]]
+            x = s * max_tlen + idx  # the slot that creates an entry holds it until q's release
             node[x, NQ] = q
             node[x, NNEXT] = -1
             node[x, NPREV] = blk[b, OWN_TAIL]
@@ -412,8 +410,6 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             blk[b, OWN_TAIL] = node[x, NPREV]
         else:
             node[node[x, NNEXT], NPREV] = node[x, NPREV]
-        node_free[st[NODE_TOP]] = x
-        st[NODE_TOP] += 1
 
     def write(q, idx):
         s = slot_of[q]
@@ -762,13 +758,13 @@ def _run(
     st[FREE_SLOTS] = max_seqs
     run = np.zeros(max_seqs, np.int64)
     wq = np.zeros(n + 1, np.int64)
-    cap = max_seqs * max_tlen + 1
-    node = np.zeros((cap, 4), np.int64)  # owner entries: request, table index, next, prev
+    # Owner entries (request, table index, next, prev), one row per table slot: an entry lives
+    # in the row of the slot that created it (later slots of the same block update its index),
+    # so a request's entries are contiguous and nothing allocates them.
+    node = np.zeros((max_seqs * max_tlen, 4), np.int64)
     # The owner node each table slot created (-1: none). It replaces a (block, request) map:
     # a request owns a block only through its table, whose row is in cache when it is read.
     tnode = np.full((max_seqs, max_tlen), -1, np.int64)
-    node_free = np.arange(cap)[::-1].copy()
-    st[NODE_TOP] = cap
     scratch = np.zeros(max_tlen + 1, np.int64)
     plan_q = np.zeros(max_seqs, np.int64)
     plan_n = np.zeros(max_seqs, np.int64)
@@ -820,7 +816,6 @@ def _run(
             run,
             wq,
             node,
-            node_free,
             scratch,
             plan_q,
             plan_n,
