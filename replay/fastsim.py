@@ -4,8 +4,8 @@ Why a second implementation: the reference spends ~50 µs of Python per schedule
 an incident's traffic (14,720 req/s for minutes) is millions of steps. This module runs the
 same algorithm over flat arrays, step for step and operation for operation: the same FCFS
 admission with prefix hits and the `failed_at` shortcut, the same plan (decodes first, then
-prefill chunks), the same preemption of the newest request, the same LRU free queue (a
-doubly linked list over block ids), the same owner order per block (a linked list of
+prefill chunks), the same preemption of the newest request, the same LRU free queue (a FIFO
+array of block ids whose removals from the middle are lazy), the same owner order per block (a linked list of
 `(request, table index)` in insertion order), the same tags (`replay.content`) and the same
 violation codes (`replay.block_pool.VIOLATIONS`). Tests hold the two to identical results
 for every built-in policy on every shipped trace; a user policy (any other class, including
@@ -23,7 +23,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from llvmlite import ir
 from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 from numba.typed import List
 
 from replay import policies as pol
@@ -61,9 +64,9 @@ CODES: dict[type, int] = {
 N_FREE, VERSION, OPS, N_VIOL, CURSOR, STEPS, N_CORRUPT, FIRST_SET = 0, 1, 2, 3, 4, 5, 6, 7
 FIRST_STEP, FIRST_RID, FIRST_BLOCK, FIRST_HOW, PREEMPT, MAX_WAIT, REJECTED, GHOST_HEAD = range(8, 16)
 PEND, W_HEAD, W_COUNT, N_RUN, STAMP, SAMPLED, PROGRESS, STALLED = range(16, 24)
-FREE_SLOTS, G_LEN, M_N, M_HELD = range(24, 28)  # free batch slots, buffer fills
+FREE_SLOTS, G_LEN, M_N, M_HELD, FQ_HEAD, FQ_TAIL = range(24, 30)  # free batch slots, buffer fills, free queue
 # Columns of the block rows and of the owner nodes.
-REF, HASH, TAG, FNEXT, FPREV, IN_FREE, OWN_HEAD, OWN_TAIL = range(8)
+REF, HASH, TAG, QPOS, IN_FREE, OWN_HEAD, OWN_TAIL = range(7)
 NQ, NIDX, NNEXT, NPREV = range(4)
 # ft[] slots: clock, peak usage, time of the first corruption.
 T, PEAK, FIRST_T = 0, 1, 2
@@ -128,6 +131,33 @@ def _delete(kv, i):  # pragma: no cover - compiled
     kv[i, 0] = -1
 
 
+@intrinsic
+def _prefetch(typingctx, arr, row):  # pragma: no cover - compiled
+    """Ask the CPU to start loading row `row` of a C-contiguous array (`llvm.prefetch`).
+
+    The pool's block rows and the prefix-cache slots are read in an order no hardware
+    prefetcher can guess, but the simulator often knows a few operations ahead which rows
+    it will need (the next blocks of a table, the next hashes of a prompt): asking early
+    overlaps those cache misses instead of paying them one after another. A hint only:
+    it never faults and never changes a result.
+    """
+    if not isinstance(arr, types.Array) or arr.layout != "C" or not isinstance(row, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        stride = cgutils.unpack_tuple(builder, ary.strides, signature.args[0].ndim)[0]
+        offset = builder.mul(context.cast(builder, args[1], signature.args[1], types.intp), stride)
+        ptr = builder.gep(builder.bitcast(ary.data, cgutils.voidptr_t), [offset])
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [cgutils.voidptr_t, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [ptr, i32(0), i32(3), i32(1)])  # read, keep in all levels, data
+        return context.get_dummy_value()
+
+    return types.void(arr, row), codegen
+
+
 def _capacity(entries: int) -> int:
     return 1 << max(4, int(2 * entries).bit_length())
 
@@ -144,6 +174,8 @@ def _flag(st, viol, code, a, b, c):  # pragma: no cover - compiled
     st[N_VIOL] = k + 1
 
 
+AHEAD = 8
+"""How many rows ahead the loops over a table or a prompt's hashes ask for (`_prefetch`)."""
 DONE, CHECK, ROOM = range(3)
 """Why `_advance` returned: the replay is over, a full check is due, a buffer needs room."""
 
@@ -173,6 +205,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
     blk,
     mark,
     cached,
+    fq,
     ghosts,
     computed,
     generated,
@@ -210,25 +243,33 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
     usable = nb - 1
     remove_on_reuse = policy != STALE_HASH
     wcap = n + 1
-    S = nb  # the free queue's sentinel: its FNEXT is the head, its FPREV the tail
+    hmask = len(cached) - 1
 
     def flag(code, a, b, c):
         _flag(st, viol, code, a, b, c)
 
+    # The free queue: block ids in `fq[FQ_HEAD:FQ_TAIL]`, oldest first. An entry counts only
+    # while its block is free and its QPOS still points at it, so a removal from the middle
+    # (a prefix hit on a free block) just clears IN_FREE and the head skips the dead entry:
+    # the order is the linked list's, and the blocks next in line are known ahead.
     def unlink(b):
-        p = blk[b, FPREV]
-        x = blk[b, FNEXT]
-        blk[p, FNEXT] = x
-        blk[x, FPREV] = p
         blk[b, IN_FREE] = False
         st[N_FREE] -= 1
 
     def push_tail(b):
-        last = blk[S, FPREV]
-        blk[last, FNEXT] = b
-        blk[b, FPREV] = last
-        blk[b, FNEXT] = S
-        blk[S, FPREV] = b
+        if st[FQ_TAIL] == len(fq):  # compact: at most nb - 1 entries are alive
+            k = 0
+            for i in range(st[FQ_HEAD], st[FQ_TAIL]):
+                x = fq[i]
+                if blk[x, IN_FREE] and blk[x, QPOS] == i:
+                    fq[k] = x
+                    blk[x, QPOS] = k
+                    k += 1
+            st[FQ_HEAD] = 0
+            st[FQ_TAIL] = k
+        fq[st[FQ_TAIL]] = b
+        blk[b, QPOS] = st[FQ_TAIL]
+        st[FQ_TAIL] += 1
         blk[b, IN_FREE] = True
         st[N_FREE] += 1
 
@@ -241,7 +282,16 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             blk[b, HASH] = -1
 
     def pop_free():
-        b = blk[S, FNEXT]
+        i = st[FQ_HEAD]
+        while not (blk[fq[i], IN_FREE] and blk[fq[i], QPOS] == i):
+            i += 1
+        b = fq[i]
+        st[FQ_HEAD] = i + 1
+        # Rows of the blocks next in line, and the prefix-cache slots they will clear.
+        if i + AHEAD < st[FQ_TAIL]:
+            _prefetch(blk, fq[i + AHEAD])
+        if i + AHEAD // 2 < st[FQ_TAIL] and blk[fq[i + AHEAD // 2], HASH] != -1:
+            _prefetch(cached, _home(blk[fq[i + AHEAD // 2], HASH], hmask))
         unlink(b)
         if blk[b, REF] != 0:
             flag(POPPED_LIVE, b, blk[b, REF], 0)
@@ -449,6 +499,8 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
     def release_request(q):
         s = slot_of[q]
         for i in range(tlen[s]):
+            if i + AHEAD < tlen[s]:
+                _prefetch(blk, tables[s, i + AHEAD])
             disown(q, s, tables[s, i], i)
         free_table(s)
         tlen[s] = 0
@@ -479,12 +531,16 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
         nh = hstart[q + 1] - hstart[q]
         n_hits = 0
         evictable = 0
-        for i in range(min(max_hit, nh)):
-            h = hashes[hstart[q] + i]
-            i = _find(cached, h)
-            if i == -1:
+        lim = min(max_hit, nh)
+        for i in range(min(AHEAD, lim)):
+            _prefetch(cached, _home(hashes[hstart[q] + i], hmask))
+        for i in range(lim):
+            if i + AHEAD < lim:
+                _prefetch(cached, _home(hashes[hstart[q] + i + AHEAD], hmask))
+            j = _find(cached, hashes[hstart[q] + i])
+            if j == -1:
                 break
-            b = cached[i, 1]
+            b = cached[j, 1]
             scratch[n_hits] = b
             n_hits += 1
             if blk[b, REF] == 0:
@@ -560,6 +616,8 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
         for k in range(st[N_RUN]):
             q = run[k]
             if computed[q] >= prompt[q] and budget > 0:
+                if tlen[slot_of[q]] > 0:  # the block this decode token goes to
+                    _prefetch(blk, tables[slot_of[q], tlen[slot_of[q]] - 1])
                 plan_q[n_plan] = q
                 plan_n[n_plan] = 1
                 n_plan += 1
@@ -598,7 +656,10 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
                 write(q, idx)
             s = slot_of[q]
             nh = hstart[q + 1] - hstart[q]
-            for i in range(fdiv(computed[q]), fdiv(min(upto, prompt[q]))):
+            last = fdiv(min(upto, prompt[q]))
+            for i in range(fdiv(computed[q]), last):
+                if i + AHEAD < min(last, nh):
+                    _prefetch(cached, _home(hashes[hstart[q] + i + AHEAD], hmask))
                 if i < tlen[s] and i < nh and blk[tables[s, i], HASH] == -1:
                     cache(tables[s, i], hashes[hstart[q] + i])
             was_prefill = computed[q] < prompt[q]
@@ -721,22 +782,19 @@ def _run(
 
     # --- pool -------------------------------------------------------------------------
     # One row per block (one cache line: blocks are reused in LRU order, i.e. scattered):
-    # ref count, cached hash (-1: none), content tag, free-queue links and membership, owner list.
-    blk = np.zeros((nb + 1, 8), np.int64)
+    # ref count, cached hash (-1: none), content tag, free-queue position and membership, owner list.
+    blk = np.zeros((nb, 8), np.int64)
     blk[:, HASH] = -1
     blk[:, TAG] = TAG_NONE
     blk[:, OWN_HEAD] = -1
     blk[:, OWN_TAIL] = -1
     mark = np.zeros(nb, np.int64)
-    S = nb  # the free queue's sentinel: its FNEXT is the head, its FPREV the tail
-    prev = S
+    fq = np.zeros(2 * nb, np.int64)  # the free queue (see `_advance`), every block but the null one
     for b in range(1, nb):
-        blk[b, FPREV] = prev
-        blk[prev, FNEXT] = b
+        fq[b - 1] = b
+        blk[b, QPOS] = b - 1
         blk[b, IN_FREE] = True
-        prev = b
-    blk[prev, FNEXT] = S
-    blk[S, FPREV] = prev
+    st[FQ_TAIL] = nb - 1
     st[N_FREE] = nb - 1
     st[CURSOR] = 1
     cached = np.full((ht_cap, 2), -1, np.int64)  # the prefix cache: hash -> block
@@ -799,6 +857,7 @@ def _run(
             blk,
             mark,
             cached,
+            fq,
             ghosts,
             computed,
             generated,
