@@ -61,14 +61,17 @@ def _chains(ids, ids_start, prompt, per, rid, block_size):  # pragma: no cover -
     for k in range(n):
         parent = np.uint64(0)
         n_ids = ids_start[k + 1] - ids_start[k]
+        j, r = 0, 0  # i // per[k] and i % per[k], counted (a division per block costs more than the hash)
         for i in range(start[k + 1] - start[k]):
-            j = i // per[k]
             if j < n_ids:
-                h = _mix(_mix(_mix(parent, np.uint64(0)), np.uint64(ids[ids_start[k] + j])), np.uint64(i % per[k]))
+                h = _mix(_mix(_mix(parent, np.uint64(0)), np.uint64(ids[ids_start[k] + j])), np.uint64(r))
             else:  # past the trace's prefix ids: content only this request has
                 h = _mix(_mix(_mix(parent, np.uint64(1)), np.uint64(rid[k])), np.uint64(i))
             parent = h
             out[start[k] + i] = np.int64(h >> np.uint64(2))
+            r += 1
+            if r == per[k]:
+                j, r = j + 1, 0
     return start, out
 
 
