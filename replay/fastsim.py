@@ -11,9 +11,10 @@ violation codes (`replay.block_pool.VIOLATIONS`). Tests hold the two to identica
 for every built-in policy on every shipped trace; a user policy (any other class, including
 a subclass of a built-in one) runs on the reference, which remains the definition.
 
-Layout: pool state in arrays indexed by block id; request state in arrays indexed by the
-request's position in arrival order; block tables only for running requests, one row per
-batch slot. Scalars the inner closures change live in the `st` (int) and `ft` (float) arrays
+Layout: pool state in one row per block id; request state in one row per request (its
+position in arrival order); block tables only for running requests, one row per batch slot.
+Rows are 64 bytes, one cache line: the pool and the request set outgrow the CPU caches and
+every step visits many of both in no predictable order. Scalars the inner closures change live in the `st` (int) and `ft` (float) arrays
 because numba closures cannot rebind outer variables. `_run` allocates everything and drives
 `_advance`, the scheduler loop, which allocates nothing and so runs without reference counting.
 """
@@ -65,8 +66,9 @@ N_FREE, VERSION, OPS, N_VIOL, CURSOR, STEPS, N_CORRUPT, FIRST_SET = 0, 1, 2, 3, 
 FIRST_STEP, FIRST_RID, FIRST_BLOCK, FIRST_HOW, PREEMPT, MAX_WAIT, REJECTED, GHOST_HEAD = range(8, 16)
 PEND, W_HEAD, W_COUNT, N_RUN, STAMP, SAMPLED, PROGRESS, STALLED = range(16, 24)
 FREE_SLOTS, G_LEN, M_N, M_HELD, FQ_HEAD, FQ_TAIL = range(24, 30)  # free batch slots, buffer fills, free queue
-# Columns of the block rows and of the owner nodes.
+# Columns of the block rows, the request rows and the owner nodes.
 REF, HASH, TAG, QPOS, IN_FREE, OWN_HEAD, OWN_TAIL = range(7)
+COMP, GEN, PROMPT, OUTPUT, SLOT, RUNNING, HS, NH = range(8)  # tokens computed, generated; hashes at HS
 NQ, NIDX, NNEXT, NPREV = range(4)
 # ft[] slots: clock, peak usage, time of the first corruption.
 T, PEAK, FIRST_T = 0, 1, 2
@@ -184,9 +186,7 @@ DONE, CHECK, ROOM = range(3)
 def _advance(  # noqa: C901 - one loop, kept whole so it reads against the reference line by line
     arrival,
     rid,
-    prompt,
-    output,
-    hstart,
+    rq,
     hashes,
     policy,
     B,
@@ -207,15 +207,11 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
     cached,
     fq,
     ghosts,
-    computed,
-    generated,
     first_tok,
     finish,
     corrupted,
-    is_running,
     failed_ver,
     failed_avail,
-    slot_of,
     tables,
     tlen,
     tnode,
@@ -405,9 +401,9 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             flag(FREED_TWICE, last, 0, 0)
 
     def expected(q, i):
-        nh = hstart[q + 1] - hstart[q]
+        nh = rq[q, NH]
         if i < nh:
-            return hashes[hstart[q] + i]
+            return hashes[rq[q, HS] + i]
         return private_tag_nb(rid[q], i)
 
     def corrupt(q, b, how):
@@ -462,7 +458,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             node[node[x, NNEXT], NPREV] = node[x, NPREV]
 
     def write(q, idx):
-        s = slot_of[q]
+        s = rq[q, SLOT]
         tl = tlen[s]
         target = idx
         if idx == tl - 1:
@@ -476,8 +472,8 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             block = 0
             for k in range(st[N_RUN]):
                 o = run[k]
-                if o != q and tlen[slot_of[o]] > 0:
-                    block = tables[slot_of[o], 0]
+                if o != q and tlen[rq[o, SLOT]] > 0:
+                    block = tables[rq[o, SLOT], 0]
                     break
             if block == 0:
                 flag(NULL_WRITE, 0, 0, 0)
@@ -497,18 +493,18 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
         blk[block, TAG] = new
 
     def release_request(q):
-        s = slot_of[q]
+        s = rq[q, SLOT]
         for i in range(tlen[s]):
             if i + AHEAD < tlen[s]:
                 _prefetch(blk, tables[s, i + AHEAD])
             disown(q, s, tables[s, i], i)
         free_table(s)
         tlen[s] = 0
-        slot_of[q] = -1
+        rq[q, SLOT] = -1
         return s
 
     def grow(q, n_tokens):
-        s = slot_of[q]
+        s = rq[q, SLOT]
         need = needed(n_tokens) - tlen[s]
         if need <= 0:
             return True
@@ -527,17 +523,17 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             return False
         if failed_ver[q] == st[VERSION] and failed_avail[q] == avail:
             return False
-        max_hit = fdiv(prompt[q] - 1)
-        nh = hstart[q + 1] - hstart[q]
+        max_hit = fdiv(rq[q, PROMPT] - 1)
+        nh = rq[q, NH]
         n_hits = 0
         evictable = 0
         lim = min(max_hit, nh)
         for i in range(min(AHEAD, lim)):
-            _prefetch(cached, _home(hashes[hstart[q] + i], hmask))
+            _prefetch(cached, _home(hashes[rq[q, HS] + i], hmask))
         for i in range(lim):
             if i + AHEAD < lim:
-                _prefetch(cached, _home(hashes[hstart[q] + i + AHEAD], hmask))
-            j = _find(cached, hashes[hstart[q] + i])
+                _prefetch(cached, _home(hashes[rq[q, HS] + i + AHEAD], hmask))
+            j = _find(cached, hashes[rq[q, HS] + i])
             if j == -1:
                 break
             b = cached[j, 1]
@@ -545,7 +541,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             n_hits += 1
             if blk[b, REF] == 0:
                 evictable += 1
-        first = min(prompt[q], max_batched) - n_hits * B
+        first = min(rq[q, PROMPT], max_batched) - n_hits * B
         need = max(0, needed(n_hits * B + max(first, 1)) - n_hits)
         if need + evictable > avail:
             failed_ver[q] = st[VERSION]
@@ -557,7 +553,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             if blk[b, REF] == 0 and blk[b, IN_FREE]:
                 unlink(b)
             blk[b, REF] += 1
-        slot_of[q] = s
+        rq[q, SLOT] = s
         # q owns nothing yet (its last release dropped every entry): only a block that
         # appears twice among its hits (a stale hash entry) is already q's.
         st[STAMP] += 1
@@ -567,10 +563,10 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             own(q, s, b, i, owner_of(q, b) if mark[b] == stamp else -1)
             mark[b] = stamp
             tables[s, i] = b
-            if blk[b, TAG] != hashes[hstart[q] + i]:
+            if blk[b, TAG] != hashes[rq[q, HS] + i]:
                 corrupt(q, b, 1)
         tlen[s] = n_hits
-        computed[q] = n_hits * B
+        rq[q, COMP] = n_hits * B
         return True
 
     while st[PEND] < n or st[W_COUNT] > 0 or st[N_RUN] > 0:
@@ -590,7 +586,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
         st[MAX_WAIT] = max(st[MAX_WAIT], st[W_COUNT])
         while st[W_COUNT] > 0 and st[N_RUN] < max_seqs:
             q = wq[st[W_HEAD]]
-            if needed(prompt[q] + output[q]) > usable:
+            if needed(rq[q, PROMPT] + rq[q, OUTPUT]) > usable:
                 st[W_HEAD] = (st[W_HEAD] + 1) % wcap
                 st[W_COUNT] -= 1
                 st[REJECTED] += 1
@@ -609,23 +605,23 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             st[W_COUNT] -= 1
             run[st[N_RUN]] = q
             st[N_RUN] += 1
-            is_running[q] = True
+            rq[q, RUNNING] = True
         # Plan: decodes first (1 token each), then prefill chunks under the budget.
         budget = max_batched
         n_plan = 0
         for k in range(st[N_RUN]):
             q = run[k]
-            if computed[q] >= prompt[q] and budget > 0:
-                if tlen[slot_of[q]] > 0:  # the block this decode token goes to
-                    _prefetch(blk, tables[slot_of[q], tlen[slot_of[q]] - 1])
+            if rq[q, COMP] >= rq[q, PROMPT] and budget > 0:
+                if tlen[rq[q, SLOT]] > 0:  # the block this decode token goes to
+                    _prefetch(blk, tables[rq[q, SLOT], tlen[rq[q, SLOT]] - 1])
                 plan_q[n_plan] = q
                 plan_n[n_plan] = 1
                 n_plan += 1
                 budget -= 1
         for k in range(st[N_RUN]):
             q = run[k]
-            if computed[q] < prompt[q] and budget > 0:
-                m = min(prompt[q] - computed[q], budget)
+            if rq[q, COMP] < rq[q, PROMPT] and budget > 0:
+                m = min(rq[q, PROMPT] - rq[q, COMP], budget)
                 plan_q[n_plan] = q
                 plan_n[n_plan] = m
                 n_plan += 1
@@ -633,40 +629,40 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
         tokens = 0
         for p in range(n_plan):
             q = plan_q[p]
-            if not is_running[q]:
+            if not rq[q, RUNNING]:
                 continue
-            upto = computed[q] + plan_n[p]
+            upto = rq[q, COMP] + plan_n[p]
             while not grow(q, upto):
                 st[N_RUN] -= 1
                 victim = run[st[N_RUN]]
-                is_running[victim] = False
+                rq[victim, RUNNING] = False
                 free_slots[st[FREE_SLOTS]] = release_request(victim)
                 st[FREE_SLOTS] += 1
-                computed[victim] = 0
-                generated[victim] = 0
+                rq[victim, COMP] = 0
+                rq[victim, GEN] = 0
                 st[W_HEAD] = (st[W_HEAD] - 1) % wcap
                 wq[st[W_HEAD]] = victim
                 st[W_COUNT] += 1
                 st[PREEMPT] += 1
                 if victim == q:
                     break
-            if not is_running[q]:
+            if not rq[q, RUNNING]:
                 continue
-            for idx in range(fdiv(computed[q]), fdiv(upto - 1) + 1):
+            for idx in range(fdiv(rq[q, COMP]), fdiv(upto - 1) + 1):
                 write(q, idx)
-            s = slot_of[q]
-            nh = hstart[q + 1] - hstart[q]
-            last = fdiv(min(upto, prompt[q]))
-            for i in range(fdiv(computed[q]), last):
+            s = rq[q, SLOT]
+            nh = rq[q, NH]
+            last = fdiv(min(upto, rq[q, PROMPT]))
+            for i in range(fdiv(rq[q, COMP]), last):
                 if i + AHEAD < min(last, nh):
-                    _prefetch(cached, _home(hashes[hstart[q] + i + AHEAD], hmask))
+                    _prefetch(cached, _home(hashes[rq[q, HS] + i + AHEAD], hmask))
                 if i < tlen[s] and i < nh and blk[tables[s, i], HASH] == -1:
-                    cache(tables[s, i], hashes[hstart[q] + i])
-            was_prefill = computed[q] < prompt[q]
-            computed[q] = upto
+                    cache(tables[s, i], hashes[rq[q, HS] + i])
+            was_prefill = rq[q, COMP] < rq[q, PROMPT]
+            rq[q, COMP] = upto
             tokens += plan_n[p]
-            if not was_prefill or computed[q] >= prompt[q]:
-                generated[q] += 1  # a decode token, or the first token sampled by the prefill's last chunk
+            if not was_prefill or rq[q, COMP] >= rq[q, PROMPT]:
+                rq[q, GEN] += 1  # a decode token, or the first token sampled by the prefill's last chunk
                 if math.isnan(first_tok[q]):
                     first_tok[q] = ft[T]
         ft[T] += base_s + per_token_s * tokens
@@ -676,7 +672,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
         n_done = 0
         for k in range(st[N_RUN]):
             q = run[k]
-            if generated[q] >= output[q]:
+            if rq[q, GEN] >= rq[q, OUTPUT]:
                 plan_q[n_done] = q
                 n_done += 1
             else:
@@ -685,7 +681,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
         st[N_RUN] = k2
         for k in range(n_done):
             q = plan_q[k]
-            is_running[q] = False
+            rq[q, RUNNING] = False
             finish[q] = ft[T]
             st[PROGRESS] = st[STEPS]
             free_slots[st[FREE_SLOTS]] = release_request(q)
@@ -694,12 +690,12 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             taken = 0
             for k in range(st[N_RUN]):
                 q = run[k]
-                s = slot_of[q]
-                if taken == 2 or computed[q] < prompt[q] or tlen[s] == 0:
+                s = rq[q, SLOT]
+                if taken == 2 or rq[q, COMP] < rq[q, PROMPT] or tlen[s] == 0:
                     continue
                 taken += 1
                 st[SAMPLED] = 1
-                length = min(computed[q], tlen[s] * B)
+                length = min(rq[q, COMP], tlen[s] * B)
                 same = True
                 for i in range(-(-length // B)):
                     if blk[tables[s, i], TAG] != expected(q, i):
@@ -718,11 +714,11 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
 
 
 @njit(cache=True)
-def _check(st, viol, blk, cached, run, slot_of, tables, tlen, nb):  # pragma: no cover - compiled
+def _check(st, viol, blk, cached, run, rq, tables, tlen, nb):  # pragma: no cover - compiled
     """The full-pool invariant check (`Config.check_every`), as the reference runs it."""
     refs = np.zeros(nb, np.int64)
     for k in range(st[N_RUN]):
-        s = slot_of[run[k]]
+        s = rq[run[k], SLOT]
         for i in range(tlen[s]):
             refs[tables[s, i]] += 1
     for b in range(1, nb):
@@ -801,15 +797,18 @@ def _run(
     ghosts = np.zeros(4 * max_seqs, np.int64)  # double-free's blocks handed out again, in order
 
     # --- requests, batch slots, owners -----------------------------------------------------
-    computed = np.zeros(n, np.int64)
-    generated = np.zeros(n, np.int64)
+    # One row per request (one cache line: the plan visits every running request each step).
+    rq = np.zeros((n, 8), np.int64)
+    rq[:, PROMPT] = prompt
+    rq[:, OUTPUT] = output
+    rq[:, HS] = hstart[:-1]
+    rq[:, NH] = hstart[1:] - hstart[:-1]
+    rq[:, SLOT] = -1
     first_tok = np.full(n, np.nan)
     finish = np.full(n, np.nan)
     corrupted = np.zeros(n, np.bool_)
-    is_running = np.zeros(n, np.bool_)
     failed_ver = np.full(n, -1, np.int64)
     failed_avail = np.full(n, -1, np.int64)
-    slot_of = np.full(n, -1, np.int64)
     tables = np.zeros((max_seqs, max_tlen), np.int64)
     tlen = np.zeros(max_seqs, np.int64)
     free_slots = np.arange(max_seqs)[::-1].copy()
@@ -836,9 +835,7 @@ def _run(
         why = _advance(
             arrival,
             rid,
-            prompt,
-            output,
-            hstart,
+            rq,
             hashes,
             policy,
             B,
@@ -859,15 +856,11 @@ def _run(
             cached,
             fq,
             ghosts,
-            computed,
-            generated,
             first_tok,
             finish,
             corrupted,
-            is_running,
             failed_ver,
             failed_avail,
-            slot_of,
             tables,
             tlen,
             tnode,
@@ -886,7 +879,7 @@ def _run(
         if why == DONE:
             break
         if why == CHECK:
-            _check(st, viol, blk, cached, run, slot_of, tables, tlen, nb)
+            _check(st, viol, blk, cached, run, rq, tables, tlen, nb)
         else:
             ghosts = _grown(ghosts, st[G_LEN] + max_seqs + 1)
             m_len = _grown(m_len, st[M_N] + 3)
