@@ -12,6 +12,7 @@ block content with these values, so their results, numerics included, are identi
 from __future__ import annotations
 
 import hashlib
+import itertools
 
 import numpy as np
 from numba import njit
@@ -85,7 +86,7 @@ def chain_hashes_batch(requests, block_size: int) -> tuple[np.ndarray, np.ndarra
     lens = np.fromiter((len(r.prefix_ids) for r in requests), np.int64, len(requests))
     ids_start = np.zeros(len(requests) + 1, np.int64)
     np.cumsum(lens, out=ids_start[1:])
-    ids = np.fromiter((x for r in requests for x in r.prefix_ids), np.int64, int(ids_start[-1]))
+    ids = np.fromiter(itertools.chain.from_iterable(r.prefix_ids for r in requests), np.int64, int(ids_start[-1]))
     prompt = np.fromiter((r.prompt_tokens for r in requests), np.int64, len(requests))
     per = np.fromiter((max(1, r.trace_block_tokens // block_size) for r in requests), np.int64, len(requests))
     rid = np.fromiter((r.rid for r in requests), np.int64, len(requests))

@@ -941,11 +941,9 @@ def simulate(requests, policy, cfg):
         _table_capacity(hashes, cfg.num_blocks, CODES[type(policy)]),
         cfg.stall_steps,
     )
-    done = [
-        (r.arrival_s, None if math.isnan(first_tok[k]) else float(first_tok[k]), float(finish[k]), r.output_tokens)
-        for k, r in enumerate(reqs)
-        if not math.isnan(finish[k])
-    ]
+    ended = np.flatnonzero(~np.isnan(finish))
+    firsts = [None if math.isnan(x) else x for x in first_tok[ended].tolist()]
+    done = list(zip(arrival[ended].tolist(), firsts, finish[ended].tolist(), output[ended].tolist(), strict=True))
     first = None
     if st[FIRST_SET]:
         first = {
