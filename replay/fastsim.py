@@ -67,7 +67,7 @@ FIRST_STEP, FIRST_RID, FIRST_BLOCK, FIRST_HOW, PREEMPT, MAX_WAIT, REJECTED, GHOS
 PEND, W_HEAD, W_COUNT, N_RUN, STAMP, SAMPLED, PROGRESS, STALLED = range(16, 24)
 FREE_SLOTS, G_LEN, M_N, M_HELD, FQ_HEAD, FQ_TAIL = range(24, 30)  # free batch slots, buffer fills, free queue
 # Columns of the block rows, the request rows and the owner nodes.
-REF, HASH, TAG, QPOS, IN_FREE, OWN_HEAD, OWN_TAIL = range(7)
+REF, HASH, TAG, QPOS, IN_FREE, OWN_HEAD, OWN_TAIL, MARK = range(8)
 COMP, GEN, PROMPT, OUTPUT, SLOT, RUNNING, HS, NH = range(8)  # tokens computed, generated; hashes at HS
 NQ, NIDX, NNEXT, NPREV = range(4)
 # ft[] slots: clock, peak usage, time of the first corruption.
@@ -203,7 +203,6 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
     ft,
     viol,
     blk,
-    mark,
     cached,
     fq,
     ghosts,
@@ -347,7 +346,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             k = 0
             for _ in range(min(k_need, st[N_FREE])):
                 b = pop_free()
-                mark[b] = stamp
+                blk[b, MARK] = stamp
                 scratch[k] = b
                 k += 1
             cursor = st[CURSOR]
@@ -356,9 +355,9 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
                 b = cursor
                 cursor = cursor + 1 if cursor + 1 < nb else 1
                 scanned += 1
-                if blk[b, REF] == 1 and mark[b] != stamp:
+                if blk[b, REF] == 1 and blk[b, MARK] != stamp:
                     evict_hash(b)
-                    mark[b] = stamp
+                    blk[b, MARK] = stamp
                     scratch[k] = b
                     k += 1
             st[CURSOR] = cursor
@@ -374,9 +373,9 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             while st[GHOST_HEAD] < st[G_LEN] and k < k_need:
                 b = ghosts[st[GHOST_HEAD]]
                 st[GHOST_HEAD] += 1
-                if blk[b, REF] >= 1 and mark[b] != stamp:
+                if blk[b, REF] >= 1 and blk[b, MARK] != stamp:
                     blk[b, REF] += 1
-                    mark[b] = stamp
+                    blk[b, MARK] = stamp
                     scratch[k] = b
                     k += 1
             if k_need - k > st[N_FREE]:
@@ -560,8 +559,8 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
         stamp = st[STAMP]
         for i in range(n_hits):
             b = scratch[i]
-            own(q, s, b, i, owner_of(q, b) if mark[b] == stamp else -1)
-            mark[b] = stamp
+            own(q, s, b, i, owner_of(q, b) if blk[b, MARK] == stamp else -1)
+            blk[b, MARK] = stamp
             tables[s, i] = b
             if blk[b, TAG] != hashes[rq[q, HS] + i]:
                 corrupt(q, b, 1)
@@ -778,13 +777,13 @@ def _run(
 
     # --- pool -------------------------------------------------------------------------
     # One row per block (one cache line: blocks are reused in LRU order, i.e. scattered):
-    # ref count, cached hash (-1: none), content tag, free-queue position and membership, owner list.
+    # ref count, cached hash (-1: none), content tag, free-queue position and membership, owner
+    # list, and the stamp of the last allocation or admission that took the block.
     blk = np.zeros((nb, 8), np.int64)
     blk[:, HASH] = -1
     blk[:, TAG] = TAG_NONE
     blk[:, OWN_HEAD] = -1
     blk[:, OWN_TAIL] = -1
-    mark = np.zeros(nb, np.int64)
     fq = np.zeros(2 * nb, np.int64)  # the free queue (see `_advance`), every block but the null one
     for b in range(1, nb):
         fq[b - 1] = b
@@ -852,7 +851,6 @@ def _run(
             ft,
             viol,
             blk,
-            mark,
             cached,
             fq,
             ghosts,
