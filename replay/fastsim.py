@@ -68,7 +68,7 @@ PEND, W_HEAD, W_COUNT, N_RUN, STAMP, SAMPLED, PROGRESS, STALLED = range(16, 24)
 FREE_SLOTS, G_LEN, M_N, M_HELD, FQ_HEAD, FQ_TAIL = range(24, 30)  # free batch slots, buffer fills, free queue
 # Columns of the block rows, the request rows and the owner nodes.
 REF, HASH, TAG, QPOS, IN_FREE, OWN_HEAD, OWN_TAIL, MARK = range(8)
-COMP, GEN, PROMPT, OUTPUT, SLOT, RUNNING, HS, NH = range(8)  # tokens computed, generated; hashes at HS
+COMP, GEN, PROMPT, OUTPUT, SLOT, RID, HS, NH = range(8)  # tokens computed, generated; slot -1: not running
 NQ, NIDX, NNEXT, NPREV = range(4)
 # ft[] slots: clock, peak usage, time of the first corruption.
 T, PEAK, FIRST_T = 0, 1, 2
@@ -185,7 +185,6 @@ DONE, CHECK, ROOM = range(3)
 @njit(cache=True, _nrt=False)
 def _advance(  # noqa: C901 - one loop, kept whole so it reads against the reference line by line
     arrival,
-    rid,
     rq,
     hashes,
     policy,
@@ -403,7 +402,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
         nh = rq[q, NH]
         if i < nh:
             return hashes[rq[q, HS] + i]
-        return private_tag_nb(rid[q], i)
+        return private_tag_nb(rq[q, RID], i)
 
     def corrupt(q, b, how):
         if not corrupted[q]:
@@ -412,7 +411,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             if st[FIRST_SET] == 0:
                 st[FIRST_SET] = 1
                 st[FIRST_STEP] = st[STEPS]
-                st[FIRST_RID] = rid[q]
+                st[FIRST_RID] = rq[q, RID]
                 st[FIRST_BLOCK] = b
                 st[FIRST_HOW] = how
                 ft[FIRST_T] = ft[T]
@@ -477,11 +476,11 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             if block == 0:
                 flag(NULL_WRITE, 0, 0, 0)
                 return
-            new = foreign_tag_nb(rid[q], idx)
+            new = foreign_tag_nb(rq[q, RID], idx)
             corrupt(q, tables[s, min(idx, tl - 1)], 2)
         else:
             block = tables[s, target]
-            new = expected(q, idx) if target == idx else foreign_tag_nb(rid[q], idx)
+            new = expected(q, idx) if target == idx else foreign_tag_nb(rq[q, RID], idx)
             if blk[block, TAG] == new:
                 return
         x = blk[block, OWN_HEAD]
@@ -604,7 +603,6 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             st[W_COUNT] -= 1
             run[st[N_RUN]] = q
             st[N_RUN] += 1
-            rq[q, RUNNING] = True
         # Plan: decodes first (1 token each), then prefill chunks under the budget.
         budget = max_batched
         n_plan = 0
@@ -628,13 +626,12 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
         tokens = 0
         for p in range(n_plan):
             q = plan_q[p]
-            if not rq[q, RUNNING]:
+            if rq[q, SLOT] < 0:  # preempted by an earlier entry of this plan
                 continue
             upto = rq[q, COMP] + plan_n[p]
             while not grow(q, upto):
                 st[N_RUN] -= 1
                 victim = run[st[N_RUN]]
-                rq[victim, RUNNING] = False
                 free_slots[st[FREE_SLOTS]] = release_request(victim)
                 st[FREE_SLOTS] += 1
                 rq[victim, COMP] = 0
@@ -645,7 +642,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
                 st[PREEMPT] += 1
                 if victim == q:
                     break
-            if not rq[q, RUNNING]:
+            if rq[q, SLOT] < 0:  # preempted by an earlier entry of this plan
                 continue
             for idx in range(fdiv(rq[q, COMP]), fdiv(upto - 1) + 1):
                 write(q, idx)
@@ -662,7 +659,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             tokens += plan_n[p]
             if not was_prefill or rq[q, COMP] >= rq[q, PROMPT]:
                 rq[q, GEN] += 1  # a decode token, or the first token sampled by the prefill's last chunk
-                if math.isnan(first_tok[q]):
+                if rq[q, GEN] == 1 and math.isnan(first_tok[q]):  # only a first token can be the first
                     first_tok[q] = ft[T]
         ft[T] += base_s + per_token_s * tokens
         st[STEPS] += 1
@@ -680,7 +677,6 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
         st[N_RUN] = k2
         for k in range(n_done):
             q = plan_q[k]
-            rq[q, RUNNING] = False
             finish[q] = ft[T]
             st[PROGRESS] = st[STEPS]
             free_slots[st[FREE_SLOTS]] = release_request(q)
@@ -803,6 +799,7 @@ def _run(
     rq[:, HS] = hstart[:-1]
     rq[:, NH] = hstart[1:] - hstart[:-1]
     rq[:, SLOT] = -1
+    rq[:, RID] = rid
     first_tok = np.full(n, np.nan)
     finish = np.full(n, np.nan)
     corrupted = np.zeros(n, np.bool_)
@@ -833,7 +830,6 @@ def _run(
     while True:
         why = _advance(
             arrival,
-            rid,
             rq,
             hashes,
             policy,
