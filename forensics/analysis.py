@@ -141,7 +141,7 @@ def analyze(
     ranked = []
     for inc in incidents:
         pods_total, nodes_total = _active(events, inc, signals, pod_node)
-        hyps = rootcause.hypotheses(signals, inc, series, pods_total, nodes_total)
+        hyps = rootcause.hypotheses(signals, inc, series, pods_total, nodes_total, metrics=metrics, events=events)
         ranked.append((inc, hyps, rootcause.verdict(hyps)))
     reports = []
     for inc, hyps, v in _merge_recurrences(ranked):
@@ -149,7 +149,9 @@ def analyze(
             continue
         if inc.recoveries:
             # Re-rank over the merged window.
-            hyps = rootcause.hypotheses(signals, inc, series, *_active(events, inc, signals, pod_node))
+            hyps = rootcause.hypotheses(
+                signals, inc, series, *_active(events, inc, signals, pod_node), metrics=metrics, events=events
+            )
             v = rootcause.verdict(hyps)
         if v.status == "inconclusive" and any(h.category == "collective-timeout" for h in hyps):
             stragglers = collectives.silent_ranks(events, since=inc.start - rootcause.LOOKBACK)
@@ -478,7 +480,11 @@ def _trigger(inc, series) -> dict | None:
 
 
 def _detection(inc, hyps, signals) -> dict:
-    first_signal = min((h.first_seen for h in hyps if h.first_seen and h.kind in ("fault", "symptom")), default=None)
+    # A saturation logs no fault: its first sign is the engines' metrics reaching a full KV cache.
+    first_signal = min(
+        (h.first_seen for h in hyps if h.first_seen and (h.kind in ("fault", "symptom") or h.category == "capacity")),
+        default=None,
+    )
     visible = [h.first_seen for h in hyps if h.first_seen and (h.kind == "impact" or h.category == "pod-lifecycle")]
     return {"first_signal": _iso(first_signal), "first_user_visible": _iso(min(visible) if visible else None)}
 

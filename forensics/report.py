@@ -144,7 +144,9 @@ def context(
     ctx: dict = {"version": __version__, "command": command, "replay": replay, "plots": plots or [], "incidents": []}
     for inc in incs:
         rc = inc["root_cause"]
-        host = (rc.get("hosts") or ["-"])[0]
+        # The node or pod the root cause was seen on; excerpts such as a bare `kubectl describe`
+        # Events section name none, and then sentences leave the "on ..." out.
+        host = (rc.get("hosts") or [None])[0]
         symptoms = [h for h in inc["hypotheses"] if h["role"] == "symptom" and h["category"] != rc["category"]]
         red = []
         seen = set()
@@ -156,7 +158,7 @@ def context(
         actions = []
         action = ACTIONS_BY_LABEL.get(rc.get("label")) or ACTIONS.get(rc["category"])
         if rc["status"] == "supported" and action:
-            actions.append(("prevent", action.format(host=host), "root cause"))
+            actions.append(("prevent", action.format(host=host or "the affected node"), "root cause"))
         elif rc["status"] != "supported":
             actions.append(
                 (
@@ -207,7 +209,7 @@ def context(
         )
         imp = inc["impact"]
         headline = (
-            f"{rc['label'] if rc.get('label') else rc['category']} on {host}"
+            f"{rc['label'] if rc.get('label') else rc['category']}" + (f" on {host}" if host else "")
             if rc["status"] == "supported"
             else "cause inconclusive"
         )
@@ -254,10 +256,9 @@ def _summary(inc: dict, red: list[dict]) -> str:
     if rc["status"] != "supported":
         start = f"starting {hhmmss(inc['start'])} UTC" if inc["start"] else "(the logs carry no timestamps)"
         return f"The logs show an incident {start} but do not decide its cause: {md_text(rc.get('missing'))}."
-    out = [
-        f"{when} {md_text((rc['hosts'] or ['-'])[0])} logged {inline(rc['template'], 120)}, "
-        f"the first sign of a {rc['category']} failure ({md_text(rc['label'])})."
-    ]
+    what = inline(rc["template"], 120)
+    logged = f"{md_text(rc['hosts'][0])} logged {what}" if rc["hosts"] else f"{what} was logged"
+    out = [f"{when} {logged}, the first sign of a {rc['category']} failure ({md_text(rc['label'])})."]
     if imp["measured"] and imp["min_per_s"] is not None:
         s = f"Cluster {imp['unit']} fell from {imp['baseline_per_s']:,.0f} to {imp['min_per_s']:,.0f} at {hhmmss(inc['start'])}"
         if imp["partial_recoveries"]:
@@ -279,7 +280,8 @@ def _summary(inc: dict, red: list[dict]) -> str:
     if res["kind"] == "rollout":
         out.append(f"A rollout at {hhmmss(res['ts'])} ended the incident.")
     elif not imp["measured"]:
-        out.append(f"The burst of faults and symptoms ends at {hhmmss(inc['end'])} in these logs.")
+        if inc["end"]:
+            out.append(f"The burst of faults and symptoms ends at {hhmmss(inc['end'])} in these logs.")
     elif inc["end"]:
         out.append(f"Throughput recovered at {hhmmss(inc['end'])} without a logged change.")
     else:

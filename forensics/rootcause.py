@@ -60,15 +60,26 @@ class Verdict:
 
 
 def hypotheses(
-    signals: pl.DataFrame, inc: Incident, series: Series, pods_total: int, nodes_total: int = 0
+    signals: pl.DataFrame,
+    inc: Incident,
+    series: Series,
+    pods_total: int,
+    nodes_total: int = 0,
+    *,
+    metrics: pl.DataFrame | None = None,
+    events: pl.DataFrame | None = None,
 ) -> list[Hypothesis]:
-    """Group the incident's signals into hypotheses and score them."""
+    """Group the incident's signals into hypotheses and score them.
+
+    `metrics` and `events` name the pods and the log lines behind a metric-derived
+    hypothesis (KV cache saturation); without them it has neither.
+    """
     lo = inc.start - LOOKBACK
     hi = (inc.end or signals[s.TS].max() or inc.start) + timedelta(minutes=2)
     win = signals.filter((pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi))
     out: list[Hypothesis] = []
     if win.is_empty():
-        _capacity(out, inc, series)
+        _capacity(out, inc, series, metrics, events)
         _assign_roles(out, inc)
         return out
     base = signals.filter(pl.col(s.TS) < lo).group_by("template_id").len()
@@ -99,7 +110,7 @@ def hypotheses(
         out.append(h)
     _peer_loss(out)
     _displaced(out)
-    _capacity(out, inc, series)
+    _capacity(out, inc, series, metrics, events)
     _assign_roles(out, inc)
     out.sort(key=lambda h: (h.role != "root_cause", -h.score, h.first_seen or inc.start, h.template_id))
     return out
@@ -215,7 +226,9 @@ def _score(h, part, inc, first_symptom, n_base, base_span, win_span, pods_total,
     h.score = round(KIND_WEIGHT.get(h.kind, 0.0) * base_score + (bonus if h.kind == "fault" else 0.0), 3)
 
 
-def _capacity(out: list[Hypothesis], inc: Incident, series: Series) -> None:
+def _capacity(
+    out: list[Hypothesis], inc: Incident, series: Series, metrics: pl.DataFrame | None, events: pl.DataFrame | None
+) -> None:
     """Add a metric-derived capacity hypothesis: KV full with a growing queue and preemptions."""
     if series.empty or series.waiting is None or series.kv_usage is None:
         return
@@ -231,6 +244,7 @@ def _capacity(out: list[Hypothesis], inc: Incident, series: Series) -> None:
     if not hot.any():
         return
     first = series.t[idx[int(np.argmax(hot))]]
+    hosts, evidence = _saturated(metrics, events, first, inc.end or series.t[-1])
     score = 0.8 if inc.detector == "saturation" else 0.35
     why = [
         f"KV cache >= 97% with {int(w.max())} requests waiting",
@@ -248,14 +262,50 @@ def _capacity(out: list[Hypothesis], inc: Incident, series: Series) -> None:
             "GPU KV cache usage: 100%, Waiting: <NUM> reqs",
             "metric:kv-saturation",
             first,
-            [],
+            hosts,
             int(hot.sum()),
-            [],
+            evidence,
             score,
             "unrelated",
             why,
         )
     )
+
+
+KV_FULL = 0.97
+"""GPU KV cache usage from which an engine counts as saturated (vLLM logs it rounded to 0.1 %)."""
+
+
+def _saturated(
+    metrics: pl.DataFrame | None, events: pl.DataFrame | None, since: datetime, until: datetime
+) -> tuple[list[str], list[dict]]:
+    """The pods whose engines logged a full KV cache from `since` (the first saturated bin) to
+    `until`, in the order they filled, and the first such metrics line of each (up to three)."""
+    if metrics is None or metrics.is_empty():
+        return [], []
+    full = (
+        metrics.filter(
+            (pl.col(s.METRIC) == "gpu_kv_cache_usage")
+            & (pl.col(s.VALUE) >= KV_FULL)
+            & pl.col(s.TS).is_between(since - timedelta(seconds=ONSET_SLACK_S), until)
+        )
+        .with_columns(pl.coalesce(s.POD, s.HOST).alias("_who"))
+        .sort(s.TS, s.FILE, s.LINE)
+        .unique("_who", keep="first", maintain_order=True)
+    )
+    hosts = [w for w in full["_who"].to_list() if w]
+    first = full.head(3)
+    texts: dict[tuple[str, int], str] = {}
+    if events is not None and first.height:
+        lines = events.filter(
+            pl.col(s.FILE).is_in(first[s.FILE].implode()) & pl.col(s.LINE).is_in(first[s.LINE].implode())
+        )
+        texts = {(f, n): m or "" for f, n, m in lines.select(s.FILE, s.LINE, s.MESSAGE).iter_rows()}
+    evidence = [
+        {"file": f, "line": n, "text": texts.get((f, n), "")[:2000]}
+        for f, n in first.select(s.FILE, s.LINE).iter_rows()
+    ]
+    return hosts, evidence
 
 
 def _assign_roles(hyps: list[Hypothesis], inc: Incident) -> None:

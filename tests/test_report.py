@@ -192,3 +192,22 @@ def test_promtool_accepts_the_rules_and_the_incident_fixture_fires_the_alerts(ou
     assert check.returncode == 0, check.stdout + check.stderr
     test = subprocess.run([PROMTOOL, "test", "rules", "alerts_test.yaml"], cwd=d, capture_output=True, text=True)
     assert test.returncode == 0 and "SUCCESS" in test.stdout, test.stdout + test.stderr
+
+
+def test_a_cause_seen_on_no_named_node_and_at_no_time_reads_as_such(tmp_path):
+    # A bare `kubectl describe pod` Events section, as pasted into a ticket: no pod name, no
+    # node, relative ages only. The report must not say "on -", "first seen -" or "ends at -".
+    write_file(
+        tmp_path / "logs/describe.txt",
+        "Events:\n"
+        "  Type     Reason            Age   From               Message\n"
+        "  ----     ------            ----  ----               -------\n"
+        "  Warning  FailedScheduling  29m   default-scheduler  0/4 nodes are available: 4 Insufficient "
+        "nvidia.com/gpu. preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod.\n",
+    )
+    out = write_all(analyze(tmp_path / "logs"), tmp_path / "out")
+    md = out["postmortem"].read_text()
+    assert "Insufficient nvidia.com/gpu" in md and "(`capacity`)" in md
+    for dangling in (" on -", " on .", "first seen -", "ends at -", " on :"):
+        assert dangling not in md, dangling
+    assert "first in these untimed logs" in md
