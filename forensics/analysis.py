@@ -52,6 +52,9 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
     run_stats: dict = field(default_factory=dict)
+    unexplained_errors: list[dict] = field(default_factory=list)
+    """When no incident is found: the most frequent error-level templates, which match no
+    known fault or symptom (a truncated traceback, a new failure mode) but are worth a look."""
     """How the run went (engine, shards, task seconds): for benchmarks, never in the outputs,
     which must not depend on timing."""
 
@@ -78,6 +81,7 @@ class Report:
             "incidents": [_incident_json(i, self.clock_offsets) for i in self.incidents],
             "template_changes": _changes_json(self.template_changes),
             "alerts": [],
+            "unexplained_errors": self.unexplained_errors,
             "warnings": self.warnings + r.warnings,
         }
 
@@ -196,7 +200,47 @@ def analyze(
         mined.warnings,
         [str(p) for p in roots],
         run_stats,
+        [] if reports else _unexplained_errors(events, mined.templates),
     )
+
+
+UNEXPLAINED_SHOWN = 5
+
+
+def _unexplained_errors(events: pl.DataFrame, templates: pl.DataFrame) -> list[dict]:
+    """The error-level templates of a run with no incident, most frequent first (then earliest).
+
+    Saying only "no incident found" over logs full of ERROR lines would send the reader
+    away; a pasted excerpt of a traceback without its exception line is the usual case.
+    """
+    errs = events.filter(pl.col(s.LEVEL).is_in(["ERROR", "CRITICAL"]))
+    if errs.is_empty():
+        return []
+    per = (
+        errs.with_row_index("_ord")
+        .group_by(mining.TEMPLATE_ID)
+        .agg(
+            pl.len().alias("count"),
+            pl.col("_ord").min().alias("_first"),
+            pl.col(s.TS).min().alias("first_seen"),
+            pl.col(s.FILE).sort_by("_ord").first().alias("file"),
+            pl.col(s.LINE).sort_by("_ord").first().alias("line"),
+            pl.col(s.MESSAGE).sort_by("_ord").first().str.split("\n").list.first().alias("first_line"),
+        )
+        .join(templates.select(mining.TEMPLATE_ID, mining.TEMPLATE), on=mining.TEMPLATE_ID, how="left")
+        .sort(["count", "_first"], descending=[True, False])
+        .head(UNEXPLAINED_SHOWN)
+    )
+    return [
+        {
+            "template": r[mining.TEMPLATE] or r["first_line"],
+            "count": r["count"],
+            "first_seen": _iso(r["first_seen"]),
+            "file": r["file"],
+            "line": r["line"],
+        }
+        for r in per.iter_rows(named=True)
+    ]
 
 
 MERGE_GAP = timedelta(minutes=30)

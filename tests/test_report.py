@@ -211,3 +211,25 @@ def test_a_cause_seen_on_no_named_node_and_at_no_time_reads_as_such(tmp_path):
     for dangling in (" on -", " on .", "first seen -", "ends at -", " on :"):
         assert dangling not in md, dangling
     assert "first in these untimed logs" in md
+
+
+def test_no_incident_report_still_lists_error_lines_no_signature_explains(tmp_path):
+    # A traceback pasted without its exception line: nothing classifies it, so no incident,
+    # but the reader must see that errors were logged, where, and how often.
+    prefix = "(EngineCore_DP0 pid=8812) ERROR 06-11 09:14:02 [core.py:720] "
+    body = [
+        "EngineCore failed to execute the model step",
+        "Traceback (most recent call last):",
+        '  File "/opt/vllm/vllm/v1/executor/multiproc_executor.py", line 266, in collective_rpc',
+        "    result = get_response(w, dequeue_timeout,",
+        "             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+    ]
+    write_file(tmp_path / "logs/engine.log", "".join(prefix + b + "\n" for b in body))
+    out = write_all(analyze(tmp_path / "logs", year=2025), tmp_path / "out")
+    md = out["postmortem"].read_text()
+    assert md.startswith("# Postmortem: no incident found")
+    assert "match no known fault or symptom" in md
+    row = next(line for line in md.splitlines() if "EngineCore failed to execute the model step" in line)
+    assert "| 1 | 09:14:02 | engine.log:1 |" in row
+    healthy = write_all(analyze(SAMPLES / "healthy"), tmp_path / "healthy")["postmortem"].read_text()
+    assert "match no known fault or symptom" not in healthy
