@@ -191,11 +191,11 @@ def _peel_collectors(df: pl.DataFrame) -> pl.DataFrame:
 
 def _peel_inner(df: pl.DataFrame) -> pl.DataFrame:
     body = pl.col("body")
-    # The paste and host wrappers are rare: one probe decides whether any row needs them
-    # (a layer can only apply after an earlier one in this group did, so the first body
-    # decides), instead of nine probes over every row.
-    if df.select((body.str.contains(PASTED) | pl.col("_jiso").fill_null(False)).any()).item():
-        df = _peel_pasted(df)
+    # The paste and host wrappers are rare: one probe picks the rows that need any of them
+    # (a layer can only apply to a row after an earlier one in this group did, or first, so
+    # a row the combined probe misses is left alone by all of them), and only those rows
+    # take the eleven passes.
+    df = apply(df, body.str.contains(PASTED) | pl.col("_jiso").fill_null(False), _peel_pasted)
     return _peel_producer_prefixes(df)
 
 
