@@ -52,11 +52,11 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
     run_stats: dict = field(default_factory=dict)
+    """How the run went (engine, shards, task seconds): for benchmarks, never in the outputs,
+    which must not depend on timing."""
     unexplained_errors: list[dict] = field(default_factory=list)
     """When no incident is found: the most frequent error-level templates, which match no
     known fault or symptom (a truncated traceback, a new failure mode) but are worth a look."""
-    """How the run went (engine, shards, task seconds): for benchmarks, never in the outputs,
-    which must not depend on timing."""
 
     def to_json(self) -> dict:
         r = self.ingest

@@ -226,6 +226,10 @@ def _score(h, part, inc, first_symptom, n_base, base_span, win_span, pods_total,
     h.score = round(KIND_WEIGHT.get(h.kind, 0.0) * base_score + (bonus if h.kind == "fault" else 0.0), 3)
 
 
+KV_FULL = 0.97
+"""GPU KV cache usage from which an engine counts as saturated (vLLM logs it rounded to 0.1 %)."""
+
+
 def _capacity(
     out: list[Hypothesis], inc: Incident, series: Series, metrics: pl.DataFrame | None, events: pl.DataFrame | None
 ) -> None:
@@ -240,7 +244,7 @@ def _capacity(
     kv = np.nan_to_num(series.kv_usage[idx])
     w = np.nan_to_num(series.waiting[idx])
     pre = np.nan_to_num(series.preemptions[idx]) if series.preemptions is not None else np.zeros(len(idx))
-    hot = (kv >= 0.97) & (w >= 20)
+    hot = (kv >= KV_FULL) & (w >= 20)
     if not hot.any():
         return
     first = series.t[idx[int(np.argmax(hot))]]
@@ -270,10 +274,6 @@ def _capacity(
             why,
         )
     )
-
-
-KV_FULL = 0.97
-"""GPU KV cache usage from which an engine counts as saturated (vLLM logs it rounded to 0.1 %)."""
 
 
 def _saturated(

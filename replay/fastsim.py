@@ -4,19 +4,21 @@ Why a second implementation: the reference spends ~50 µs of Python per schedule
 an incident's traffic (14,720 req/s for minutes) is millions of steps. This module runs the
 same algorithm over flat arrays, step for step and operation for operation: the same FCFS
 admission with prefix hits and the `failed_at` shortcut, the same plan (decodes first, then
-prefill chunks), the same preemption of the newest request, the same LRU free queue (a FIFO
-array of block ids whose removals from the middle are lazy), the same owner order per block (a linked list of
-`(request, table index)` in insertion order), the same tags (`replay.content`) and the same
-violation codes (`replay.block_pool.VIOLATIONS`). Tests hold the two to identical results
-for every built-in policy on every shipped trace; a user policy (any other class, including
-a subclass of a built-in one) runs on the reference, which remains the definition.
+prefill chunks), the same preemption of the newest request, the same LRU free queue (a
+FIFO array of block ids whose removals from the middle are lazy), the same owner order per
+block (a linked list of `(request, table index)` in insertion order), the same tags
+(`replay.content`) and the same violation codes (`replay.block_pool.VIOLATIONS`). Tests
+hold the two to identical results for every built-in policy on every shipped trace; a user
+policy (any other class, including a subclass of a built-in one) runs on the reference,
+which remains the definition.
 
 Layout: pool state in one row per block id; request state in one row per request (its
 position in arrival order); block tables only for running requests, one row per batch slot.
 Rows are 64 bytes, one cache line: the pool and the request set outgrow the CPU caches and
-every step visits many of both in no predictable order. Scalars the inner closures change live in the `st` (int) and `ft` (float) arrays
-because numba closures cannot rebind outer variables. `_run` allocates everything and drives
-`_advance`, the scheduler loop, which allocates nothing and so runs without reference counting.
+every step visits many of both in no predictable order. Scalars the inner closures change
+live in the `st` (int) and `ft` (float) arrays because numba closures cannot rebind outer
+variables. `_run` allocates everything and drives `_advance`, the scheduler loop, which
+allocates nothing and so runs without reference counting.
 """
 
 from __future__ import annotations
@@ -275,7 +277,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
                 _delete(cached, i)
             blk[b, HASH] = -1
 
-    def pop_free():
+    def pop_free():  # callers made sure a block is free (N_FREE > 0)
         i = st[FQ_HEAD]
         while not (blk[fq[i], IN_FREE] and blk[fq[i], QPOS] == i):
             i += 1
