@@ -4,7 +4,7 @@ The simulator is timed on the shipped incident's trace replayed at the incident'
 req/s, superposed copies) through the incident's pool (1,843,200 KV tokens); its ratio against
 the reference simulator is taken on the same trace at its captured rate.
 
-Usage: python bench/replay.py [--requests 20000] [--reference-requests 200] [--repeat 3]
+Usage: python bench/replay.py [--requests 20000] [--reference-requests 200] [--repeat 5]
 Last line: `replay sim_req_per_s=... block_ops_per_s=... attn_tokens_per_s=... naive_ratio=... compiled_vs_reference=...`.
 """
 
@@ -37,7 +37,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--requests", type=int, default=20_000, help="requests replayed at the incident's rate")
     ap.add_argument("--reference-requests", type=int, default=200, help="requests for the reference-simulator ratio")
-    ap.add_argument("--repeat", type=int, default=3, help="timed replays at the incident's rate (the best counts)")
+    ap.add_argument("--repeat", type=int, default=5, help="timed replays at the incident's rate (the best counts)")
     args = ap.parse_args()
     from replay import policies, traces
     from replay.scheduler import Config, simulate, simulate_reference
