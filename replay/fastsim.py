@@ -324,6 +324,9 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
     while (1 << shift) < B:
         shift += 1
     pow2 = (1 << shift) == B
+    # Policies whose decode token, inside an open block, writes exactly where the block table
+    # says (floor-blocks may have no block there yet; slot-off-by-one writes past the slot).
+    plain_decode = pow2 and policy != FLOOR_BLOCKS and policy != SLOT_OFF_BY_ONE
 
     def fdiv(x):
         return x >> shift if pow2 else x // B
@@ -630,7 +633,23 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             q = plan_q[p]
             if rq[q, SLOT] < 0:  # preempted by an earlier entry of this plan
                 continue
-            upto = rq[q, COMP] + plan_n[p]
+            comp = rq[q, COMP]
+            if plan_n[p] == 1 and plain_decode and comp >= rq[q, PROMPT] and comp & (B - 1) != 0:
+                # A decode token inside the block the previous token opened: nothing to allocate
+                # or cache, and the write finds its own tag unless something else wrote the block
+                # (then `write` handles it, as below). Most tokens of a replay take this path.
+                s = rq[q, SLOT]
+                idx = comp >> shift
+                if idx < tlen[s]:
+                    if blk[tables[s, idx], TAG] != expected(q, idx):
+                        write(q, idx)
+                    rq[q, COMP] = comp + 1
+                    tokens += 1
+                    rq[q, GEN] += 1
+                    if rq[q, GEN] == 1 and math.isnan(first_tok[q]):
+                        first_tok[q] = ft[T]
+                    continue
+            upto = comp + plan_n[p]
             while not grow(q, upto):
                 st[N_RUN] -= 1
                 victim = run[st[N_RUN]]
