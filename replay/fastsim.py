@@ -246,8 +246,9 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
 
     # The free queue: block ids in `fq[FQ_HEAD:FQ_TAIL]`, oldest first. An entry counts only
     # while its block is free and its QPOS still points at it, so a removal from the middle
-    # (a prefix hit on a free block) just clears IN_FREE and the head skips the dead entry:
-    # the order is the linked list's, and the blocks next in line are known ahead.
+    # (a prefix hit on a free block) just clears IN_FREE and the head skips the dead entry.
+    # Blocks leave in the order of vLLM's doubly linked free queue (and the reference's), and
+    # the ones next in line are known ahead, so their rows can be fetched early.
     def unlink(b):
         blk[b, IN_FREE] = False
         st[N_FREE] -= 1
