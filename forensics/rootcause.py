@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 import polars as pl
 
 from forensics import schema as s
-from forensics.series import UNTIMED_STEP, Incident, Series, tell_kv_full_no_queue
+from forensics.series import KV_FULL, UNTIMED_STEP, Incident, Series, tell_kv_full_no_queue
 
 LOOKBACK = timedelta(minutes=30)
 ONSET_SLACK_S = 90.0
@@ -224,10 +224,6 @@ def _score(h, part, inc, first_symptom, n_base, base_span, win_span, pods_total,
         )
     base_score = 0.35 * prec + 0.2 * novelty + 0.15 * peer + 0.15 * layer + 0.15 * recur
     h.score = round(KIND_WEIGHT.get(h.kind, 0.0) * base_score + (bonus if h.kind == "fault" else 0.0), 3)
-
-
-KV_FULL = 0.97
-"""GPU KV cache usage from which an engine counts as saturated (vLLM logs it rounded to 0.1 %)."""
 
 
 def _capacity(

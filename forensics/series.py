@@ -29,6 +29,8 @@ DROP_FRACTION = 0.25
 stay within ~15%)."""
 RECOVERY_FRACTION = 0.8
 ALPHA = 1e-3
+KV_FULL = 0.97
+"""GPU KV cache usage from which an engine counts as full (vLLM logs it rounded to 0.1 %)."""
 
 
 @dataclass
@@ -297,7 +299,7 @@ def _saturation(series: Series) -> list[Incident]:
     w = np.nan_to_num(series.waiting)
     kv = np.nan_to_num(series.kv_usage)
     base_w = float(np.median(w[: max(4, len(w) // 4)]))
-    hot = (kv >= 0.97) & (w >= max(20.0, 5 * base_w + 10))
+    hot = (kv >= KV_FULL) & (w >= max(20.0, 5 * base_w + 10))
     runs = _runs(hot, min_len=4)
     out = []
     for a, b in runs:
@@ -358,7 +360,7 @@ def tell_kv_full_no_queue(series: Series, before: datetime) -> tuple[datetime, d
     kv = series.kv_usage[: idx[-1] + 1]
     w = np.nan_to_num(series.waiting[: idx[-1] + 1])
     pre = np.nan_to_num(series.preemptions[: idx[-1] + 1]) if series.preemptions is not None else np.zeros(len(w))
-    mask = (np.nan_to_num(kv) >= 0.97) & (w <= 1) & (pre == 0)
+    mask = (np.nan_to_num(kv) >= KV_FULL) & (w <= 1) & (pre == 0)
     runs = _runs(mask, min_len=2)
     if not runs:
         return None
