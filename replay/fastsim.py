@@ -760,7 +760,10 @@ def _check(st, viol, blk, cached, run, rq, tables, tlen, nb):  # pragma: no cove
 
 @njit(cache=True)
 def _grown(a, need):  # pragma: no cover - compiled
-    """`a` copied into a buffer of at least `need` elements (doubling)."""
+    """`a` itself when it holds `need` elements, else copied into a buffer of at least `need` (doubling):
+    only the buffer that ran short is reallocated."""
+    if len(a) >= need:
+        return a
     out = np.zeros(max(need, 2 * len(a)), a.dtype)
     out[: len(a)] = a
     return out
