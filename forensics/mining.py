@@ -144,9 +144,13 @@ def mask_expr(expr: pl.Expr) -> pl.Expr:
 
 
 def first_line(expr: pl.Expr) -> pl.Expr:
-    """The first line of a message, capped at `MAX_CHARS` characters."""
-    nl = expr.str.find("\n", literal=True)
-    return pl.when(nl.is_null()).then(expr).otherwise(expr.str.slice(0, nl)).str.slice(0, MAX_CHARS)
+    """The first line of a message, capped at `MAX_CHARS` characters.
+
+    Split, not `str.find` + `str.slice`: find counts bytes and slice characters, so a first
+    line with any non-ASCII text would run on into the next one.
+    """
+    head = expr.str.splitn("\n", 2).struct.field("field_0")
+    return pl.when(expr.str.contains("\n", literal=True)).then(head).otherwise(expr).str.slice(0, MAX_CHARS)
 
 
 def params_expr(expr: pl.Expr) -> pl.Expr:

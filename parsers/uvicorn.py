@@ -36,12 +36,13 @@ def parse(df: pl.DataFrame) -> pl.DataFrame:
 
 def _access(d: pl.DataFrame) -> pl.DataFrame:
     msg = pl.col(s.MESSAGE)
-    q = msg.str.find(' "', literal=True)
-    qe = msg.str.find('" ', literal=True)
-    request = msg.str.slice(q + 2, qe - q - 2).str.splitn(" ", 3)
+    # Split at the quotes rather than slice at `str.find` offsets: find counts bytes and slice
+    # characters, and a path or client name may hold non-ASCII text.
+    quoted = msg.str.splitn(' "', 2).struct.field("field_1").str.splitn('" ', 2)
+    request = quoted.struct.field("field_0").str.splitn(" ", 3)
     return d.with_columns(
         request.struct.field("field_0").alias(s.HTTP_METHOD),
         request.struct.field("field_1").alias(s.HTTP_PATH),
-        msg.str.slice(qe + 2, 3).cast(pl.Int32, strict=False).alias(s.HTTP_STATUS),
+        quoted.struct.field("field_1").str.slice(0, 3).cast(pl.Int32, strict=False).alias(s.HTTP_STATUS),
         pl.lit("access").alias(s.COMPONENT),
     )

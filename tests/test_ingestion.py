@@ -85,6 +85,18 @@ def test_uvicorn_access_line_gives_method_path_and_status(incident_dir):
     assert (row[s.HTTP_METHOD], row[s.HTTP_PATH], row[s.HTTP_STATUS]) == ("POST", "/v1/chat/completions", 500)
 
 
+def test_access_line_with_non_ascii_path_keeps_its_status(tmp_path):
+    write(
+        tmp_path / "api.log",
+        'INFO:     10.0.0.7:51234 - "GET /v1/models/модель-ünïcode HTTP/1.1" 404 Not Found\n'
+        'INFO:     10.0.0.7:51236 - "POST /v1/completions HTTP/1.1" 200 OK\n',
+    )
+    ev = ingest(tmp_path).events.sort(s.LINE)
+    assert ev[s.HTTP_STATUS].to_list() == [404, 200]
+    assert ev[s.HTTP_PATH].to_list() == ["/v1/models/модель-ünïcode", "/v1/completions"]
+    assert ev[s.HTTP_METHOD].to_list() == ["GET", "POST"]
+
+
 def test_request_id_is_extracted_from_received_request_lines(incident_dir):
     ev = ingest(incident_dir).events
     row = _row(ev, file="vllm-0.log", line=5)

@@ -108,6 +108,18 @@ def test_only_the_first_line_of_a_multiline_event_is_mined():
     assert a == b
 
 
+def test_a_non_ascii_first_line_is_mined_without_the_next_line():
+    # polars' str.find counts bytes and str.slice characters: a cut at a found offset ran
+    # past a first line holding Cyrillic, CJK or an ellipsis into the traceback below it.
+    messages = [
+        "Ошибка KV-кэша: блок 7 повреждён\nTraceback (most recent call last):",
+        "Ошибка KV-кэша: блок 9 повреждён\nz",
+    ]
+    ids, names, _ = mining.cluster(pl.Series(["vllm", "vllm"]), pl.Series(messages))
+    assert ids[0] == ids[1]
+    assert "\n" not in names[mining.TEMPLATE][0] and "Traceback" not in names[mining.TEMPLATE][0]
+
+
 def test_the_same_text_from_two_sources_gets_two_templates():
     ids, names, _ = mining.cluster(pl.Series(["vllm", "nccl"]), pl.Series(["connection closed", "connection closed"]))
     assert ids[0] != ids[1] and names.height == 2
