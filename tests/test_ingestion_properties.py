@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from forensics import ingest
 from forensics import schema as s
+from parsers import pylog
 from parsers.lines import parse_lines
 
 VALID_LINES = [
@@ -139,3 +140,25 @@ def test_arbitrary_json_records_never_raise_and_accounting_balances(records):
     r = _ingest_beside_a_good_log("export.jsonl", text)
     for f in r.files:
         assert f.lines == f.parsed + f.folded + f.unparsed
+
+
+KV_MESSAGE = st.lists(
+    st.sampled_from(list("ab Zé汉.:()-_/ \t") + ["py", " (", ".py:", "(x.py:1)", " (s.py:88:lmcache.x)"]), max_size=12
+).map("".join)
+"""Messages built from the pieces that decide where LMCache's message ends: spaces, parens, file tails."""
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL"]), KV_MESSAGE),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_positional_lmcache_parse_gives_what_the_full_regex_gives(entries):
+    lines = [f"[2025-05-04 05:25:03,{i % 1000:03d}] LMCache {level}: {msg}" for i, (level, msg) in enumerate(entries)]
+    frame = pl.DataFrame({"body": pl.Series(lines, dtype=pl.String)})
+    fast, full = pylog._parse_kv_fast(frame), pylog._parse_regex(frame)
+    assert frame.select(pl.col("body").str.contains(pylog.FAST_KV)).to_series().all()
+    assert fast.select(sorted(full.columns)).equals(full.select(sorted(full.columns)))
