@@ -411,23 +411,22 @@ def _parse_batch(batch: list[tuple[int, int, int, list[str]]]) -> pl.DataFrame:
             "_extra": pl.repeat(False, sum(len(b) for b in bodies), dtype=pl.Boolean, eager=True),
         }
     )
-    nbytes = pl.col("body").str.len_bytes()
+    body = pl.col("body")
+    nbytes = body.str.len_bytes()
+    # Bytes bound characters from above: the cheap byte length finds the candidates, and the
+    # cut, the test and the count of what was cut agree with each other for multi-byte text.
     if df.select((nbytes > MAX_LINE_CHARS).any()).item():
+        kept = body.str.slice(0, MAX_LINE_CHARS)
+        mark_head, mark_tail = TRUNC_MARK.split("{n}")
         df = df.with_columns(
-            pl.when(nbytes > MAX_LINE_CHARS)
+            pl.when((nbytes > MAX_LINE_CHARS) & (body.str.len_chars() > MAX_LINE_CHARS))
             .then(
                 pl.concat_str(
-                    [
-                        pl.col("body").str.slice(0, MAX_LINE_CHARS),
-                        pl.lit(" …[line truncated by forensics: "),
-                        (nbytes - MAX_LINE_CHARS).cast(pl.String),
-                        pl.lit(" more bytes]"),
-                    ]
+                    [kept, pl.lit(mark_head), (nbytes - kept.str.len_bytes()).cast(pl.String), pl.lit(mark_tail)]
                 )
             )
-            .otherwise(pl.col("body"))
-            .alias("body"),
-            (nbytes > MAX_LINE_CHARS).alias("_truncated"),
+            .otherwise(body)
+            .alias("body")
         )
     return parse_lines(df)
 

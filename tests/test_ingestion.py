@@ -427,6 +427,22 @@ def test_a_50_mb_single_line_is_truncated_and_accounted(tmp_path):
     assert len(msg) < 1_100_000 and "line truncated by forensics" in msg
 
 
+def test_a_long_multibyte_line_is_cut_by_characters_and_the_mark_counts_the_bytes_cut(tmp_path):
+    from forensics.ingestion import MAX_LINE_CHARS
+
+    head = "INFO 03-02 10:00:00 [x.py:1] "
+    short = "汉" * (MAX_LINE_CHARS // 2)  # more bytes than the limit, fewer characters: kept whole
+    long = "é" * (MAX_LINE_CHARS + 1000)
+    write(tmp_path / "wide.log", f"{head}{short}\n{head}{long}\n")
+    ev = ingest(tmp_path, year=2025).events.sort(s.LINE)
+    assert ev[s.MESSAGE][0] == short
+    cut = len(head) + len(long) - MAX_LINE_CHARS  # characters past the limit, two bytes each
+    assert (
+        ev[s.MESSAGE][1]
+        == long[: MAX_LINE_CHARS - len(head)] + f" …[line truncated by forensics: {2 * cut} more bytes]"
+    )
+
+
 def test_unreadable_file_is_skipped_and_the_rest_goes_on(tmp_path, monkeypatch):
     write(tmp_path / "secret.log", "INFO 03-02 10:00:00 [x.py:1] hidden\n")
     write(tmp_path / "ok.log", "INFO 03-02 10:00:00 [x.py:1] fine\n")
