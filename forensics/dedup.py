@@ -21,10 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
-from numba import carray, njit, prange, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit, prange
+
+from forensics.arrow_text import bytes_at, strings
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -42,8 +41,6 @@ _CLASS[ord("A") : ord("F") + 1] = 2
 _OUT = np.arange(256, dtype=np.uint8)
 _OUT[ord("0") : ord("9") + 1] = ord("0")
 """What a kept byte reads as in the key: digits read `0`."""
-_INLINE = 12
-"""Arrow string views hold strings of up to 12 bytes inline, after their 4-byte length."""
 
 
 @dataclass(frozen=True)
@@ -67,62 +64,12 @@ def key_groups(sources: pl.Series, messages: pl.Series, max_chars: int) -> KeyGr
     """Group rows by (source, digit-collapsed first line of the message); nulls read as ``."""
     if len(sources) != len(messages):
         raise ValueError(f"{len(sources)} sources for {len(messages)} messages: pass one of each per row")
-    s_alive, *s_loc = _strings(sources)
-    m_alive, *m_loc = _strings(messages)
+    s_alive, *s_loc = strings(sources)
+    m_alive, *m_loc = strings(messages)
     hi, lo = _hash_rows(*s_loc, *m_loc, max_chars)
     del s_alive, m_alive  # the buffers were read by address: keep them until here
     row_key, first_row, count = _group(hi, lo)
     return KeyGroups(row_key, first_row, count, hi[first_row], lo[first_row])
-
-
-def _strings(col: pl.Series) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Where each string's bytes are, without copying them.
-
-    Returns (keep-alive, buffer addresses, buffer sizes, buffer of each row, start, length).
-    Polars hands out its strings as Arrow string views (no copy): a string of up to 12
-    bytes sits inline in its 16-byte view, a longer one in a data buffer at an offset. The
-    views buffer itself is buffer 0, so every row is (buffer, start, length) either way.
-    The compiled loop reads the buffers by address (`_bytes_at`); the first item keeps
-    them alive until the caller is done.
-    """
-    arr = col.cast(pl.String).fill_null("").rechunk().to_arrow(compat_level=pl.CompatLevel.newest())
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    n = len(arr)
-    if pa.types.is_string_view(arr.type):
-        raw = arr.buffers()
-        bufs = [raw[1], *raw[2:]]
-        v = np.frombuffer(raw[1], dtype=np.int32).reshape(-1, 4)[arr.offset : arr.offset + n]
-        length = v[:, 0].astype(np.int64)
-        inline = length <= _INLINE
-        buf = np.where(inline, 0, v[:, 2].astype(np.int64) + 1)
-        rows = np.arange(arr.offset, arr.offset + n, dtype=np.int64)
-        start = np.where(inline, rows * 16 + 4, v[:, 3].astype(np.int64))
-    else:
-        arr = arr.cast(pa.large_string())  # an older polars: offsets and one data buffer
-        _validity, offsets, data = arr.buffers()
-        bufs = [data]
-        off = np.frombuffer(offsets, dtype=np.int64)[arr.offset : arr.offset + n + 1]
-        buf, start, length = np.zeros(n, np.int64), off[:-1].copy(), np.diff(off)
-    address = np.array([b.address if b is not None else 0 for b in bufs], dtype=np.int64)
-    size = np.array([b.size if b is not None else 0 for b in bufs], dtype=np.int64)
-    return [arr, bufs], address, size, buf, start, length
-
-
-@intrinsic
-def _voidptr(typingctx, address):  # pragma: no cover - compiled
-    """An int64 address as a `void*` (for `carray`)."""
-
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], cgutils.voidptr_t)
-
-    return types.voidptr(types.int64), codegen
-
-
-@njit(cache=True)
-def _bytes_at(address, size):  # pragma: no cover - compiled
-    """The `size` bytes at `address` as an array view: no copy, no reference count."""
-    return carray(_voidptr(address), size, np.uint8)
 
 
 @njit(cache=True)
@@ -216,11 +163,11 @@ def _hash_rows(
         words = np.zeros(max_chars // 2 + 4, np.uint64)  # >= 4 bytes a character, + padding
         scratch = words.view(np.uint8)
         for i in range(c * n // chunks, (c + 1) * n // chunks):
-            src = _bytes_at(s_addr[s_buf[i]], s_size[s_buf[i]])
+            src = bytes_at(s_addr[s_buf[i]], s_size[s_buf[i]])
             k = _copy(src, s_start[i], s_len[i], scratch)
             a, b = _absorb_bytes(_FNV_OFFSET, _LANE2_SEED, scratch, words, k)
             a, b = _absorb(a, b, _SEPARATOR)
-            data = _bytes_at(m_addr[m_buf[i]], m_size[m_buf[i]])
+            data = bytes_at(m_addr[m_buf[i]], m_size[m_buf[i]])
             k = _collapse(data, m_start[i], m_len[i], max_chars, scratch)
             a, b = _absorb_bytes(a, b, scratch, words, k)
             hi[i] = _finish(a)

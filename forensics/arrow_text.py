@@ -1,0 +1,69 @@
+"""Where polars keeps a string column's bytes, for compiled loops that read them in place.
+
+Polars columns are Arrow string views; a numba loop given each row's (buffer, start,
+length) and the buffers' addresses reads any row's bytes without a copy or a Python
+object per row. Used by the dedup key (`forensics.dedup`) and the fold scan
+(`parsers.folding`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+from numba import carray, njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+INLINE = 12
+"""Arrow string views hold strings of up to 12 bytes inline, after their 4-byte length."""
+
+
+def strings(col: pl.Series) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Where each string's bytes are, without copying them (nulls read as ``).
+
+    Returns (keep-alive, buffer addresses, buffer sizes, buffer of each row, start, length).
+    Polars hands out its strings as Arrow string views (no copy): a string of up to 12
+    bytes sits inline in its 16-byte view, a longer one in a data buffer at an offset. The
+    views buffer itself is buffer 0, so every row is (buffer, start, length) either way.
+    The compiled loop reads the buffers by address (`bytes_at`); the first item keeps
+    them alive until the caller is done.
+    """
+    arr = col.cast(pl.String).fill_null("").rechunk().to_arrow(compat_level=pl.CompatLevel.newest())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    n = len(arr)
+    if pa.types.is_string_view(arr.type):
+        raw = arr.buffers()
+        bufs = [raw[1], *raw[2:]]
+        v = np.frombuffer(raw[1], dtype=np.int32).reshape(-1, 4)[arr.offset : arr.offset + n]
+        length = v[:, 0].astype(np.int64)
+        inline = length <= INLINE
+        buf = np.where(inline, 0, v[:, 2].astype(np.int64) + 1)
+        rows = np.arange(arr.offset, arr.offset + n, dtype=np.int64)
+        start = np.where(inline, rows * 16 + 4, v[:, 3].astype(np.int64))
+    else:
+        arr = arr.cast(pa.large_string())  # an older polars: offsets and one data buffer
+        _validity, offsets, data = arr.buffers()
+        bufs = [data]
+        off = np.frombuffer(offsets, dtype=np.int64)[arr.offset : arr.offset + n + 1]
+        buf, start, length = np.zeros(n, np.int64), off[:-1].copy(), np.diff(off)
+    address = np.array([b.address if b is not None else 0 for b in bufs], dtype=np.int64)
+    size = np.array([b.size if b is not None else 0 for b in bufs], dtype=np.int64)
+    return [arr, bufs], address, size, buf, start, length
+
+
+@intrinsic
+def _voidptr(typingctx, address):  # pragma: no cover - compiled
+    """An int64 address as a `void*` (for `carray`)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], cgutils.voidptr_t)
+
+    return types.voidptr(types.int64), codegen
+
+
+@njit(cache=True)
+def bytes_at(address, size):  # pragma: no cover - compiled
+    """The `size` bytes at `address` as an array view: no copy, no reference count."""
+    return carray(_voidptr(address), size, np.uint8)
