@@ -21,10 +21,11 @@ pid and rank — a line is folded into the previous event when it is
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from forensics import schema as s
-from parsers import k8s, nccl, pylog, torch, uvicorn, vllm, wrappers
+from parsers import folding, k8s, nccl, pylog, torch, uvicorn, vllm, wrappers
 from parsers._common import SYSLOG_LEVEL_WORDS, TIME_PARTS, level_from_word, no_time
 
 CONT = (
@@ -208,64 +209,24 @@ def _fold(df: pl.DataFrame) -> pl.DataFrame:
         | text.str.strip_chars_end().str.ends_with(":")
         | msg.str.starts_with("Traceback (most recent")
     )
-    same_file = (pl.col("_fid") == pl.col("_fid").shift(1)) & (pl.col("_seg") == pl.col("_seg").shift(1))
     df = df.with_columns(
         text.alias("_text"),
         is_open.alias("_open"),
         prefixed.alias("_prefixed"),
         pl.struct(PREFIX_KEY).hash(seed=7).alias("_sid"),
-        same_file.fill_null(False).alias("_same_file"),
+        (msg.str.contains(CONT_MSG) | msg.str.contains(pylog.DETECT_EXC)).fill_null(False).alias("_msgcont"),
     )
-    pre = pl.col("_prefixed")
-
-    def prev(c: str | pl.Expr) -> pl.Expr:
-        e = pl.col(c) if isinstance(c, str) else c
-        return pl.when(pre).then(e.shift(1).over("_sid")).otherwise(pl.when(pl.col("_same_file")).then(e.shift(1)))
-
-    def ffill_prev(e: pl.Expr) -> pl.Expr:
-        """The last non-null value of `e` strictly before this row in its stream."""
-        return (
-            pl.when(pre)
-            .then(e.shift(1).forward_fill().over("_sid"))
-            .otherwise(e.shift(1).forward_fill().over(FILE_KEY))
-        )
-
-    silent = kind.is_in(["other", "blank", "k8s_header"])
-    prev_open_ff = ffill_prev(pl.when(~silent).then(pl.col("_open"))).fill_null(False)
-    has_prev = pl.when(pre).then(pl.col("_row").cum_count().over("_sid") > 1).otherwise(pl.col("_same_file"))
-    same_hdr = kind.is_in(["vllm", "vllm_custom"]) & pl.col("_hdr").is_not_null() & (pl.col("_hdr") == prev("_hdr"))
-    fold = (
-        kind.is_in(["blank", "k8s_header"])
-        | ((kind == "cont") & has_prev)
-        | ((kind == "exc") & prev_open_ff)
-        | ((kind == "other") & prev_open_ff)
-        | (
-            same_hdr
-            & (
-                prev("_cr").fill_null(False)
-                | msg.str.contains(CONT_MSG)
-                | msg.str.contains(pylog.DETECT_EXC)
-                | prev("_open").fill_null(False)
-            )
-        )
-    )
-    df = df.with_columns(fold.fill_null(False).alias("_fold"))
-    # Target event of each row: itself, or the last un-folded row of its stream. Rows
-    # folded before any event of their stream (an orphan run) share one group.
-    row = pl.col("_row").cast(pl.Int64)
-    head = pl.when(~pl.col("_fold")).then(row)
-    target = pl.when(pre).then(head.forward_fill().over("_sid")).otherwise(head.forward_fill().over(FILE_KEY))
-    orphan_id = -1 - pl.when(pre).then(row.min().over("_sid")).otherwise(row.min().over(FILE_KEY))
-    df = df.with_columns(pl.coalesce(target, orphan_id).alias("_ev"))
-    multi_ids = df.filter(pl.col("_fold"))["_ev"].unique()
-    in_multi = pl.col("_ev").is_in(multi_ids.implode())
-    singles = df.filter(~in_multi).with_columns(
+    fold, ev = folding.fold_and_event(df)
+    df = df.with_columns(pl.Series("_fold", fold), pl.Series("_ev", ev))
+    # Most batches of service logs fold nothing: then no row needs splitting off or re-sorting.
+    in_multi = pl.col("_ev").is_in(pl.Series(np.unique(ev[fold])).implode()) if fold.any() else None
+    singles = (df if in_multi is None else df.filter(~in_multi)).with_columns(
         pl.col("_text").alias(s.MESSAGE),
         (1 + pl.col("_pfold")).cast(pl.UInt32).alias(s.RAW_LINES),
         pl.col("_pfold").cast(pl.UInt32).alias("_nfold"),
         pl.lit(False).alias("_orphan"),
     )
-    multi = df.filter(in_multi)
+    multi = df.clear() if in_multi is None else df.filter(in_multi)
     if multi.height:
         keep_text = ~kind.is_in(["blank", "k8s_header"])
         first_cols = [c for c in df.columns if c not in ("_ev", "_text", "_fold", "_pfold", s.MESSAGE)]
@@ -276,10 +237,8 @@ def _fold(df: pl.DataFrame) -> pl.DataFrame:
             pl.col("_fold").sort_by("_row").first().alias("_orphan"),
             *[pl.col(c).sort_by("_row").first() for c in first_cols],
         )
-    events = pl.concat([singles, multi], how="diagonal_relaxed").sort("_row")
-    events = events.drop(
-        [c for c in ("_ev", "_text", "_fold", "_sid", "_same_file", "_prefixed") if c in events.columns]
-    )
+    events = pl.concat([singles, multi], how="diagonal_relaxed").sort("_row") if multi.height else singles
+    events = events.drop([c for c in ("_ev", "_text", "_fold", "_sid", "_prefixed", "_msgcont") if c in events.columns])
     # A group that starts with a folded line has no header of its own (stream starts with
     # blank lines or a traceback fragment): keep it as an event unless it is all blank.
     orphan = pl.col("_orphan")

@@ -162,3 +162,79 @@ def test_positional_lmcache_parse_gives_what_the_full_regex_gives(entries):
     fast, full = pylog._parse_kv_fast(frame), pylog._parse_regex(frame)
     assert frame.select(pl.col("body").str.contains(pylog.FAST_KV)).to_series().all()
     assert fast.select(sorted(full.columns)).equals(full.select(sorted(full.columns)))
+
+
+def _fold_by_windows(df: pl.DataFrame) -> tuple[list, list]:
+    """The folding rules as polars window expressions (the implementation before the compiled
+    scan): the oracle `folding.fold_and_event` must agree with on any frame."""
+    kind, msg_cont = pl.col("_kind"), pl.col("_msgcont")
+    pre = pl.col("_prefixed")
+    same_file = ((pl.col("_fid") == pl.col("_fid").shift(1)) & (pl.col("_seg") == pl.col("_seg").shift(1))).fill_null(
+        False
+    )
+
+    def prev(c: str) -> pl.Expr:
+        return pl.when(pre).then(pl.col(c).shift(1).over("_sid")).otherwise(pl.when(same_file).then(pl.col(c).shift(1)))
+
+    def ffill_prev(e: pl.Expr) -> pl.Expr:
+        return (
+            pl.when(pre)
+            .then(e.shift(1).forward_fill().over("_sid"))
+            .otherwise(e.shift(1).forward_fill().over(["_fid", "_seg"]))
+        )
+
+    silent = kind.is_in(["other", "blank", "k8s_header"])
+    open_ff = ffill_prev(pl.when(~silent).then(pl.col("_open"))).fill_null(False)
+    has_prev = pl.when(pre).then(pl.col("_row").cum_count().over("_sid") > 1).otherwise(same_file)
+    same_hdr = kind.is_in(["vllm", "vllm_custom"]) & pl.col("_hdr").is_not_null() & (pl.col("_hdr") == prev("_hdr"))
+    fold = (
+        kind.is_in(["blank", "k8s_header"])
+        | ((kind == "cont") & has_prev)
+        | (kind.is_in(["exc", "other"]) & open_ff)
+        | (same_hdr & (prev("_cr").fill_null(False) | msg_cont | prev("_open").fill_null(False)))
+    ).fill_null(False)
+    df = df.with_columns(fold.alias("_fold"))
+    row = pl.col("_row").cast(pl.Int64)
+    head = pl.when(~pl.col("_fold")).then(row)
+    target = pl.when(pre).then(head.forward_fill().over("_sid")).otherwise(head.forward_fill().over(["_fid", "_seg"]))
+    orphan = -1 - pl.when(pre).then(row.min().over("_sid")).otherwise(row.min().over(["_fid", "_seg"]))
+    out = df.select("_fold", pl.coalesce(target, orphan).alias("_ev"))
+    return out["_fold"].to_list(), out["_ev"].to_list()
+
+
+FOLD_ROW = st.tuples(
+    st.sampled_from(["other", "cont", "blank", "k8s_header", "exc", "vllm", "vllm_custom", "nccl"]),
+    st.sampled_from([None, "APIServer", "EngineCore_DP0"]),  # process prefix (None: un-prefixed)
+    st.sampled_from([None, True, False]),  # _open
+    st.booleans(),  # _cr
+    st.sampled_from([None, "", "INFO 03 02 08 00 00 core.py 1", "ERROR 03 02 08 00 00 core.py 1", "héader 1"]),
+    st.booleans(),  # _msgcont
+    st.integers(0, 2),  # file
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(FOLD_ROW, min_size=1, max_size=60))
+def test_compiled_fold_scan_agrees_with_the_window_expressions(rows):
+    from parsers import folding
+
+    rows = sorted(rows, key=lambda r: r[6])  # a batch holds each file's lines together, in order
+    kinds, procs, opens, crs, hdrs, conts, fids = zip(*rows, strict=True)
+    df = pl.DataFrame(
+        {
+            "_row": pl.Series(range(len(rows)), dtype=pl.UInt32),
+            "_fid": pl.Series(fids, dtype=pl.UInt32),
+            "_seg": pl.Series([0] * len(rows), dtype=pl.UInt32),
+            "_kind": list(kinds),
+            s.PROCESS: pl.Series(procs, dtype=pl.String),
+            "_open": pl.Series(opens, dtype=pl.Boolean),
+            "_cr": list(crs),
+            "_hdr": pl.Series(hdrs, dtype=pl.String),
+            "_msgcont": list(conts),
+        }
+    ).with_columns(
+        pl.col(s.PROCESS).is_not_null().alias("_prefixed"),
+        pl.struct("_fid", "_seg", s.PROCESS).hash(seed=7).alias("_sid"),
+    )
+    fold, ev = folding.fold_and_event(df)
+    assert (fold.tolist(), ev.tolist()) == _fold_by_windows(df)
