@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 
 from forensics import schema as s
-from parsers import folding, k8s, nccl, pylog, torch, uvicorn, vllm, wrappers
+from parsers import fastlane, folding, k8s, nccl, pylog, torch, uvicorn, vllm, wrappers
 from parsers._common import SYSLOG_LEVEL_WORDS, TIME_PARTS, level_from_word, no_time
 
 CONT = (
@@ -107,11 +107,14 @@ def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
     df = lines.with_row_index("_row").with_columns(
         (pl.col("body").str.ends_with("\r") | pl.col("body").str.ends_with("^M")).alias("_cr")
     )
+    fast, df = _fast_lane(df)
     df = wrappers.peel(df)
-    df = _split_glued(df)
+    df, spaced = _split_glued(df)
+    if spaced:
+        fast = fast.with_columns((pl.col("_row").cast(pl.UInt64) * GLUE_STRIDE).alias("_row"))
     if "_pfold" not in df.columns:
         df = df.with_columns(pl.lit(0, pl.UInt32).alias("_pfold"))
-    parts: list[pl.DataFrame] = []
+    parts: list[pl.DataFrame] = [fast] if fast.height else []
     pending = df
     for kind, detect in KINDS:
         if pending.is_empty():
@@ -165,12 +168,51 @@ GLUE_STRIDE = 1024
 """`_row` spacing made when glued lines are split: record i of line r gets r * GLUE_STRIDE + i."""
 
 
-def _split_glued(df: pl.DataFrame) -> pl.DataFrame:
-    """Split physical lines holding several glued vLLM records; extra records get `_extra`."""
+def _fast_lane(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(rows `parsers.fastlane` takes, parsed as the general path would; the other rows)."""
+    if df.is_empty():
+        return df.clear(), df
+    c = fastlane.classify(df["body"])
+    if not c["lane"].any():
+        return df.clear(), df
+    taken = pl.Series(c["lane"] != fastlane.SLOW)
+    fast = df.filter(taken).with_columns(
+        pl.Series("_lane", c["lane"]).filter(taken),
+        pl.Series("_us", c["us"]).filter(taken),
+        pl.Series("_has_ts", c["has_ts"]).filter(taken),
+        pl.Series("_ts_ok", c["ts_ok"]).filter(taken),
+        *(pl.Series(k, c[k]).filter(taken) for k in ("proc_at", "proc_end", "pid_at", "pid_end", "body_at")),
+    )
+    body = pl.col("body")
+    has_proc = pl.col("pid_end") > 0
+    fast = fast.with_columns(
+        [pl.lit(None, t).alias(c) for c, t in wrappers.WRAPPER_COLUMNS.items()] + [pl.lit(0, pl.UInt32).alias("_pfold")]
+    ).with_columns(
+        pl.when(pl.col("_ts_ok")).then(pl.col("_us").cast(pl.Datetime("us", "UTC"))).alias("_outer_ts"),
+        pl.when(pl.col("_has_ts")).then(False).alias("_jiso"),
+        pl.when(has_proc)
+        .then(body.str.slice(pl.col("proc_at"), pl.col("proc_end") - pl.col("proc_at")))
+        .alias(s.PROCESS),
+        pl.when(has_proc).then(body.str.slice(pl.col("pid_at"), pl.col("pid_end") - pl.col("pid_at"))).alias("_pid"),
+        body.str.slice(pl.col("body_at")).alias("body"),
+    )
+    scratch = ["_us", "_has_ts", "_ts_ok", "proc_at", "proc_end", "pid_at", "pid_end", "body_at"]
+    fast = fast.drop(scratch)
+    is_vllm = fast["_lane"] == fastlane.VLLM
+    pieces = []
+    for kind, rows, parse in (("vllm", is_vllm, vllm.parse), ("uvicorn", ~is_vllm, uvicorn.parse)):
+        if rows.any():
+            pieces.append(parse(fast.filter(rows).drop("_lane")).with_columns(pl.lit(kind).alias("_kind")))
+    return pl.concat(pieces, how="diagonal_relaxed"), df.filter(~taken)
+
+
+def _split_glued(df: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
+    """Split physical lines holding several glued vLLM records; extra records get `_extra`.
+    The flag says whether `_row` was spaced out by `GLUE_STRIDE` (rows parsed apart must be too)."""
     # Only a line starting with a vLLM record can carry a second one glued to it.
     hit = df.select(pl.col("body").str.contains(vllm.DETECT) & pl.col("body").str.contains(vllm.GLUED)).to_series()
     if not hit.any():
-        return df
+        return df, False
     # `_row` identifies an event head in `_fold` and orders the batch: spacing every row by
     # GLUE_STRIDE leaves room for the split records in file order without renumbering (or
     # re-sorting) the whole batch; `_row` need not be contiguous.
@@ -182,7 +224,7 @@ def _split_glued(df: pl.DataFrame) -> pl.DataFrame:
             parts = parts[: GLUE_STRIDE - 1] + ["".join(parts[GLUE_STRIDE - 1 :])]
         base = row["_row"] * GLUE_STRIDE
         rows += [row | {"body": part, "_extra": i > 0, "_row": base + i} for i, part in enumerate(parts)]
-    return pl.concat([rest, pl.DataFrame(rows, schema=rest.schema)], how="diagonal_relaxed")
+    return pl.concat([rest, pl.DataFrame(rows, schema=rest.schema)], how="diagonal_relaxed"), True
 
 
 def _ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:

@@ -238,3 +238,76 @@ def test_compiled_fold_scan_agrees_with_the_window_expressions(rows):
     )
     fold, ev = folding.fold_and_event(df)
     assert (fold.tolist(), ev.tolist()) == _fold_by_windows(df)
+
+
+FAST_STAMPS = [
+    "",
+    "2025-03-02T08:00:00.100000000Z ",
+    "2025-03-02T08:00:00+08:00 ",
+    "2025-03-02T08:00:00.5-05:30 ",
+    "2025-03-02T08:00:00+0800 ",  # journald short-iso: the general path's
+    "2025-02-30T08:00:00Z ",  # no such day: no time
+    "2024-06-30T23:59:60.25Z ",  # leap second
+    "2025-03-02T08:00:00.1Z stdout F ",  # CRI
+    "2025-03-02T08:00:00Z  ",
+]
+FAST_PREFIXES = [
+    "",
+    "(APIServer pid=66) ",
+    "(VllmWorker rank=0 pid=265) ",
+    "(RayWorkerWrapper pid=31, ip=10.0.0.2) ",
+    "(EngineCore_DP0 pid=120)",
+    "(Wörker pid=1) ",
+    "(APIServer pid=) ",
+    " (APIServer pid=66) ",
+]
+FAST_BODIES = [
+    "INFO 03-02 08:00:00 [logger.py:41] Received request chatcmpl-6f1c: params: SamplingParams(n=1).",
+    "INFO 03-02 08:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s, Running: 1 reqs",
+    "WARNING 03-02 08:00:00 shm_broadcast.py:466] No available shared memory broadcast block found in 60 seconds.",
+    "DEBUG 03-02 08:00:00 [v1/metrics/loggers.py:271] step done",
+    "ERROR 03-02 08:00:00 [core.py:720] EngineCore encountered a fatal error:",
+    "INFO 03-02 08:00:00 [api_server.py:1]",
+    "INFO 03-02 08:00:00 [módulo.py:3] non-ASCII file",
+    "INFO 03-02 08:00:00 [a.py:1] doneINFO 03-02 08:00:01 [b.py:2] glued on",
+    "INFO 03-02 08:00:00 [a.py:1] two records\rINFO 03-02 08:00:00 [a.py:1] tqdm redraw",
+    "INFO 03-02 08:00:00 [a.py:1] \x1b[1;36mcoloured\x1b[0m",
+    "INFO 03-02 08:00:00 [a.py:1] residue [0;36m here",
+    "INFO 03-02 08:00:00 [a.py:1] hello [repeated 3x across cluster]",
+    "INFO 03-02 08:00:00 [a.py:1] ends in a caret-M^M",
+    "INFO 03-02 08:00:00 [a.py:1] Добрый день … ✓",
+    'INFO:     10.0.3.7:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    'INFO:     10.0.3.7:51234 - "GET /v1/models/модель HTTP/1.1" 404 Not Found',
+    "WARNING:  Invalid HTTP request received.",
+    "TRACE:    ASGI [4] Started",
+    "INFO:root:plain logging",
+    '  File "/usr/lib/python3.12/x.py", line 1, in f',
+    "RuntimeError: Cache corruption detected in block 88123",
+    "vllm-1:2343:2381 [0] NCCL INFO Channel 00/32 : 0[0] -> 1[1] via P2P/IPC",
+    "[rank1]:[E302 08:10:12.267261276 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation timeout",
+    "",
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(FAST_STAMPS), st.sampled_from(FAST_PREFIXES), st.sampled_from(FAST_BODIES)),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_fast_lane_gives_the_events_the_general_path_gives(parts):
+    import parsers.lines as lines_mod
+
+    frame = _lines_frame(["".join(p) for p in parts])
+    fast = lines_mod.parse_lines(frame)
+    general_only = lines_mod._fast_lane
+    try:
+        lines_mod._fast_lane = lambda df: (df.clear(), df)
+        general = lines_mod.parse_lines(frame)
+    finally:
+        lines_mod._fast_lane = general_only
+    cols = sorted(general.columns)
+    assert sorted(fast.columns) == cols
+    assert fast.select(cols).equals(general.select(cols))
