@@ -57,7 +57,7 @@ def classify(body: pl.Series) -> dict[str, np.ndarray]:
     # Chunk by chunk: a batch's lines are one chunk per file, and joining them would copy the text.
     for chunk in body.get_chunks():
         alive, addr, size, buf, start, length = strings(chunk)
-        parts.append(_classify(addr, size, buf, start, length, LEVELS, UVICORN_LEVELS))
+        parts.append(_classify(addr, size, buf, start, length, LEVELS, UVICORN_LEVELS, _CLASS, _ACROSS))
         del alive  # the bytes were read by address: keep them until here
     return {k: np.concatenate([p[i] for p in parts]) for i, k in enumerate(names)}
 
@@ -196,33 +196,44 @@ def _vllm_fast(d, at, levels):  # pragma: no cover - compiled
     return k + 1 == len(d) or d[k + 1] == 32
 
 
+_CLASS = np.zeros(256, np.uint8)
+_CLASS[[13, 27]] = 1  # CR, ESC
+_CLASS[ord("[")] = 2  # ANSI residue `[0;36m`
+_CLASS[ord("a")] = 3  # `across cluster]`
+_CLASS[[w[0] for w in _LEVELS]] = 4  # a level word: maybe a glued record
+"""Bytes `_hazard` looks at; every other byte (most of a line) costs one table lookup."""
+_ACROSS = np.frombuffer(b"across cluster]", np.uint8).copy()
+
+
 @njit(cache=True)
-def _hazard(d, at, vllm_line, levels):  # pragma: no cover - compiled
+def _hazard(d, at, vllm_line, levels, cls, across):  # pragma: no cover - compiled
     """Anything another layer of the general path would react to: CR, ESC, ANSI residue
     `[0;36m`, Ray's `across cluster]`, and (vLLM lines) what could be a second glued record."""
     n = len(d)
     if n >= 2 and d[n - 2] == 94 and d[n - 1] == 77:  # `^M` at the end
         return True
     for k in range(n):
-        c = d[k]
-        if c == 13 or c == 27:
+        c = cls[d[k]]
+        if c == 0:
+            continue
+        if c == 1:
             return True
-        if c == 91:  # `[digits;...m`
+        if c == 2:  # `[digits;...m`
             j = k + 1
             while j < n and ((48 <= d[j] <= 57) or d[j] == 59):
                 j += 1
             if j > k + 1 and j < n and d[j] == 109:
                 return True
-        if c == 97 and k + 15 <= n:  # `across cluster]`
-            same = True
-            for z, b in enumerate(b"across cluster]"):
-                if d[k + z] != b:
-                    same = False
-                    break
-            if same:
-                return True
-        # A level word and a digit after a non-space byte: maybe a glued record (`vllm.GLUED`).
-        if vllm_line and k > at and c >= 65 and c <= 90:
+        elif c == 3:
+            if k + len(across) <= n:
+                same = True
+                for z in range(len(across)):
+                    if d[k + z] != across[z]:
+                        same = False
+                        break
+                if same:
+                    return True
+        elif vllm_line and k > at:  # a level word and a digit after a non-space byte (`vllm.GLUED`)
             p = d[k - 1]
             if not (p == 32 or p == 9 or p == 10 or p == 11 or p == 12 or p == 13):
                 w = _word_at(d, k, levels)
@@ -231,8 +242,8 @@ def _hazard(d, at, vllm_line, levels):  # pragma: no cover - compiled
     return False
 
 
-@njit(cache=True)
-def _classify(addr, size, buf, start, length, levels, uvicorn_levels):  # pragma: no cover - compiled
+@njit(cache=True, nogil=True)  # parse batches run on threads: let them run at once
+def _classify(addr, size, buf, start, length, levels, uvicorn_levels, cls, across):  # pragma: no cover - compiled
     n = len(length)
     lane = np.zeros(n, np.int8)
     us = np.zeros(n, np.int64)
@@ -302,7 +313,7 @@ def _classify(addr, size, buf, start, length, levels, uvicorn_levels):  # pragma
             w = _word_at(d, at, uvicorn_levels)
             if w and at + w + 1 < len(d) and d[at + w] == 58 and d[at + w + 1] == 32:
                 kind = UVICORN
-        if kind == SLOW or _hazard(d, at, kind == VLLM, levels):
+        if kind == SLOW or _hazard(d, at, kind == VLLM, levels, cls, across):
             continue
         lane[i] = kind
         proc_at[i], proc_end[i], pid_at[i], pid_end[i] = p0, p1, q0, q1

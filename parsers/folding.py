@@ -93,7 +93,7 @@ def _same_bytes(addr, size, buf, start, length, i, j):  # pragma: no cover - com
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # parse batches run on threads: let them run at once
 def _scan(
     kind, pre, sid, file, open_, cr, hdr_ok, msgcont, row, h_addr, h_size, h_buf, h_start, h_len
 ):  # pragma: no cover - compiled
