@@ -3,6 +3,10 @@
 Input: `_fid` (file id), `_seg` (segment of a large file), `line` (1-based), `body`.
 Output: one row per event with the parsers' columns, time parts and accounting flags.
 
+Common shapes first: `parsers.fastlane` takes the lines it is sure of (stamp, process
+prefix, vLLM or uvicorn line, nothing unusual) in one compiled pass and parses them with
+the producers' own functions; the general path below sees only the rest.
+
 Why partitions: every producer regex is run only on the lines classified as that
 producer, by cheap anchored `DETECT` patterns tried in order of frequency on the lines
 still unclaimed. Polars strings are views, so each filter is cheap, and a directory of
@@ -17,6 +21,8 @@ pid and rank — a line is folded into the previous event when it is
 * an unrecognised line after an event whose message opens a block (ends with `:`);
 * a vLLM line repeating the previous line's header (NewLineFormatter's continuation),
   when the previous line ended in `\\r` or this one looks like a traceback body.
+
+`parsers.folding` decides these rules for a whole batch in one compiled scan.
 """
 
 from __future__ import annotations
@@ -84,7 +90,6 @@ WORKING_COLUMNS = (
     "_cr",
     "_open",
     "_sid",
-    "_same_file",
     "_prefixed",
     "_jiso",
     "_tag",
@@ -95,7 +100,6 @@ WORKING_COLUMNS = (
 )
 """Per-line working state dropped once events are formed: keeping `body` and `_text` would
 hold a second and third copy of every line until the end of ingest."""
-FILE_KEY = ["_fid", "_seg"]
 PREFIX_KEY = ["_fid", "_seg", "_wpod", "_wcont", s.PROCESS, "_pid", "_rank"]
 """Lines with a pod, process or rank prefix continue that prefix's stream; un-prefixed lines
 (C-level writes such as NCCL or `terminate called ...`, which bypass Python's prefixing)
