@@ -25,7 +25,10 @@ import numpy as np
 import polars as pl
 from numba import njit
 
+from forensics import schema as s
 from forensics.arrow_text import bytes_at, strings
+from parsers import wrappers
+from parsers._common import LEVEL_WORDS, no_time
 
 SLOW, VLLM, UVICORN = 0, 1, 2
 """What a line is: for the general path, a vLLM logger line, a uvicorn line."""
@@ -48,18 +51,106 @@ LEVELS = _table(_LEVELS)
 UVICORN_LEVELS = _table(_UVICORN_LEVELS)
 
 
-def classify(body: pl.Series) -> dict[str, np.ndarray]:
-    """Per row: `lane` (SLOW, VLLM, UVICORN); for the taken rows the stamp (`us`, `has_ts`,
-    `ts_ok`) and the byte offsets of the process name, the pid and the producer line, all
-    in the ASCII head of the line, so they are character offsets too."""
-    names = ("lane", "us", "has_ts", "ts_ok", "proc_at", "proc_end", "pid_at", "pid_end", "body_at")
+VERBS = _table((b"Received", b"Added", b"Finished", b"Aborted"))
+"""The verbs of `vllm.REQUEST_PROBE`."""
+VLLM_LEVEL = {i: LEVEL_WORDS[w.decode()] for i, w in enumerate(_LEVELS)}
+UVICORN_LEVEL = {i: LEVEL_WORDS[w.decode()] for i, w in enumerate(_UVICORN_LEVELS)}
+
+
+def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(the rows this lane takes, parsed as the general path parses them, with `_kind`; the rest).
+
+    `df` is the working frame of `lines.parse_lines` (`_row`, `body`, ...). The taken rows get
+    the wrapper columns `wrappers.peel` gives (stamp time, process, pid) and the producer
+    columns of `vllm.parse` or `uvicorn.parse`, each column present exactly when the general
+    path would add it.
+    """
+    if df.is_empty():
+        return df.clear(), df
+    lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, fields = classify(df["body"])
+    if not lane.any():
+        return df.clear(), df
+    taken = lane != SLOW
+    f = fields[taken]
+    cols = {  # scratch columns, all named `_fl_...`
+        "_fl_lane": lane[taken],
+        "_fl_us": us[taken],
+        "_fl_has_ts": has_ts[taken],
+        "_fl_ts_ok": ts_ok[taken],
+        "_fl_p0": proc_at[taken],
+        "_fl_p1": proc_end[taken],
+        "_fl_q0": pid_at[taken],
+        "_fl_q1": pid_end[taken],
+        **{f"_fl_{k}": f[:, k] for k in range(N_FIELDS)},
+    }
+    fast = df.filter(pl.Series(taken)).with_columns(pl.Series(k, v) for k, v in cols.items())
+    line = pl.col("body")
+
+    def cut(at: int, end: int | None = None) -> pl.Expr:
+        a = pl.col(f"_fl_{at}")
+        return line.str.slice(a) if end is None else line.str.slice(a, pl.col(f"_fl_{end}") - a)
+
+    has_proc = pl.col("_fl_q1") > 0
+    fast = fast.with_columns(
+        [pl.lit(None, t).alias(c) for c, t in wrappers.WRAPPER_COLUMNS.items() if c not in (s.PROCESS, "_pid")]
+        + [pl.lit(0, pl.UInt32).alias("_pfold")]
+    ).with_columns(
+        pl.when(pl.col("_fl_ts_ok")).then(pl.col("_fl_us").cast(pl.Datetime("us", "UTC"))).alias("_outer_ts"),
+        pl.when(pl.col("_fl_has_ts")).then(False).alias("_jiso"),
+        pl.when(has_proc).then(line.str.slice(pl.col("_fl_p0"), pl.col("_fl_p1") - pl.col("_fl_p0"))).alias(s.PROCESS),
+        pl.when(has_proc).then(line.str.slice(pl.col("_fl_q0"), pl.col("_fl_q1") - pl.col("_fl_q0"))).alias("_pid"),
+        cut(BODY_AT).alias("_body"),
+        cut(MSG_AT).alias(s.MESSAGE),
+    )
+    pieces = []
+    vllm_rows = fast.filter(pl.col("_fl_lane") == VLLM)
+    if vllm_rows.height:
+        i32 = pl.Int32
+        rid_at = pl.col(f"_fl_{RID_AT}")
+        vllm_rows = vllm_rows.with_columns(
+            pl.lit("vllm").alias(s.SOURCE),
+            pl.col(f"_fl_{LEVEL}").replace_strict(VLLM_LEVEL, return_dtype=pl.String).alias(s.LEVEL),
+            pl.lit(None, i32).alias("_Y"),
+            *(pl.col(f"_fl_{k}").cast(i32).alias(c) for k, c in ((MO, "_mo"), (DAY, "_d"), (HOUR, "_H"))),
+            *(pl.col(f"_fl_{k}").cast(i32).alias(c) for k, c in ((MIN, "_M"), (SEC, "_S"))),
+            pl.lit(None, i32).alias("_us"),
+            cut(COMP_AT, COMP_END).alias(s.COMPONENT),
+            line.str.slice(pl.col(f"_fl_{BODY_AT}"), pl.col(f"_fl_{HDR_END}") - pl.col(f"_fl_{BODY_AT}")).alias("_hdr"),
+        )
+        if (f[lane[taken] == VLLM, RID_AT] != -1).any():  # `_request_id` ran on some rows
+            vllm_rows = vllm_rows.with_columns(pl.when(rid_at >= 0).then(cut(RID_AT, RID_END)).alias(s.REQUEST_ID))
+        pieces.append(vllm_rows.with_columns(pl.lit("vllm").alias("_kind")))
+    uvicorn_rows = fast.filter(pl.col("_fl_lane") == UVICORN)
+    if uvicorn_rows.height:
+        uvicorn_rows = uvicorn_rows.with_columns(
+            pl.lit("uvicorn").alias(s.SOURCE),
+            pl.col(f"_fl_{LEVEL}").replace_strict(UVICORN_LEVEL, return_dtype=pl.String).alias(s.LEVEL),
+            *no_time(),
+        )
+        if (f[lane[taken] == UVICORN, METH_AT] >= 0).any():  # `uvicorn._access` ran on some rows
+            access = pl.col(f"_fl_{METH_AT}") >= 0
+            uvicorn_rows = uvicorn_rows.with_columns(
+                pl.when(access).then(cut(METH_AT, METH_END)).alias(s.HTTP_METHOD),
+                pl.when(access).then(cut(PATH_AT, PATH_END)).alias(s.HTTP_PATH),
+                pl.when(access).then(pl.col(f"_fl_{STATUS}").cast(pl.Int32)).alias(s.HTTP_STATUS),
+                pl.when(access).then(pl.lit("access")).alias(s.COMPONENT),
+            )
+        pieces.append(uvicorn_rows.with_columns(pl.lit("uvicorn").alias("_kind")))
+    out = pl.concat(pieces, how="diagonal_relaxed")
+    out = out.drop([c for c in out.columns if c.startswith("_fl_")] + ["body"]).rename({"_body": "body"})
+    return out, df.filter(pl.Series(~taken))
+
+
+def classify(body: pl.Series) -> tuple[np.ndarray, ...]:
+    """`_classify` over a string column: (lane, stamp µs, has stamp, stamp valid, process start and
+    end, pid start and end, the field table), offsets in characters (all in the line's ASCII head)."""
     parts = []
     # Chunk by chunk: a batch's lines are one chunk per file, and joining them would copy the text.
     for chunk in body.get_chunks():
         alive, addr, size, buf, start, length = strings(chunk)
-        parts.append(_classify(addr, size, buf, start, length, LEVELS, UVICORN_LEVELS, _CLASS, _ACROSS))
+        parts.append(_classify(addr, size, buf, start, length, LEVELS, UVICORN_LEVELS, VERBS, _CLASS, _ACROSS))
         del alive  # the bytes were read by address: keep them until here
-    return {k: np.concatenate([p[i] for p in parts]) for i, k in enumerate(names)}
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(9))
 
 
 @njit(cache=True)
@@ -162,19 +253,21 @@ def _is_word_byte(c):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _vllm_fast(d, at, levels):  # pragma: no cover - compiled
-    """`d[at:]` matches `vllm.FAST`: `LEVEL MM-DD HH:MM:SS [?file.py:N](space|end)`."""
+    """Where `d[at:]` matching `vllm.FAST` (`LEVEL MM-DD HH:MM:SS [?file.py:N](space|end)`) has its
+    file name and its closing `]`: (file start, the `:` after it, `]`), or (-1, -1, -1)."""
+    no = (-1, -1, -1)
     n = _word_at(d, at, levels)
     if n == 0:
-        return False
+        return no
     j = at + n
     if not (j < len(d) and d[j] == 32 and _digits(d, j + 1, 2) and j + 3 < len(d) and d[j + 3] == 45):
-        return False
+        return no
     if not (_digits(d, j + 4, 2) and j + 6 < len(d) and d[j + 6] == 32 and _digits(d, j + 7, 2)):
-        return False
+        return no
     if not (j + 9 < len(d) and d[j + 9] == 58 and _digits(d, j + 10, 2) and j + 12 < len(d) and d[j + 12] == 58):
-        return False
+        return no
     if not (_digits(d, j + 13, 2) and j + 15 < len(d) and d[j + 15] == 32):
-        return False
+        return no
     k = j + 16
     if k < len(d) and d[k] == 91:  # `[`
         k += 1
@@ -182,18 +275,111 @@ def _vllm_fast(d, at, levels):  # pragma: no cover - compiled
     while k < len(d) and (_is_word_byte(d[k]) or d[k] == 46 or d[k] == 47 or d[k] == 45):
         k += 1
     if k < len(d) and d[k] >= 128:  # \w takes other scripts' letters: the general path decides
-        return False
+        return no
     if k - f < 4 or d[k - 3] != 46 or d[k - 2] != 112 or d[k - 1] != 121:  # `.py`
-        return False
+        return no
     if not (k < len(d) and d[k] == 58):
-        return False
+        return no
+    colon = k
     k += 1
     m = k
     while k < len(d) and 48 <= d[k] <= 57:
         k += 1
     if k == m or not (k < len(d) and d[k] == 93):  # `]`
+        return no
+    if not (k + 1 == len(d) or d[k + 1] == 32):
+        return no
+    return f, colon, k
+
+
+@njit(cache=True)
+def _is_space(c):  # pragma: no cover - compiled
+    """ASCII bytes in Unicode's White_Space (regex `\\s`); non-ASCII bytes are the caller's to refuse."""
+    return c == 32 or 9 <= c <= 13
+
+
+@njit(cache=True)
+def _request_id(d, m, verbs):  # pragma: no cover - compiled
+    """For a message at `d[m:]`: (start, end) of the id `vllm._request_id` takes; (-1, -1) when the
+    message is no request line (`vllm.REQUEST_PROBE`), (-3, -3) when it is one without an id, (-2, -2)
+    when a non-ASCII byte leaves it unsure."""
+    w = _word_at(d, m, verbs)
+    if w == 0:
+        return -1, -1
+    j = m + w
+    for z, b in enumerate((32, 114, 101, 113, 117, 101, 115, 116, 32)):  # ` request `
+        if j + z >= len(d) or d[j + z] != b:
+            return -1, -1
+    j += 9
+    if j >= len(d):
+        return -1, -1
+    if d[j] >= 128:
+        return -2, -2
+    if _is_space(d[j]):  # REQUEST_PROBE wants \S here
+        return -1, -1
+    k = j
+    while k < len(d) and not _is_space(d[k]) and d[k] != 58 and d[k] != 44:
+        if d[k] >= 128:
+            return -2, -2
+        k += 1
+    if k == j:
+        return -3, -3
+    e = k
+    while e > j and d[e - 1] == 46:  # strip_chars_end(".")
+        e -= 1
+    return j, e
+
+
+@njit(cache=True)
+def _access(d, m, out):  # pragma: no cover - compiled
+    """`uvicorn.ACCESS_PROBE` at `d[m:]`: method, path and status into `out`; False when it does not
+    match; None-like -1 in out[0] with True when a non-ASCII byte leaves it unsure."""
+    j = m
+    while j < len(d) and not _is_space(d[j]):  # the client, \S*
+        if d[j] >= 128:
+            out[0] = -2
+            return True
+        j += 1
+    if not (j + 3 < len(d) and d[j] == 32 and d[j + 1] == 45 and d[j + 2] == 32 and d[j + 3] == 34):
         return False
-    return k + 1 == len(d) or d[k + 1] == 32
+    j += 4
+    a = j
+    while j < len(d) and 65 <= d[j] <= 90:
+        j += 1
+    if j == a or not (j < len(d) and d[j] == 32):
+        return False
+    out[0], out[1] = a, j
+    j += 1
+    p = j
+    while j < len(d) and not _is_space(d[j]):
+        if d[j] >= 128:
+            out[0] = -2
+            return True
+        j += 1
+    if j == p:
+        return False
+    out[2], out[3] = p, j
+    for z, b in enumerate((32, 72, 84, 84, 80, 47)):  # ` HTTP/`
+        if j + z >= len(d) or d[j + z] != b:
+            return False
+    j += 6
+    v = j
+    while j < len(d) and ((48 <= d[j] <= 57) or d[j] == 46 or d[j] >= 128):
+        if d[j] >= 128:
+            out[0] = -2
+            return True
+        j += 1
+    if j == v or not (j + 1 < len(d) and d[j] == 34 and d[j + 1] == 32):
+        return False
+    j += 2
+    for z in range(j, min(j + 3, len(d))):
+        if d[z] >= 128:  # another script's digit would do for \d
+            out[0] = -2
+            return True
+    if not _digits(d, j, 3):
+        return False
+    out[4] = _num(d, j, 3)
+    return True
 
 
 _CLASS = np.zeros(256, np.uint8)
@@ -242,8 +428,13 @@ def _hazard(d, at, vllm_line, levels, cls, across):  # pragma: no cover - compil
     return False
 
 
+# Columns of `_classify`'s field table (character offsets into the line; -1: none).
+LEVEL, MO, DAY, HOUR, MIN, SEC, COMP_AT, COMP_END, HDR_END, MSG_AT, RID_AT, RID_END = range(12)
+METH_AT, METH_END, PATH_AT, PATH_END, STATUS, BODY_AT, N_FIELDS = range(12, 19)
+
+
 @njit(cache=True, nogil=True)  # parse batches run on threads: let them run at once
-def _classify(addr, size, buf, start, length, levels, uvicorn_levels, cls, across):  # pragma: no cover - compiled
+def _classify(addr, size, buf, start, length, levels, uvicorn_levels, verbs, cls, across):  # pragma: no cover
     n = len(length)
     lane = np.zeros(n, np.int8)
     us = np.zeros(n, np.int64)
@@ -253,7 +444,8 @@ def _classify(addr, size, buf, start, length, levels, uvicorn_levels, cls, acros
     proc_end = np.zeros(n, np.int64)
     pid_at = np.zeros(n, np.int64)
     pid_end = np.zeros(n, np.int64)
-    body_at = np.zeros(n, np.int64)
+    fields = np.full((n, N_FIELDS), -1, np.int64)
+    acc = np.zeros(5, np.int64)
     for i in range(n):
         data = bytes_at(addr[buf[i]], size[buf[i]])
         d = data[start[i] : start[i] + length[i]]
@@ -306,16 +498,42 @@ def _classify(addr, size, buf, start, length, levels, uvicorn_levels, cls, acros
             if not (j < len(d) and d[j] == 41):  # `)`
                 continue
             at = j + 1 + (1 if j + 1 < len(d) and d[j + 1] == 32 else 0)
-        kind = SLOW
-        if _vllm_fast(d, at, levels):
+        f = fields[i]
+        f[BODY_AT] = at
+        f_at, colon, close = _vllm_fast(d, at, levels)
+        if close >= 0:
             kind = VLLM
+            w = _word_at(d, at, levels)
+            for code in range(levels.shape[0]):
+                if levels[code, 8] == w and d[at] == levels[code, 0]:
+                    f[LEVEL] = code
+            j = at + w
+            f[MO], f[DAY] = _num(d, j + 1, 2), _num(d, j + 4, 2)
+            f[HOUR], f[MIN], f[SEC] = _num(d, j + 7, 2), _num(d, j + 10, 2), _num(d, j + 13, 2)
+            f[COMP_AT], f[COMP_END], f[HDR_END] = f_at, colon, close
+            f[MSG_AT] = min(close + 2, len(d))
+            f[RID_AT], f[RID_END] = _request_id(d, f[MSG_AT], verbs)
+            if f[RID_AT] == -2:
+                continue
         else:
             w = _word_at(d, at, uvicorn_levels)
-            if w and at + w + 1 < len(d) and d[at + w] == 58 and d[at + w + 1] == 32:
-                kind = UVICORN
-        if kind == SLOW or _hazard(d, at, kind == VLLM, levels, cls, across):
+            if not (w and at + w + 1 < len(d) and d[at + w] == 58 and d[at + w + 1] == 32):
+                continue
+            kind = UVICORN
+            for code in range(uvicorn_levels.shape[0]):
+                if uvicorn_levels[code, 8] == w and d[at] == uvicorn_levels[code, 0]:
+                    f[LEVEL] = code
+            m = at + w + 1
+            while m < len(d) and d[m] == 32:  # strip_chars_start(" ")
+                m += 1
+            f[MSG_AT] = m
+            acc[:] = -1
+            if _access(d, m, acc):
+                if acc[0] == -2:
+                    continue
+                f[METH_AT], f[METH_END], f[PATH_AT], f[PATH_END], f[STATUS] = acc[0], acc[1], acc[2], acc[3], acc[4]
+        if _hazard(d, at, kind == VLLM, levels, cls, across):
             continue
         lane[i] = kind
         proc_at[i], proc_end[i], pid_at[i], pid_end[i] = p0, p1, q0, q1
-        body_at[i] = at
-    return lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, body_at
+    return lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, fields

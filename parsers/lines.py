@@ -111,7 +111,7 @@ def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
     df = lines.with_row_index("_row").with_columns(
         (pl.col("body").str.ends_with("\r") | pl.col("body").str.ends_with("^M")).alias("_cr")
     )
-    fast, df = _fast_lane(df)
+    fast, df = fastlane.split(df)
     df = wrappers.peel(df)
     df, spaced = _split_glued(df)
     if spaced:
@@ -170,44 +170,6 @@ def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
 
 GLUE_STRIDE = 1024
 """`_row` spacing made when glued lines are split: record i of line r gets r * GLUE_STRIDE + i."""
-
-
-def _fast_lane(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(rows `parsers.fastlane` takes, parsed as the general path would; the other rows)."""
-    if df.is_empty():
-        return df.clear(), df
-    c = fastlane.classify(df["body"])
-    if not c["lane"].any():
-        return df.clear(), df
-    taken = pl.Series(c["lane"] != fastlane.SLOW)
-    fast = df.filter(taken).with_columns(
-        pl.Series("_lane", c["lane"]).filter(taken),
-        pl.Series("_us", c["us"]).filter(taken),
-        pl.Series("_has_ts", c["has_ts"]).filter(taken),
-        pl.Series("_ts_ok", c["ts_ok"]).filter(taken),
-        *(pl.Series(k, c[k]).filter(taken) for k in ("proc_at", "proc_end", "pid_at", "pid_end", "body_at")),
-    )
-    body = pl.col("body")
-    has_proc = pl.col("pid_end") > 0
-    fast = fast.with_columns(
-        [pl.lit(None, t).alias(c) for c, t in wrappers.WRAPPER_COLUMNS.items()] + [pl.lit(0, pl.UInt32).alias("_pfold")]
-    ).with_columns(
-        pl.when(pl.col("_ts_ok")).then(pl.col("_us").cast(pl.Datetime("us", "UTC"))).alias("_outer_ts"),
-        pl.when(pl.col("_has_ts")).then(False).alias("_jiso"),
-        pl.when(has_proc)
-        .then(body.str.slice(pl.col("proc_at"), pl.col("proc_end") - pl.col("proc_at")))
-        .alias(s.PROCESS),
-        pl.when(has_proc).then(body.str.slice(pl.col("pid_at"), pl.col("pid_end") - pl.col("pid_at"))).alias("_pid"),
-        body.str.slice(pl.col("body_at")).alias("body"),
-    )
-    scratch = ["_us", "_has_ts", "_ts_ok", "proc_at", "proc_end", "pid_at", "pid_end", "body_at"]
-    fast = fast.drop(scratch)
-    is_vllm = fast["_lane"] == fastlane.VLLM
-    pieces = []
-    for kind, rows, parse in (("vllm", is_vllm, vllm.parse), ("uvicorn", ~is_vllm, uvicorn.parse)):
-        if rows.any():
-            pieces.append(parse(fast.filter(rows).drop("_lane")).with_columns(pl.lit(kind).alias("_kind")))
-    return pl.concat(pieces, how="diagonal_relaxed"), df.filter(~taken)
 
 
 def _split_glued(df: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
