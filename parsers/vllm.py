@@ -16,6 +16,7 @@ from __future__ import annotations
 import polars as pl
 
 from forensics import schema as s
+from parsers import metric_scan
 from parsers._common import apply, frac_to_us, level_from_word, to_i32
 
 LEVEL_WORD = r"DEBUG|INFO|WARNING|ERROR|CRITICAL"
@@ -145,6 +146,15 @@ PREFIX_V0 = r"Prefix cache hit rate: GPU: ([\d.]+)%, CPU: ([\d.]+)%"
 ENGINE = r"^(?:Engine (\d+)|(\d+) Engines Aggregated):"
 
 
+def _metric_columns(base: pl.DataFrame, raw: dict[str, pl.Expr], v0_gpu: pl.Expr, v0_cpu: pl.Expr) -> pl.DataFrame:
+    """`base` with one column per metric: the raw numbers scaled (`%` to a fraction), V0's
+    `Prefix cache hit rate: GPU: x%, CPU: y%` filling the prefix hit rate V1 lines give plainly."""
+    cols = {name: raw[name] * scale for name, (_, scale) in _PAIRS.items()}
+    cols["prefix_cache_hit_rate"] = pl.coalesce(cols["prefix_cache_hit_rate"], v0_gpu * 0.01)
+    cols["cpu_prefix_cache_hit_rate"] = v0_cpu * 0.01
+    return base.with_columns(**cols)
+
+
 def metrics(events: pl.DataFrame) -> pl.DataFrame:
     """Rows of the metrics table from vLLM metrics lines among `events` (any vLLM version).
 
@@ -178,17 +188,37 @@ def metrics(events: pl.DataFrame) -> pl.DataFrame:
         .alias(s.ENGINE),
         s.MESSAGE,
     )
-    cols = {
-        name: (msg.str.extract(rx, 1).cast(pl.Float64, strict=False) * scale) for name, (rx, scale) in _PAIRS.items()
-    }
-    cols["prefix_cache_hit_rate"] = pl.coalesce(
-        cols["prefix_cache_hit_rate"], msg.str.extract(PREFIX_V0, 1).cast(pl.Float64, strict=False) * 0.01
+    # Where the compiled scan is sure (ASCII messages: all real ones), the numbers are cut out at
+    # the spans it found; the regexes below remain the definition and read the other lines.
+    lo, hi, sure = metric_scan.spans(base[s.MESSAGE])
+    scanned = (
+        base.filter(pl.Series(sure))
+        .with_columns(pl.Series(f"_lo{k}", lo[sure, k]) for k in range(lo.shape[1]))
+        .with_columns(pl.Series(f"_hi{k}", hi[sure, k]) for k in range(lo.shape[1]))
     )
-    cols["cpu_prefix_cache_hit_rate"] = msg.str.extract(PREFIX_V0, 2).cast(pl.Float64, strict=False) * 0.01
-    wide = base.with_columns(**cols).drop(s.MESSAGE)
+
+    def cut(k: int) -> pl.Expr:
+        a = pl.col(f"_lo{k}")
+        return pl.when(a >= 0).then(msg.str.slice(a, pl.col(f"_hi{k}") - a)).cast(pl.Float64, strict=False)
+
+    names = metric_scan.NAMES
+    v0 = len(names)
+    parts = [
+        _metric_columns(scanned, {name: cut(k) for k, name in enumerate(names)}, cut(v0), cut(v0 + 1)).drop(
+            [c for c in scanned.columns if c.startswith(("_lo", "_hi"))]
+        )
+    ]
+    if not sure.all():
+        rest = base.filter(pl.Series(~sure))
+        extract = {name: msg.str.extract(rx, 1).cast(pl.Float64, strict=False) for name, (rx, _) in _PAIRS.items()}
+        v0_gpu = msg.str.extract(PREFIX_V0, 1).cast(pl.Float64, strict=False)
+        parts.append(
+            _metric_columns(rest, extract, v0_gpu, msg.str.extract(PREFIX_V0, 2).cast(pl.Float64, strict=False))
+        )
+    wide = pl.concat(parts).drop(s.MESSAGE)
     long = wide.unpivot(
         index=[s.TS, s.TS_QUALITY, s.HOST, s.POD, s.ENGINE, s.FILE, s.LINE],
-        on=list(cols),
+        on=[*_PAIRS, "cpu_prefix_cache_hit_rate"],
         variable_name=s.METRIC,
         value_name=s.VALUE,
     ).drop_nulls(s.VALUE)

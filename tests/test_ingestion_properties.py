@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 
 import polars as pl
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from forensics import ingest
@@ -323,3 +323,67 @@ def test_fast_lane_gives_the_events_the_general_path_gives(parts):
     cols = sorted(general.columns)
     assert sorted(fast.columns) == cols
     assert fast.select(cols).equals(general.select(cols))
+
+
+METRIC_KEYS = [
+    "Engine 000: ",
+    "Avg prompt throughput: ",
+    "Avg generation throughput: ",
+    "Running: ",
+    "Waiting: ",
+    "Pending: ",
+    "Swapped: ",
+    "Deferred: ",
+    "Preemptions: ",
+    "GPU KV cache usage: ",
+    "CPU KV cache usage: ",
+    "Prefix cache hit rate: ",
+    "External prefix cache hit rate: ",
+    "Corrupted: ",
+    "Prefix cache hit rate: GPU: ",
+]
+METRIC_PHRASE = st.builds(
+    "".join,
+    st.tuples(
+        st.sampled_from(METRIC_KEYS),
+        st.sampled_from(["1.5", "42", ".", "1.2.3", "7.", "", "x"]),
+        st.sampled_from([" tokens/s", " reqs", "%", "%, CPU: 3.5%", "", " "]),
+    ),
+)
+"""Key, number, unit: mostly well formed, sometimes broken in the ways the regexes care about."""
+METRIC_MESSAGE = st.lists(
+    st.tuples(st.sampled_from([", ", " ", "l ", "x", ""]), METRIC_PHRASE), min_size=1, max_size=6
+).map(lambda parts: "".join(sep + phrase for sep, phrase in parts))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(METRIC_MESSAGE, min_size=1, max_size=8))
+@example(
+    [
+        "Running: 1 reqs, Pending: 2 reqs, Waiting: 3 reqs",  # one regex, two keys: the leftmost wins
+        "Waiting: 4 reqs, Pending: 5 reqs",
+        "l Prefix cache hit rate: 1.5%, Prefix cache hit rate: 2.5%",  # not after `l `
+        "Prefix cache hit rate: GPU: 1.0%, CPU: x%, Prefix cache hit rate: GPU: 2.0%, CPU: 3.0%",
+    ]
+)
+def test_compiled_metric_spans_give_what_the_metric_regexes_give(messages):
+    from parsers import metric_scan, vllm
+
+    assert metric_scan.NAMES == list(vllm._PAIRS)
+    msgs = pl.Series(messages)
+    lo, hi, sure = metric_scan.spans(msgs)
+    assert sure.all()
+    frame = pl.DataFrame({"m": msgs})
+    regexes = [rx for rx, _ in vllm._PAIRS.values()] + [vllm.PREFIX_V0, vllm.PREFIX_V0]
+    groups = [1] * len(vllm._PAIRS) + [1, 2]
+    for k, (rx, g) in enumerate(zip(regexes, groups, strict=True)):
+        want = frame.select(pl.col("m").str.extract(rx, g)).to_series().to_list()
+        got = [m[a:b] if a >= 0 else None for m, a, b in zip(messages, lo[:, k], hi[:, k], strict=True)]
+        assert got == want, (rx, messages)
+
+
+def test_metric_scan_leaves_non_ascii_messages_to_the_regexes():
+    from parsers import metric_scan
+
+    _, _, sure = metric_scan.spans(pl.Series(["Running: 3 reqs", "Running: ٣ reqs", "Waiting: 1 reqs — ok"]))
+    assert sure.tolist() == [True, False, False]

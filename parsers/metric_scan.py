@@ -1,0 +1,151 @@
+"""Where the values of vLLM's metrics lines are, found in one compiled pass over the messages.
+
+`vllm.metrics` defines each metric as a regex (`vllm._PAIRS`: a key, a number, a unit) and
+took one capture-group `str.extract` per metric, ~0.5 µs a line each: twelve of them over
+every metrics line were ~5 s of a 1 GB ingest, after the parallel part. This pass finds,
+for each metric, the span of the number its regex would capture (the leftmost place where
+the key is followed by the number and the unit), and `vllm.metrics` casts those spans as
+before. A message with a non-ASCII byte (where `\\d` could take another script's digit) is
+left to the regexes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from numba import njit
+
+from forensics.arrow_text import bytes_at, strings
+
+DIGITS, NUMBER = 0, 1
+"""Value shapes: `\\d+`, `[\\d.]+`."""
+NO_UNIT_CHECK = b""
+
+# (key, shape, unit after the value). A key may be listed twice (alternatives of one regex).
+SPECS: dict[str, list[tuple[bytes, int, bytes]]] = {
+    "prompt_tokens_per_s": [(b"Avg prompt throughput: ", NUMBER, b" tokens/s")],
+    "generation_tokens_per_s": [(b"Avg generation throughput: ", NUMBER, b" tokens/s")],
+    "running": [(b"Running: ", DIGITS, b" reqs")],
+    "waiting": [(b"Waiting: ", DIGITS, b" reqs"), (b"Pending: ", DIGITS, b" reqs")],
+    "swapped": [(b"Swapped: ", DIGITS, b" reqs")],
+    "deferred": [(b"Deferred: ", DIGITS, b" reqs")],
+    "preemptions": [(b"Preemptions: ", DIGITS, NO_UNIT_CHECK)],
+    "gpu_kv_cache_usage": [(b"GPU KV cache usage: ", NUMBER, b"%")],
+    "cpu_kv_cache_usage": [(b"CPU KV cache usage: ", NUMBER, b"%")],
+    "prefix_cache_hit_rate": [(b"Prefix cache hit rate: ", NUMBER, b"%")],  # (?:^|[^l] ) before the key
+    "external_prefix_cache_hit_rate": [(b"External prefix cache hit rate: ", NUMBER, b"%")],
+    "corrupted": [(b"Corrupted: ", DIGITS, b" reqs")],
+}
+"""`vllm._PAIRS` as key, value shape and unit; tests hold each to its regex."""
+V0_PREFIX = (b"Prefix cache hit rate: GPU: ", b"%, CPU: ", b"%")
+"""`vllm.PREFIX_V0`: two numbers."""
+NOT_AFTER_L = "prefix_cache_hit_rate"
+"""Its regex wants the key at the start or after `X ` with X not `l` (not `...External prefix`)."""
+
+
+def _pack(items: list[tuple[bytes, int, bytes]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    width = max(len(b) for k, _, u in items for b in (k, u)) + 1
+    keys = np.zeros((len(items), width), np.uint8)
+    units = np.zeros((len(items), width), np.uint8)
+    meta = np.zeros((len(items), 3), np.int64)  # key length, shape, unit length
+    for i, (k, shape, u) in enumerate(items):
+        keys[i, : len(k)] = np.frombuffer(k, np.uint8)
+        units[i, : len(u)] = np.frombuffer(u, np.uint8)
+        meta[i] = (len(k), shape, len(u))
+    return keys, units, meta
+
+
+NAMES = list(SPECS)
+PREFIX_INDEX = NAMES.index(NOT_AFTER_L)
+_ITEMS = [(name, spec) for name in NAMES for spec in SPECS[name]]
+KEYS, UNITS, META = _pack([spec for _, spec in _ITEMS])
+OWNER = np.array([NAMES.index(name) for name, _ in _ITEMS], np.int64)
+"""The metric each (key, shape, unit) row belongs to."""
+V0 = tuple(np.frombuffer(b, np.uint8).copy() for b in V0_PREFIX)
+
+
+def spans(messages: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end) per message and metric of `NAMES` plus the two V0 prefix numbers (-1: no
+    match), and per message whether the scan was sure (False: use the regexes)."""
+    parts = []
+    for chunk in messages.get_chunks():
+        alive, addr, size, buf, start, length = strings(chunk)
+        parts.append(_scan(addr, size, buf, start, length, KEYS, UNITS, META, OWNER, len(NAMES), PREFIX_INDEX, *V0))
+        del alive  # the bytes were read by address: keep them until here
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+
+
+@njit(cache=True)
+def _at(d, p, word, n):  # pragma: no cover - compiled
+    if p + n > len(d):
+        return False
+    for z in range(n):
+        if d[p + z] != word[z]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _value(d, p, shape):  # pragma: no cover - compiled
+    """End of the maximal `\\d+` / `[\\d.]+` run at p (p itself: none)."""
+    k = p
+    while k < len(d) and ((48 <= d[k] <= 57) or (shape == 1 and d[k] == 46)):
+        k += 1
+    return k
+
+
+@njit(cache=True)
+def _find(d, key, klen, shape, unit, ulen, not_after_l):  # pragma: no cover - compiled
+    """(start, end) of the leftmost `key value unit` match's value, or (-1, -1)."""
+    for p in range(len(d) - klen + 1):
+        if not _at(d, p, key, klen):
+            continue
+        if not_after_l and not (p == 0 or (p >= 2 and d[p - 1] == 32 and d[p - 2] != 108)):
+            continue
+        v = p + klen
+        e = _value(d, v, shape)
+        if e > v and _at(d, e, unit, ulen):
+            return v, e
+    return -1, -1
+
+
+@njit(cache=True)
+def _v0(d, key, mid, end):  # pragma: no cover - compiled
+    """The two value spans of the leftmost `PREFIX_V0` match, or -1s."""
+    for p in range(len(d) - len(key) + 1):
+        if not _at(d, p, key, len(key)):
+            continue
+        v = p + len(key)
+        e = _value(d, v, NUMBER)
+        if e > v and _at(d, e, mid, len(mid)):
+            v2 = e + len(mid)
+            e2 = _value(d, v2, NUMBER)
+            if e2 > v2 and _at(d, e2, end, len(end)):
+                return v, e, v2, e2
+    return -1, -1, -1, -1
+
+
+@njit(cache=True)
+def _scan(
+    addr, size, buf, start, length, keys, units, meta, owner, n_names, prefix, v0_key, v0_mid, v0_end
+):  # pragma: no cover - compiled
+    n = len(length)
+    lo = np.full((n, n_names + 2), -1, np.int64)
+    hi = np.full((n, n_names + 2), -1, np.int64)
+    sure = np.ones(n, np.bool_)
+    for i in range(n):
+        data = bytes_at(addr[buf[i]], size[buf[i]])
+        d = data[start[i] : start[i] + length[i]]
+        for k in range(len(d)):
+            if d[k] >= 128:
+                sure[i] = False
+                break
+        if not sure[i]:
+            continue
+        for r in range(len(owner)):
+            m = owner[r]
+            s, e = _find(d, keys[r], meta[r, 0], meta[r, 1], units[r], meta[r, 2], m == prefix)
+            if s >= 0 and (lo[i, m] < 0 or s < lo[i, m]):  # alternatives of one regex: the leftmost wins
+                lo[i, m], hi[i, m] = s, e
+        lo[i, n_names], hi[i, n_names], lo[i, n_names + 1], hi[i, n_names + 1] = _v0(d, v0_key, v0_mid, v0_end)
+    return lo, hi, sure
