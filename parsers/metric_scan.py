@@ -94,58 +94,58 @@ def _value(d, p, shape):  # pragma: no cover - compiled
     return k
 
 
-@njit(cache=True)
-def _find(d, key, klen, shape, unit, ulen, not_after_l):  # pragma: no cover - compiled
-    """(start, end) of the leftmost `key value unit` match's value, or (-1, -1)."""
-    for p in range(len(d) - klen + 1):
-        if not _at(d, p, key, klen):
-            continue
-        if not_after_l and not (p == 0 or (p >= 2 and d[p - 1] == 32 and d[p - 2] != 108)):
-            continue
-        v = p + klen
-        e = _value(d, v, shape)
-        if e > v and _at(d, e, unit, ulen):
-            return v, e
-    return -1, -1
-
-
-@njit(cache=True)
-def _v0(d, key, mid, end):  # pragma: no cover - compiled
-    """The two value spans of the leftmost `PREFIX_V0` match, or -1s."""
-    for p in range(len(d) - len(key) + 1):
-        if not _at(d, p, key, len(key)):
-            continue
-        v = p + len(key)
-        e = _value(d, v, NUMBER)
-        if e > v and _at(d, e, mid, len(mid)):
-            v2 = e + len(mid)
-            e2 = _value(d, v2, NUMBER)
-            if e2 > v2 and _at(d, e2, end, len(end)):
-                return v, e, v2, e2
-    return -1, -1, -1, -1
-
-
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _scan(
     addr, size, buf, start, length, keys, units, meta, owner, n_names, prefix, v0_key, v0_mid, v0_end
 ):  # pragma: no cover - compiled
     n = len(length)
+    n_specs = len(owner)
     lo = np.full((n, n_names + 2), -1, np.int64)
     hi = np.full((n, n_names + 2), -1, np.int64)
     sure = np.ones(n, np.bool_)
+    first = np.zeros(256, np.bool_)  # bytes a key starts with: other positions are skipped at once
+    for r in range(n_specs):
+        first[keys[r, 0]] = True
+    first[v0_key[0]] = True
+    found = np.zeros(n_specs + 1, np.bool_)
     for i in range(n):
         data = bytes_at(addr[buf[i]], size[buf[i]])
         d = data[start[i] : start[i] + length[i]]
-        for k in range(len(d)):
-            if d[k] >= 128:
+        found[:] = False
+        left = n_specs + 1
+        for p in range(len(d)):
+            c = d[p]
+            if c >= 128:
                 sure[i] = False
                 break
+            if left == 0 or not first[c]:
+                continue
+            for r in range(n_specs):  # one pass: each spec keeps its leftmost valid match
+                if found[r] or keys[r, 0] != c:
+                    continue
+                m = owner[r]
+                if m == prefix and not (p == 0 or (p >= 2 and d[p - 1] == 32 and d[p - 2] != 108)):
+                    continue
+                if not _at(d, p, keys[r], meta[r, 0]):
+                    continue
+                v = p + meta[r, 0]
+                e = _value(d, v, meta[r, 1])
+                if e > v and _at(d, e, units[r], meta[r, 2]):
+                    found[r] = True
+                    left -= 1
+                    if lo[i, m] < 0:  # alternatives of one regex: the leftmost wins (p only grows)
+                        lo[i, m], hi[i, m] = v, e
+            if not found[n_specs] and c == v0_key[0] and _at(d, p, v0_key, len(v0_key)):
+                v = p + len(v0_key)
+                e = _value(d, v, NUMBER)
+                if e > v and _at(d, e, v0_mid, len(v0_mid)):
+                    v2 = e + len(v0_mid)
+                    e2 = _value(d, v2, NUMBER)
+                    if e2 > v2 and _at(d, e2, v0_end, len(v0_end)):
+                        found[n_specs] = True
+                        left -= 1
+                        lo[i, n_names], hi[i, n_names], lo[i, n_names + 1], hi[i, n_names + 1] = v, e, v2, e2
         if not sure[i]:
-            continue
-        for r in range(len(owner)):
-            m = owner[r]
-            s, e = _find(d, keys[r], meta[r, 0], meta[r, 1], units[r], meta[r, 2], m == prefix)
-            if s >= 0 and (lo[i, m] < 0 or s < lo[i, m]):  # alternatives of one regex: the leftmost wins
-                lo[i, m], hi[i, m] = s, e
-        lo[i, n_names], hi[i, n_names], lo[i, n_names + 1], hi[i, n_names + 1] = _v0(d, v0_key, v0_mid, v0_end)
+            lo[i, :] = -1
+            hi[i, :] = -1
     return lo, hi, sure
