@@ -67,7 +67,10 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """
     if df.is_empty():
         return df.clear(), df
-    lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, fields = classify(df["body"])
+    file = df.select((pl.col("_fid").cast(pl.Int64) * (1 << 32) + pl.col("_seg").cast(pl.Int64)).alias("f"))["f"]
+    lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, fields, stream = classify(
+        df["body"], file.to_numpy(writable=True)
+    )
     if not lane.any():
         return df.clear(), df
     taken = lane != SLOW
@@ -81,6 +84,7 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         "_fl_p1": proc_end[taken],
         "_fl_q0": pid_at[taken],
         "_fl_q1": pid_end[taken],
+        "_fl_stream": stream[taken],
         **{f"_fl_{k}": f[:, k] for k in range(N_FIELDS)},
     }
     fast = df.filter(pl.Series(taken)).with_columns(pl.Series(k, v) for k, v in cols.items())
@@ -92,11 +96,19 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 
     has_proc = pl.col("_fl_q1") > 0
     fast = fast.with_columns(
-        [pl.lit(None, t).alias(c) for c, t in wrappers.WRAPPER_COLUMNS.items() if c not in (s.PROCESS, "_pid")]
+        [
+            pl.lit(None, t).alias(c)
+            for c, t in wrappers.WRAPPER_COLUMNS.items()
+            if c not in (s.PROCESS, "_pid", s.STREAM, "_tag")
+        ]
         + [pl.lit(0, pl.UInt32).alias("_pfold")]
     ).with_columns(
         pl.when(pl.col("_fl_ts_ok")).then(pl.col("_fl_us").cast(pl.Datetime("us", "UTC"))).alias("_outer_ts"),
         pl.when(pl.col("_fl_has_ts")).then(False).alias("_jiso"),
+        pl.col("_fl_stream")
+        .replace_strict({0: "stdout", 1: "stderr"}, default=None, return_dtype=pl.String)
+        .alias(s.STREAM),
+        pl.when(pl.col("_fl_stream") >= 0).then(pl.lit("F")).alias("_tag"),
         pl.when(has_proc).then(line.str.slice(pl.col("_fl_p0"), pl.col("_fl_p1") - pl.col("_fl_p0"))).alias(s.PROCESS),
         pl.when(has_proc).then(line.str.slice(pl.col("_fl_q0"), pl.col("_fl_q1") - pl.col("_fl_q0"))).alias("_pid"),
         cut(BODY_AT).alias("_body"),
@@ -141,16 +153,20 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return out, df.filter(pl.Series(~taken))
 
 
-def classify(body: pl.Series) -> tuple[np.ndarray, ...]:
-    """`_classify` over a string column: (lane, stamp µs, has stamp, stamp valid, process start and
-    end, pid start and end, the field table), offsets in characters (all in the line's ASCII head)."""
+def classify(body: pl.Series, file: np.ndarray) -> tuple[np.ndarray, ...]:
+    """`_classify` over a string column in file order (`file`: a key per row, equal for the rows of
+    one file segment): (lane, stamp µs, has stamp, stamp valid, process start and end, pid start
+    and end, the field table, CRI stream), offsets in characters (all in the line's ASCII head)."""
     parts = []
+    at = 0
     # Chunk by chunk: a batch's lines are one chunk per file, and joining them would copy the text.
     for chunk in body.get_chunks():
         alive, addr, size, buf, start, length = strings(chunk)
-        parts.append(_classify(addr, size, buf, start, length, LEVELS, UVICORN_LEVELS, VERBS, _CLASS, _ACROSS))
+        keys = file[at : at + len(chunk)]
+        parts.append(_classify(addr, size, buf, start, length, keys, LEVELS, UVICORN_LEVELS, VERBS, _CLASS, _ACROSS))
         del alive  # the bytes were read by address: keep them until here
-    return tuple(np.concatenate([p[i] for p in parts]) for i in range(9))
+        at += len(chunk)
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(10))
 
 
 @njit(cache=True)
@@ -200,7 +216,8 @@ def _days_from_civil(y, m, d):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _stamp(d):  # pragma: no cover - compiled
-    """(end, µs, valid) of a leading `YYYY-MM-DDTHH:MM:SS[.f+](Z|±hh:mm) `; end -1: not one."""
+    """(end, µs, valid) of a leading `YYYY-MM-DDTHH:MM:SS[.f+](Z|±hh:mm) `; end -1: not one;
+    end <= -2: one with journald's `±hhmm` zone, ending at `-end - 2` (the general path's)."""
     for at in (0, 5, 8, 11, 14, 17):
         if not _digits(d, at, 2 if at else 4):
             return -1, 0, False
@@ -223,7 +240,9 @@ def _stamp(d):  # pragma: no cover - compiled
     off_min = 0
     if j < len(d) and d[j] == 90:  # `Z`
         j += 1
-    elif j < len(d) and (d[j] == 43 or d[j] == 45):  # `±hh:mm`; `±hhmm` is journald's (general path)
+    elif j < len(d) and (d[j] == 43 or d[j] == 45):  # `±hh:mm`
+        if _digits(d, j + 1, 4) and j + 5 < len(d) and d[j + 5] == 32:
+            return -(j + 5) - 2, 0, False  # `±hhmm` (journald's): a stamp, but for the general path
         if not (_digits(d, j + 1, 2) and j + 3 < len(d) and d[j + 3] == 58 and _digits(d, j + 4, 2)):
             return -1, 0, False
         off_min = (-1 if d[j] == 45 else 1) * (_num(d, j + 1, 2) * 60 + _num(d, j + 4, 2))
@@ -433,8 +452,35 @@ LEVEL, MO, DAY, HOUR, MIN, SEC, COMP_AT, COMP_END, HDR_END, MSG_AT, RID_AT, RID_
 METH_AT, METH_END, PATH_AT, PATH_END, STATUS, BODY_AT, N_FIELDS = range(12, 19)
 
 
+@njit(cache=True)
+def _cri_tag(d, at):  # pragma: no cover - compiled
+    """At `d[at:]` after a stamp: (stream 0 stdout / 1 stderr, tag byte, where the line starts) of a
+    CRI `stdout F ` / `stderr P ` head (options `F:x` allowed), or (-1, 0, at); (2, P, at) when a
+    non-ASCII byte leaves unsure whether it is one."""
+    if at + 8 > len(d) or d[at + 6] != 32:
+        return -1, 0, at
+    word = -1
+    if d[at] == 115 and d[at + 1] == 116 and d[at + 2] == 100:  # `std`
+        if d[at + 3] == 111 and d[at + 4] == 117 and d[at + 5] == 116:  # `out`
+            word = 0
+        elif d[at + 3] == 101 and d[at + 4] == 114 and d[at + 5] == 114:  # `err`
+            word = 1
+    tag = d[at + 7]
+    if word < 0 or not (tag == 70 or tag == 80):  # F, P
+        return -1, 0, at
+    j = at + 8
+    if j < len(d) and d[j] == 58:  # `:options`, \\S*
+        while j < len(d) and not _is_space(d[j]):
+            if d[j] >= 128:  # maybe Unicode whitespace: unsure whether this is a CRI line at all
+                return 2, 80, at
+            j += 1
+    if j == len(d) or d[j] == 32:
+        return word, tag, j + 1
+    return -1, 0, at
+
+
 @njit(cache=True, nogil=True)  # parse batches run on threads: let them run at once
-def _classify(addr, size, buf, start, length, levels, uvicorn_levels, verbs, cls, across):  # pragma: no cover
+def _classify(addr, size, buf, start, length, file, levels, uvicorn_levels, verbs, cls, across):  # pragma: no cover
     n = len(length)
     lane = np.zeros(n, np.int8)
     us = np.zeros(n, np.int64)
@@ -445,16 +491,44 @@ def _classify(addr, size, buf, start, length, levels, uvicorn_levels, verbs, cls
     pid_at = np.zeros(n, np.int64)
     pid_end = np.zeros(n, np.int64)
     fields = np.full((n, N_FIELDS), -1, np.int64)
+    stream = np.full(n, -1, np.int8)
     acc = np.zeros(5, np.int64)
+    # CRI partial lines: a `P` line and the lines of its stream up to an `F` are one event,
+    # which the general path reassembles. It must see the whole run, so an `F` line whose
+    # stream's previous CRI line was `P` (or might have been) is left to it.
+    last_tag = np.zeros(2, np.uint8)
+    last_file = -1
     for i in range(n):
+        if file[i] != last_file:
+            last_file = file[i]
+            last_tag[:] = 0
         data = bytes_at(addr[buf[i]], size[buf[i]])
         d = data[start[i] : start[i] + length[i]]
         at = 0
         if len(d) >= 20 and 48 <= d[0] <= 57:
             end, t, ok = _stamp(d)
-            if end < 0:
+            if end == -1:
+                for k in range(min(len(d), 48)):
+                    if d[k] >= 128:  # a stamp in another script's digits (\\d): maybe a CRI line
+                        last_tag[:] = 80
                 continue
-            at = end + 1  # a CRI `stdout F ` here is no process prefix and no producer: general path
+            word, tag, body_at = _cri_tag(d, (-end - 2 if end < -1 else end) + 1)
+            if word == 2:
+                last_tag[:] = 80
+                continue
+            if word >= 0:
+                follows_partial = last_tag[word] == 80
+                last_tag[word] = tag
+                # Only a plain `F` head (no options, text after it) outside a partial run.
+                if tag != 70 or follows_partial or body_at != (-end - 2 if end < -1 else end) + 10:
+                    continue
+                if body_at > len(d):
+                    continue
+            if end < -1:
+                continue
+            if word >= 0:
+                stream[i] = word
+            at = body_at
             has_ts[i] = True
             ts_ok[i] = ok
             us[i] = t
@@ -536,4 +610,4 @@ def _classify(addr, size, buf, start, length, levels, uvicorn_levels, verbs, cls
             continue
         lane[i] = kind
         proc_at[i], proc_end[i], pid_at[i], pid_end[i] = p0, p1, q0, q1
-    return lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, fields
+    return lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, fields, stream

@@ -248,7 +248,12 @@ FAST_STAMPS = [
     "2025-03-02T08:00:00+0800 ",  # journald short-iso: the general path's
     "2025-02-30T08:00:00Z ",  # no such day: no time
     "2024-06-30T23:59:60.25Z ",  # leap second
-    "2025-03-02T08:00:00.1Z stdout F ",  # CRI
+    "2025-03-02T08:00:00.1Z stdout F ",  # CRI: a whole line
+    "2025-03-02T08:00:00.2Z stdout P ",  # CRI: a piece, joined with the lines of its stream up to an F
+    "2025-03-02T08:00:00.3Z stderr F ",
+    "2025-03-02T08:00:00.4Z stderr P ",
+    "2025-03-02T08:00:00.5Z stdout F:opt ",
+    "2025-03-02T08:00:00+0800 stdout P ",
     "2025-03-02T08:00:00Z  ",
 ]
 FAST_PREFIXES = [
