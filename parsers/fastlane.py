@@ -1,22 +1,25 @@
-"""The common line shapes, recognised in one compiled pass instead of two dozen polars passes.
+"""The common line shapes, recognised and parsed in one compiled pass instead of two dozen polars passes.
 
 Most lines of a vLLM incident are the same few shapes: an optional `kubectl --timestamps`
-stamp, an optional V1 process prefix, then a vLLM logger line or a uvicorn line::
+or CRI stamp, an optional V1 process prefix, then a vLLM logger line or a uvicorn line::
 
     2025-03-02T07:00:00.123456789Z (APIServer pid=66) INFO 03-02 07:00:00 [logger.py:41] Received ...
-    2025-03-02T07:00:00.123456789Z (APIServer pid=66) INFO:     10.0.3.7:51234 - "POST /v1/... HTTP/1.1" 200 OK
+    2025-03-02T07:00:00.123456789Z stdout F (APIServer pid=66) INFO:     10.0.3.7:51234 - "POST ..." 200 OK
 
-The general path (`wrappers.peel`, then each producer's probe in `lines.KINDS`) filters and
-concatenates the whole frame at every layer it tries, ~4 µs a line. This pass reads each
-line's bytes in place (`forensics.arrow_text`) and takes a line only when it is sure the
-general path would read it exactly so: an RFC3339 stamp with a `Z` or `±hh:mm` zone (not
-CRI, not journald's `+hhmm`), a process prefix of plain ASCII, then vLLM's positional layout
+The general path (`wrappers.peel`, then each producer's probe in `lines.KINDS`, then its
+parser) filters and concatenates the whole frame at every layer it tries, ~4 µs a line.
+This pass reads each line's bytes in place (`forensics.arrow_text`) and takes a line only
+when it is sure the general path would read it exactly so: an RFC3339 stamp with a `Z` or
+`±hh:mm` zone (not journald's `+hhmm`), optionally a CRI `stdout F ` head outside a run of
+partial `P` pieces, a process prefix of plain ASCII, then vLLM's positional layout
 (`vllm.FAST`) or a uvicorn line, and nothing any other layer reacts to (`\\r`, ANSI colour
 or its residue, Ray's `[repeated Nx across cluster]`, a second record glued on). Anything
-else, however common, goes the general way. The stamp is read with `parse_rfc3339`'s rules
-(impossible dates give no time; a leap second `:60` counts as the next minute), and the
-taken lines are parsed by the same producer functions (`vllm.parse`, `uvicorn.parse`), so
-the events are the general path's, which tests hold them to.
+else, however common, goes the general way, as does any line where a non-ASCII byte would
+leave a regex class (`\\s`, `\\S`, `\\d`) in doubt. The stamp follows `parse_rfc3339`'s rules
+(impossible dates give no time; a leap second `:60` counts as the next minute); the fields
+(level, time parts, component, header, message, request id, HTTP method, path and status)
+are where `vllm.parse` and `uvicorn.parse` would cut them. Tests hold the events to the
+general path's.
 """
 
 from __future__ import annotations
