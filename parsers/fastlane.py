@@ -63,10 +63,10 @@ UVICORN_LEVEL = {i: LEVEL_WORDS[w.decode()] for i, w in enumerate(_UVICORN_LEVEL
 def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the rows this lane takes, parsed as the general path parses them, with `_kind`; the rest).
 
-    `df` is the working frame of `lines.parse_lines` (`_row`, `body`, ...). The taken rows get
-    the wrapper columns `wrappers.peel` gives (stamp time, process, pid) and the producer
-    columns of `vllm.parse` or `uvicorn.parse`, each column present exactly when the general
-    path would add it.
+    `df` is the working frame of `lines.parse_lines` (`_row`, `_fid`, `_seg`, `body`, ...), in
+    file order. The taken rows get the wrapper columns `wrappers.peel` gives (stamp time, CRI
+    stream and tag, process, pid) and the producer columns of `vllm.parse` or `uvicorn.parse`,
+    each column present exactly when the general path would add it.
     """
     if df.is_empty():
         return df.clear(), df
