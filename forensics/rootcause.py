@@ -247,7 +247,7 @@ def _capacity(
     hosts, evidence = _saturated(metrics, events, first, inc.end or series.t[-1])
     score = 0.8 if inc.detector == "saturation" else 0.35
     why = [
-        f"KV cache >= 97% with {int(w.max())} requests waiting",
+        f"KV cache >= {KV_FULL:.0%} with {int(w.max())} requests waiting",
         f"{int(pre.sum())} preemptions" if pre.sum() else "no preemptions logged",
         "no fault logged: the load exceeded capacity"
         if inc.detector == "saturation"
@@ -293,9 +293,7 @@ def _saturated(
     first = full.head(3)
     texts: dict[tuple[str, int], str] = {}
     if events is not None and first.height:
-        lines = events.filter(
-            pl.col(s.FILE).is_in(first[s.FILE].implode()) & pl.col(s.LINE).is_in(first[s.LINE].implode())
-        )
+        lines = events.join(first.select(s.FILE, s.LINE), on=[s.FILE, s.LINE], how="semi")
         texts = {(f, n): m or "" for f, n, m in lines.select(s.FILE, s.LINE, s.MESSAGE).iter_rows()}
     evidence = [
         {"file": f, "line": n, "text": texts.get((f, n), "")[:2000]}
