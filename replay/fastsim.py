@@ -496,6 +496,12 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             x = node[x, NNEXT]
         blk[block, TAG] = new
 
+    def sampled(q):
+        """q generated a token this step; its first one (ever: not again after a preemption) sets TTFT."""
+        rq[q, GEN] += 1
+        if rq[q, GEN] == 1 and math.isnan(first_tok[q]):  # only a first token can be the first
+            first_tok[q] = ft[T]
+
     def release_request(q):
         s = rq[q, SLOT]
         for i in range(tlen[s]):
@@ -646,9 +652,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
                         write(q, idx)
                     rq[q, COMP] = comp + 1
                     tokens += 1
-                    rq[q, GEN] += 1
-                    if rq[q, GEN] == 1 and math.isnan(first_tok[q]):
-                        first_tok[q] = ft[T]
+                    sampled(q)
                     continue
             upto = comp + plan_n[p]
             while not grow(q, upto):
@@ -680,9 +684,7 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
             rq[q, COMP] = upto
             tokens += plan_n[p]
             if not was_prefill or rq[q, COMP] >= rq[q, PROMPT]:
-                rq[q, GEN] += 1  # a decode token, or the first token sampled by the prefill's last chunk
-                if rq[q, GEN] == 1 and math.isnan(first_tok[q]):  # only a first token can be the first
-                    first_tok[q] = ft[T]
+                sampled(q)  # a decode token, or the first token sampled by the prefill's last chunk
         ft[T] += base_s + per_token_s * tokens
         st[STEPS] += 1
         ft[PEAK] = max(ft[PEAK], 1.0 - st[N_FREE] / usable)
