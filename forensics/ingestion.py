@@ -28,7 +28,7 @@ from forensics import _files
 from forensics import schema as s
 from forensics.errors import NoInputError
 from parsers import k8s, vllm
-from parsers._common import TIME_PARTS, apply
+from parsers._common import TIME_PARTS
 from parsers.lines import parse_lines
 from parsers.wrappers import syslog_time_parts
 
@@ -280,12 +280,11 @@ def ingest_files(
         batches = [f.result() for f in parsed_batches]
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    parsed_batches.clear()  # `_assemble` lets each batch column go once it is copied: hold none here
     if progress:
         progress(total, total, "")
 
     events = _assemble(batches, doc_rows, metas)
-    batches.clear()
-    parsed_batches.clear()  # the assembled table is a copy; do not hold both
     warnings: list[str] = []
     events = _resolve_time(
         events, metas, year=year, tz=tz, captured_at=captured_at, warnings=warnings, file_refs=file_refs
@@ -432,13 +431,19 @@ def _parse_batch(batch: list[tuple[int, int, int, list[str]]]) -> pl.DataFrame:
 
 
 def _assemble(batches: list[pl.DataFrame], doc_rows: list[dict], metas: list[_Meta]) -> pl.DataFrame | None:
-    """All events in (file, segment, line) order.
+    """All events in (file, segment, line) order, one chunk per column. Empties `batches`.
 
     Batches are built and parsed in that order and each comes back in it, so their
     concatenation is already ordered; event documents (parsed whole, apart) are spliced
     in by file id rather than sorting millions of rows with their messages (~8 s per GB).
+
+    The table is built a column at a time, each column's pieces let go once it is built,
+    so the batches and the table are never both held whole (+1.5 GB per GB of logs). One
+    chunk per column also matters later: the first expression polars runs over a table of
+    many chunks rewrites every column of it.
     """
     frames = [b for b in batches if b.height]
+    batches.clear()
     docs = None
     if doc_rows:
         docs = pl.DataFrame(doc_rows, schema_overrides={s.TS: pl.Datetime("us", "UTC"), "_fid": pl.UInt32})
@@ -452,19 +457,44 @@ def _assemble(batches: list[pl.DataFrame], doc_rows: list[dict], metas: list[_Me
         ).drop(s.TS)
     if not frames:
         return docs.sort("_fid", "_seg", s.LINE) if docs is not None else None
-    ev = pl.concat(frames, how="diagonal_relaxed")
-    if docs is None:
-        return ev
-    # Splice each document file's rows in after the rows of lower file ids (slices, no copy).
-    docs = docs.sort("_fid", s.LINE)
-    fid_col = ev["_fid"]
-    pieces, start = [], 0
-    for (fid,), part in docs.group_by("_fid", maintain_order=True):
-        at = int(fid_col.search_sorted(fid, side="right"))
-        pieces += [ev.slice(start, at - start), part]
-        start = at
-    pieces.append(ev.slice(start))
-    return pl.concat([p for p in pieces if p.height], how="diagonal_relaxed")
+    pieces = frames if docs is None else _splice(frames, docs.sort("_fid", s.LINE))
+    del frames, docs
+    schema = pl.concat([p.clear() for p in pieces], how="diagonal_relaxed").schema
+    parts = {c: [(p.height, p[c] if c in p.columns else None) for p in pieces] for c in schema}
+    pieces.clear()
+    columns = []
+    for c, dtype in schema.items():
+        column = [
+            x.cast(dtype) if x is not None else pl.repeat(None, h, dtype=dtype, eager=True) for h, x in parts.pop(c)
+        ]
+        columns.append(pl.concat(column, rechunk=True).alias(c))
+        del column
+    return pl.DataFrame(columns)
+
+
+def _splice(frames: list[pl.DataFrame], docs: pl.DataFrame) -> list[pl.DataFrame]:
+    """`frames` (in file order) with each document file's rows put after the rows of lower
+    file ids: slices of the frames and the documents' groups, nothing copied."""
+    fids = pl.concat([f["_fid"] for f in frames])
+    cuts = [
+        (int(fids.search_sorted(fid, side="right")), part)
+        for (fid,), part in docs.group_by("_fid", maintain_order=True)
+    ]
+    pieces: list[pl.DataFrame] = []
+    lo = k = 0
+    for f in frames:
+        hi, at = lo + f.height, lo
+        while k < len(cuts) and cuts[k][0] <= hi:
+            cut, part = cuts[k]
+            if cut > at:
+                pieces.append(f.slice(at - lo, cut - at))
+                at = cut
+            pieces.append(part)
+            k += 1
+        if at < hi:
+            pieces.append(f.slice(at - lo))
+        lo = hi
+    return pieces
 
 
 def _resolve_time(
@@ -489,20 +519,17 @@ def _resolve_time(
     """
     if ev is None:
         return None
-    ev = _with_time_columns(ev)
-    # Work on the time columns alone: the subset passes below split, concatenate and
-    # re-sort rows, and dragging every message along cost ~7 s per GB.
+    # Work on the time columns alone, in file order, each step on only the rows it concerns:
+    # splitting rows into subsets, concatenating and re-sorting them held several copies of
+    # the columns at once and took ~6 s per GB. (Adding a column to the whole table, even
+    # the missing time columns as nulls, can make polars rewrite all of it: +2.5 GB per GB.)
     full = ev
-    ev = ev.select("_fid", *TIME_PARTS, "_syslog", "_age_s", "_outer_ts").with_row_index("_ord")
+    ev = ev.select(
+        "_fid", *(pl.col(c) if c in ev.columns else pl.lit(None, t).alias(c) for c, t in TIME_COLUMNS.items())
+    )
     # Syslog/journald time where the line itself has none.
-    ev = apply(
-        ev, pl.col("_mo").is_null() & pl.col("_syslog").is_not_null(), lambda d: d.with_columns(syslog_time_parts())
-    )
-    ev = apply(
-        ev,
-        pl.col("_outer_ts").is_null() & pl.col("_Y").is_not_null(),
-        lambda d: d.with_columns(_exact_time(tz).alias("_outer_ts")),
-    )
+    ev = _set_rows(ev, pl.col("_mo").is_null() & pl.col("_syslog").is_not_null(), syslog_time_parts())
+    ev = _set_rows(ev, pl.col("_outer_ts").is_null() & pl.col("_Y").is_not_null(), [_exact_time(tz).alias("_outer_ts")])
     # `_outer_ts` now holds every exact time. Reference per file: its own median exact
     # time, else its directory's, else an ancestor directory's.
     per_file = ev.group_by("_fid").agg(pl.col("_outer_ts").drop_nulls().median().alias("ref"))
@@ -516,7 +543,8 @@ def _resolve_time(
             if d in ("", "."):
                 break
             d = str(PurePosixPath(d).parent)
-    needs = ev.filter(pl.col("_outer_ts").is_null() & pl.col("_mo").is_not_null())["_fid"].unique().to_list()
+    yearless = pl.col("_outer_ts").is_null() & pl.col("_mo").is_not_null()
+    needs = ev.filter(yearless)["_fid"].unique().to_list()
     refs: dict[int, datetime] = {}
     fallback_year: dict[int, int] = {}
     for fid in needs:
@@ -538,24 +566,14 @@ def _resolve_time(
                 f"{metas[fid].rel}: no year in its timestamps and no dated log beside it; assumed {y} from the file's "
                 "modification time (pass --year to set it)"
             )
-    ev = apply(
-        ev,
-        pl.col("_outer_ts").is_null() & pl.col("_mo").is_not_null(),
-        lambda d: _infer_year(d, refs, fallback_year, tz),
-    )
+    ev = _set_rows(ev, yearless, [_infer_year(refs, fallback_year, tz).alias("_inf")])
     if captured_at is not None:
-        rel = pl.lit(captured_at).cast(pl.Datetime("us", "UTC")) - pl.duration(
-            microseconds=(pl.col("_age_s") * 1e6).cast(pl.Int64)
-        )
-        ev = apply(
-            ev,
-            pl.col("_outer_ts").is_null() & pl.col("_age_s").is_not_null(),
-            lambda d: d.with_columns(rel.alias("_rel")),
-        )
+        age = pl.duration(microseconds=(pl.col("_age_s") * 1e6).cast(pl.Int64))
+        relative = pl.lit(captured_at).cast(pl.Datetime("us", "UTC")) - age
+        ev = _set_rows(ev, pl.col("_outer_ts").is_null() & pl.col("_age_s").is_not_null(), [relative.alias("_rel")])
     for c, t in (("_inf", pl.Datetime("us", "UTC")), ("_rel", pl.Datetime("us", "UTC"))):
         if c not in ev.columns:
             ev = ev.with_columns(pl.lit(None, t).alias(c))
-    ev = ev.sort("_ord").drop("_ord")
     quality = (
         pl.when(pl.col("_outer_ts").is_not_null())
         .then(pl.lit("exact"))
@@ -589,6 +607,19 @@ TIME_COLUMNS: dict[str, pl.DataType] = {
 relative age, the wrapper's exact time. A batch has only the columns its formats produced."""
 
 
+def _set_rows(df: pl.DataFrame, rows: pl.Expr, exprs: list[pl.Expr]) -> pl.DataFrame:
+    """`df` with `exprs` evaluated on the rows where `rows` holds, in file order, and written
+    there; other rows keep their values (null in a new column). Row order never changes."""
+    at = df.select(pl.arg_where(rows.fill_null(False))).to_series()
+    if at.len() == 0:
+        return df
+    sub = df[at].select(exprs)
+    base = {
+        c: df[c] if c in df.columns else pl.repeat(None, df.height, dtype=t, eager=True) for c, t in sub.schema.items()
+    }
+    return df.with_columns(base[c].clone().scatter(at, sub[c]).alias(c) for c in sub.columns)
+
+
 def _with_time_columns(ev: pl.DataFrame) -> pl.DataFrame:
     """`ev` with every `TIME_COLUMNS` column, missing ones as nulls."""
     missing = [pl.lit(None, t).alias(c) for c, t in TIME_COLUMNS.items() if c not in ev.columns]
@@ -600,19 +631,14 @@ def _exact_time(tz: str) -> pl.Expr:
     return pl.coalesce(pl.col("_outer_ts"), _local_to_utc(pl.col("_Y"), tz))
 
 
-def _infer_year(d: pl.DataFrame, refs: dict[int, datetime], fallback_year: dict[int, int], tz: str) -> pl.DataFrame:
-    """Year for month/day/time rows: the one closest to the file's reference, or --year with rollover."""
-    ref_df = pl.DataFrame(
-        {"_fid": list(refs), "_ref": list(refs.values())}, schema={"_fid": pl.UInt32, "_ref": pl.Datetime("us", "UTC")}
-    )
-    fy_df = pl.DataFrame(
-        {"_fid": list(fallback_year), "_fy": list(fallback_year.values())}, schema={"_fid": pl.UInt32, "_fy": pl.Int32}
-    )
-    d = d.sort("_ord").join(ref_df, on="_fid", how="left").join(fy_df, on="_fid", how="left")
-    ref_year = pl.col("_ref").dt.year().cast(pl.Int32)
+def _infer_year(refs: dict[int, datetime], fallback_year: dict[int, int], tz: str) -> pl.Expr:
+    """Time for month/day/time rows (only those, in file order): in the year closest to the
+    file's reference, or in --year with rollover."""
+    ref = pl.col("_fid").replace_strict(refs, default=None, return_dtype=pl.Datetime("us", "UTC"))
+    ref_year = ref.dt.year().cast(pl.Int32)
     cands = [_local_to_utc(ref_year + k, tz) for k in (-1, 0, 1)]
     far = pl.duration(days=99999)
-    dist = [(c - pl.col("_ref")).abs().fill_null(far) for c in cands]
+    dist = [(c - ref).abs().fill_null(far) for c in cands]
     closest = (
         pl.when(dist[1] <= pl.min_horizontal(dist[0], dist[2]))
         .then(cands[1])
@@ -624,9 +650,8 @@ def _infer_year(d: pl.DataFrame, refs: dict[int, datetime], fallback_year: dict[
     rollover = (
         (pl.col("_mo") < pl.col("_mo").shift(1).over("_fid") - 6).fill_null(False).cast(pl.Int32).cum_sum().over("_fid")
     )
-    with_year = _local_to_utc(pl.col("_fy") + rollover, tz)
-    inferred = pl.when(pl.col("_ref").is_not_null()).then(closest).otherwise(with_year)
-    return d.with_columns(inferred.alias("_inf")).drop("_ref", "_fy")
+    fallback = pl.col("_fid").replace_strict(fallback_year, default=None, return_dtype=pl.Int32)
+    return pl.when(ref.is_not_null()).then(closest).otherwise(_local_to_utc(fallback + rollover, tz))
 
 
 def _local_to_utc(year: pl.Expr, tz: str) -> pl.Expr:
@@ -651,11 +676,11 @@ def _account(
 ) -> list[FileReport]:
     stats: dict[int, dict] = {}
     if ev is not None:
-        # A batch of event documents alone has no wrapper columns.
-        ev = ev.with_columns(pl.lit(None, pl.String).alias(s.STREAM)) if s.STREAM not in ev.columns else ev
         # Only the narrow columns counted here: every filter below copies what it is given.
         wanted = ("_fid", s.SOURCE, "_drop", "_extra", "_nfold", "_outer_ts", s.STREAM, "_syslog", "_journal")
         ev = ev.select(c for c in wanted if c in ev.columns)
+        # A batch of event documents alone has no wrapper columns.
+        ev = ev.with_columns(pl.lit(None, pl.String).alias(s.STREAM)) if s.STREAM not in ev.columns else ev
         agg = (
             ev.filter(~pl.col("_extra").fill_null(False))
             .group_by("_fid")

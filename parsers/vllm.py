@@ -162,7 +162,8 @@ def metrics(events: pl.DataFrame) -> pl.DataFrame:
     because each release adds or drops optional parts (Deferred, Preemptions, Corrupted).
     Idle engines log this line at DEBUG only, so a gap in the series is not a dead engine.
     """
-    src = events.filter(
+    # Narrow first: a filter copies every column it is given, and the events are wide.
+    src = events.select(s.TS, s.TS_QUALITY, s.HOST, s.POD, s.FILE, s.LINE, s.PROCESS, s.SOURCE, s.MESSAGE).filter(
         (pl.col(s.SOURCE) == "vllm")
         & (
             pl.col(s.MESSAGE).str.contains(METRICS_PROBE, literal=True)
@@ -215,11 +216,16 @@ def metrics(events: pl.DataFrame) -> pl.DataFrame:
         parts.append(
             _metric_columns(rest, extract, v0_gpu, msg.str.extract(PREFIX_V0, 2).cast(pl.Float64, strict=False))
         )
-    wide = pl.concat(parts).drop(s.MESSAGE)
-    long = wide.unpivot(
-        index=[s.TS, s.TS_QUALITY, s.HOST, s.POD, s.ENGINE, s.FILE, s.LINE],
-        on=[*_PAIRS, "cpu_prefix_cache_hit_rate"],
-        variable_name=s.METRIC,
-        value_name=s.VALUE,
-    ).drop_nulls(s.VALUE)
+    wide = pl.concat(parts).drop(s.MESSAGE).with_row_index("_r")
+    # Unpivot the numbers alone and gather the row's other columns for the values present:
+    # a line has a few of the metrics, and repeating its strings for every absent one first
+    # cost more memory than the whole table.
+    values = (
+        wide.select("_r", *_PAIRS, "cpu_prefix_cache_hit_rate")
+        .unpivot(index="_r", variable_name=s.METRIC, value_name=s.VALUE)
+        .drop_nulls(s.VALUE)
+    )
+    long = wide.select(s.TS, s.TS_QUALITY, s.HOST, s.POD, s.ENGINE, s.FILE, s.LINE)[values["_r"]].hstack(
+        values.select(s.METRIC, s.VALUE)
+    )
     return s.conform(long.sort(s.FILE, s.LINE, s.METRIC), s.METRIC_DTYPES)

@@ -352,6 +352,21 @@ def test_year_rolls_over_within_a_file_with_only_year_option(tmp_path):
     assert [t.year for t in ev[s.TS]] == [2024, 2025]
 
 
+def test_year_rollover_compares_with_the_previous_dated_line_across_untimed_ones(tmp_path):
+    access = 'INFO:     10.0.0.1:1 - "GET /health HTTP/1.1" 200 OK\n'
+    write(
+        tmp_path / "b.log",
+        "INFO 12-31 23:59:50 [x.py:1] before\n" + access + "INFO 01-01 00:00:10 [x.py:1] after\n" + access,
+    )
+    ev = ingest(tmp_path, year=2024).events
+    assert [(t.year, q) for t, q in zip(ev[s.TS], ev[s.TS_QUALITY], strict=True)] == [
+        (2024, "inferred-year"),
+        (2024, "inherited"),
+        (2025, "inferred-year"),
+        (2025, "inherited"),
+    ]
+
+
 def test_tz_option_converts_local_time_formats_to_utc(tmp_path):
     write(tmp_path / "v.log", "INFO 03-02 10:00:00 [x.py:1] local\n")
     ev = ingest(tmp_path, year=2025, tz="Europe/Berlin").events
@@ -602,6 +617,28 @@ def test_a_directory_holding_only_an_event_document_is_ingested(tmp_path):
     assert r.unparsed == 0 and r.lines == r.parsed
     assert r.files[0].wrapper == "k8s-events-json"
     assert set(r.events["source"]) == {"k8s-event"}
+
+
+@pytest.mark.parametrize("batch_files", [1, 4000])
+def test_event_documents_take_their_place_in_file_order_between_batches(tmp_path, monkeypatch, batch_files):
+    # Event documents are parsed whole, apart from the line batches, and put back among
+    # them by file id; with a batch per file the places fall between and after batches.
+    import forensics.ingestion
+
+    monkeypatch.setattr(forensics.ingestion, "BATCH_FILES", batch_files)
+    events = (DATA / "incident" / "events.json").read_text()
+    line = "2025-07-28T06:41:2{n}.000000Z INFO 07-28 06:41:2{n} [x.py:1] file {name} line {n}\n"
+    for name in ("a", "c", "e"):
+        write(tmp_path / f"{name}.log", "".join(line.format(n=n, name=name) for n in range(3)))
+    write(tmp_path / "b-events.json", events)
+    write(tmp_path / "d-events.json", events)
+    write(tmp_path / "f-events.json", events)
+    ev = ingest(tmp_path).events
+    order = list(zip(ev[s.FILE], ev[s.LINE], strict=True))
+    assert order == sorted(order)
+    assert [f for f, _ in order if f.endswith(".log")] == ["a.log"] * 3 + ["c.log"] * 3 + ["e.log"] * 3
+    assert {f for f, _ in order} == {"a.log", "b-events.json", "c.log", "d-events.json", "e.log", "f-events.json"}
+    assert ev.n_chunks() == 1
 
 
 def test_host_logs_from_journalctl_json_short_iso_and_dmesg_are_timed_kernel_and_kubelet_events(tmp_path):
