@@ -802,8 +802,9 @@ def _finish(ev: pl.DataFrame | None, metas: list[_Meta]) -> pl.DataFrame:
         if c not in ev.columns:
             ev = ev.with_columns(pl.lit(None, t).alias(c))
     for c in s.EVENT_COLUMNS:
-        if c not in ev.columns:
-            ev = ev.with_columns(pl.lit(None, s.EVENT_DTYPES[c]).alias(c))
+        if c not in ev.columns:  # as text until `conform`: the steps below read some of them as text
+            t = s.EVENT_DTYPES[c]
+            ev = ev.with_columns(pl.lit(None, pl.String if t == pl.Categorical else t).alias(c))
     dump = {
         c: pl.col(c).forward_fill().over("_fid").replace("", None) for c in ("_dump_pod", "_dump_ns", "_dump_container")
     }
