@@ -442,7 +442,10 @@ def _slim(ev: pl.DataFrame) -> pl.DataFrame:
     the last is parsed, and a string column costs 16 bytes a row even when null (~0.9 GB of
     all-null working columns at 1 GB of service logs)."""
     nulls = ev.null_count().row(0, named=True)
-    return ev.drop(c for c in ev.columns if c in PARSE_ONLY or (c not in READ_WHEN_NULL and nulls[c] == ev.height))
+    ev = ev.drop(c for c in ev.columns if c in PARSE_ONLY or (c not in READ_WHEN_NULL and nulls[c] == ev.height))
+    return ev.with_columns(
+        pl.col(c).cast(pl.Categorical) for c in ev.columns if s.EVENT_DTYPES.get(c) == pl.Categorical
+    )
 
 
 def _assemble(batches: list[pl.DataFrame], doc_rows: list[dict], metas: list[_Meta]) -> pl.DataFrame | None:
@@ -828,9 +831,11 @@ def _finish(ev: pl.DataFrame | None, metas: list[_Meta]) -> pl.DataFrame:
         pl.coalesce(
             pl.col(s.POD), pl.col("_wpod"), pl.col("_dump_pod"), pl.when(container_log).then(pl.col("_hpod"))
         ).alias(s.POD),
-        pl.coalesce(pl.col(s.NAMESPACE), pl.col("_wns"), pl.col("_dump_ns"), pl.col("_hns")).alias(s.NAMESPACE),
+        pl.coalesce(pl.col(s.NAMESPACE).cast(pl.String), pl.col("_wns"), pl.col("_dump_ns"), pl.col("_hns")).alias(
+            s.NAMESPACE
+        ),
         pl.coalesce(
-            pl.col(s.CONTAINER),
+            pl.col(s.CONTAINER).cast(pl.String),
             pl.col("_wcont"),
             pl.col("_dump_container"),
             pl.when(container_log).then(pl.col("_hcont")),
@@ -838,7 +843,7 @@ def _finish(ev: pl.DataFrame | None, metas: list[_Meta]) -> pl.DataFrame:
         pl.coalesce(
             pl.col("_rank").cast(pl.Int32, strict=False),
             pl.col("_line_rank"),
-            pl.col(s.PROCESS).str.extract(r"rank=(\d+)", 1).cast(pl.Int32, strict=False),
+            pl.col(s.PROCESS).cast(pl.String).str.extract(r"rank=(\d+)", 1).cast(pl.Int32, strict=False),
         ).alias(s.RANK),
         pl.col("_pid").cast(pl.Int64, strict=False).alias(s.PID),
         pl.col(s.MESSAGE).fill_null(""),

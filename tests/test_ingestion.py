@@ -975,3 +975,23 @@ def test_an_encrypted_zip_and_a_tarball_corrupt_in_the_middle_are_reported_not_d
     reasons = {k.file: k.reason for k in r.skipped}
     assert "encrypted" in reasons["locked.zip"]
     assert reasons["bundle.tar.gz"].startswith("damaged tar.gz archive")
+
+
+def test_events_parquet_is_byte_identical_whatever_categories_the_process_saw_before(tmp_path):
+    # Categorical columns share process-wide category ids, assigned in order of first sight:
+    # the file written must not depend on what else the process cast before.
+    import subprocess
+    import sys
+
+    write(tmp_path / "logs" / "v.log", "INFO 03-02 10:00:00 [x.py:1] a\nERROR 03-02 10:00:01 [y.py:2] b\n")
+    run = (
+        "import sys, polars as pl; from pathlib import Path; from forensics import ingest; "
+        "from forensics.ingestion import write_tables; "
+        "pl.Series(sys.argv[3:], dtype=pl.String).cast(pl.Categorical); "
+        "write_tables(ingest(Path(sys.argv[1]), year=2025), Path(sys.argv[2]))"
+    )
+    seen = ["zzz", "y.py", "inferred-year", "ERROR", "x.py", "INFO"]
+    for out, first in (("a", []), ("b", seen), ("c", seen[::-1])):
+        subprocess.run([sys.executable, "-c", run, str(tmp_path / "logs"), str(tmp_path / out), *first], check=True)
+    files = {(tmp_path / out / "events.parquet").read_bytes() for out in "abc"}
+    assert len(files) == 1
