@@ -216,16 +216,24 @@ def metrics(events: pl.DataFrame) -> pl.DataFrame:
         parts.append(
             _metric_columns(rest, extract, v0_gpu, msg.str.extract(PREFIX_V0, 2).cast(pl.Float64, strict=False))
         )
-    wide = pl.concat(parts).drop(s.MESSAGE).with_row_index("_r")
-    # Unpivot the numbers alone and gather the row's other columns for the values present:
-    # a line has a few of the metrics, and repeating its strings for every absent one first
-    # cost more memory than the whole table.
+    # Rows in (file, line, metric) order, sorted on ranks rather than on the strings, and the
+    # numbers unpivoted alone: the line's other columns are gathered once, for the values
+    # present (a line has a few of the metrics; repeating its strings for every absent one
+    # cost more memory than the whole table, and sorting millions of rows on strings ~1.5 s
+    # per GB of logs).
+    wide = pl.concat(parts).drop(s.MESSAGE)
+    wide = wide.sort(_ranked(wide, s.FILE), s.LINE, maintain_order=True).with_row_index("_r")
     values = (
         wide.select("_r", *_PAIRS, "cpu_prefix_cache_hit_rate")
         .unpivot(index="_r", variable_name=s.METRIC, value_name=s.VALUE)
         .drop_nulls(s.VALUE)
     )
-    long = wide.select(s.TS, s.TS_QUALITY, s.HOST, s.POD, s.ENGINE, s.FILE, s.LINE)[values["_r"]].hstack(
-        values.select(s.METRIC, s.VALUE)
-    )
-    return s.conform(long.sort(s.FILE, s.LINE, s.METRIC), s.METRIC_DTYPES)
+    values = values.sort("_r", _ranked(values, s.METRIC), maintain_order=True)
+    long = wide.select(s.TS, s.TS_QUALITY, s.HOST, s.POD, s.ENGINE, s.FILE, s.LINE)[values["_r"]]
+    return s.conform(long.hstack(values.select(s.METRIC, s.VALUE)), s.METRIC_DTYPES)
+
+
+def _ranked(df: pl.DataFrame, column: str) -> pl.Expr:
+    """`column`'s place in the sorted order of its few distinct values (a cheap sort key)."""
+    rank = {v: i for i, v in enumerate(sorted(df[column].unique().drop_nulls()))}
+    return pl.col(column).replace_strict(rank, default=None, return_dtype=pl.UInt32)

@@ -995,3 +995,18 @@ def test_events_parquet_is_byte_identical_whatever_categories_the_process_saw_be
         subprocess.run([sys.executable, "-c", run, str(tmp_path / "logs"), str(tmp_path / out), *first], check=True)
     files = {(tmp_path / out / "events.parquet").read_bytes() for out in "abc"}
     assert len(files) == 1
+
+
+def test_a_worker_named_with_its_rank_gives_the_rank_column(tmp_path):
+    write(
+        tmp_path / "v.log",
+        "(VllmWorker rank=1 pid=265) INFO 03-02 10:00:00 [x.py:1] loading weights\n"
+        "(VllmWorker rank=12 pid=266) INFO 03-02 10:00:00 [x.py:1] loading weights\n"
+        "(APIServer pid=264) INFO 03-02 10:00:01 [y.py:2] serving\n",
+    )
+    ev = ingest(tmp_path, year=2025).events
+    assert ev.select(s.PROCESS, s.RANK, s.PID).rows() == [
+        ("VllmWorker rank=1", 1, 265),
+        ("VllmWorker rank=12", 12, 266),
+        ("APIServer", None, 264),
+    ]
