@@ -337,7 +337,7 @@ def reference_times(files: list[_files.InputFile], tz: str = "UTC") -> dict[str,
         return refs
     # One parse for all heads: a parse has a fixed cost (~0.1 s) that dwarfs a small file.
     ev = _parse_batch(batch)
-    per = _with_time_columns(ev).group_by("_fid").agg(_exact_time(tz).drop_nulls().median().alias("ref"))
+    per = _time_columns(ev).group_by("_fid").agg(_exact_time(tz).drop_nulls().median().alias("ref"))
     for fid, ref in per.iter_rows():
         if ref is not None:
             refs[batch_rels[fid]] = ref
@@ -537,12 +537,9 @@ def _resolve_time(
         return None
     # Work on the time columns alone, in file order, each step on only the rows it concerns:
     # splitting rows into subsets, concatenating and re-sorting them held several copies of
-    # the columns at once and took ~6 s per GB. (Adding a column to the whole table, even
-    # the missing time columns as nulls, can make polars rewrite all of it: +2.5 GB per GB.)
+    # the columns at once and took ~6 s per GB.
     full = ev
-    ev = ev.select(
-        "_fid", *(pl.col(c) if c in ev.columns else pl.lit(None, t).alias(c) for c, t in TIME_COLUMNS.items())
-    )
+    ev = _time_columns(ev)
     # Syslog/journald time where the line itself has none.
     ev = _set_rows(ev, pl.col("_mo").is_null() & pl.col("_syslog").is_not_null(), syslog_time_parts())
     ev = _set_rows(ev, pl.col("_outer_ts").is_null() & pl.col("_Y").is_not_null(), [_exact_time(tz).alias("_outer_ts")])
@@ -636,10 +633,12 @@ def _set_rows(df: pl.DataFrame, rows: pl.Expr, exprs: list[pl.Expr]) -> pl.DataF
     return df.with_columns(base[c].clone().scatter(at, sub[c]).alias(c) for c in sub.columns)
 
 
-def _with_time_columns(ev: pl.DataFrame) -> pl.DataFrame:
-    """`ev` with every `TIME_COLUMNS` column, missing ones as nulls."""
-    missing = [pl.lit(None, t).alias(c) for c, t in TIME_COLUMNS.items() if c not in ev.columns]
-    return ev.with_columns(missing) if missing else ev
+def _time_columns(ev: pl.DataFrame) -> pl.DataFrame:
+    """The file id and every `TIME_COLUMNS` column of `ev`, missing ones as nulls (selected
+    first: adding even a null column to the whole table copies what it is added to)."""
+    return ev.select(
+        "_fid", *(pl.col(c) if c in ev.columns else pl.lit(None, t).alias(c) for c, t in TIME_COLUMNS.items())
+    )
 
 
 def _exact_time(tz: str) -> pl.Expr:
