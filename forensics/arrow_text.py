@@ -2,11 +2,14 @@
 
 Polars columns are Arrow string views; a numba loop given each row's (buffer, start,
 length) and the buffers' addresses reads any row's bytes without a copy or a Python
-object per row. Used by the dedup key (`forensics.dedup`) and the fold scan
-(`parsers.folding`).
+object per row. Used by the dedup key (`forensics.dedup`), the fold scan
+(`parsers.folding`), the ingest fast lane (`parsers.fastlane`) and the metrics scan
+(`parsers.metric_scan`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import polars as pl
@@ -51,6 +54,19 @@ def strings(col: pl.Series) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, n
     address = np.array([b.address if b is not None else 0 for b in bufs], dtype=np.int64)
     size = np.array([b.size if b is not None else 0 for b in bufs], dtype=np.int64)
     return [arr, bufs], address, size, buf, start, length
+
+
+def scan_chunks(col: pl.Series, scan: Callable[..., tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+    """`scan(rows, address, size, buf, start, length)` on each chunk of `col` in turn (`rows`:
+    the chunk's slice of the column), its arrays joined. A chunk at a time because joining
+    the chunks (a parse batch has one per file) would copy the text."""
+    parts, at = [], 0
+    for chunk in col.get_chunks():
+        alive, *where = strings(chunk)
+        parts.append(scan(slice(at, at + len(chunk)), *where))
+        del alive  # the bytes were read by address: keep them until here
+        at += len(chunk)
+    return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))
 
 
 @intrinsic

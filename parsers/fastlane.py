@@ -29,7 +29,7 @@ import polars as pl
 from numba import njit
 
 from forensics import schema as s
-from forensics.arrow_text import bytes_at, strings
+from forensics.arrow_text import bytes_at, scan_chunks
 from parsers import wrappers
 from parsers._common import LEVEL_WORDS, no_time
 
@@ -160,16 +160,9 @@ def classify(body: pl.Series, file: np.ndarray) -> tuple[np.ndarray, ...]:
     """`_classify` over a string column in file order (`file`: a key per row, equal for the rows of
     one file segment): (lane, stamp µs, has stamp, stamp valid, process start and end, pid start
     and end, the field table, CRI stream), offsets in characters (all in the line's ASCII head)."""
-    parts = []
-    at = 0
-    # Chunk by chunk: a batch's lines are one chunk per file, and joining them would copy the text.
-    for chunk in body.get_chunks():
-        alive, addr, size, buf, start, length = strings(chunk)
-        keys = file[at : at + len(chunk)]
-        parts.append(_classify(addr, size, buf, start, length, keys, LEVELS, UVICORN_LEVELS, VERBS, _CLASS, _ACROSS))
-        del alive  # the bytes were read by address: keep them until here
-        at += len(chunk)
-    return tuple(np.concatenate([p[i] for p in parts]) for i in range(10))
+    return scan_chunks(
+        body, lambda rows, *where: _classify(*where, file[rows], LEVELS, UVICORN_LEVELS, VERBS, _CLASS, _ACROSS)
+    )
 
 
 @njit(cache=True)

@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 from numba import njit
 
-from forensics.arrow_text import bytes_at, strings
+from forensics.arrow_text import bytes_at, scan_chunks
 
 DIGITS, NUMBER = 0, 1
 """Value shapes: `\\d+`, `[\\d.]+`."""
@@ -67,12 +67,9 @@ V0 = tuple(np.frombuffer(b, np.uint8).copy() for b in V0_PREFIX)
 def spans(messages: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(start, end) per message and metric of `NAMES` plus the two V0 prefix numbers (-1: no
     match), and per message whether the scan was sure (False: use the regexes)."""
-    parts = []
-    for chunk in messages.get_chunks():
-        alive, addr, size, buf, start, length = strings(chunk)
-        parts.append(_scan(addr, size, buf, start, length, KEYS, UNITS, META, OWNER, len(NAMES), PREFIX_INDEX, *V0))
-        del alive  # the bytes were read by address: keep them until here
-    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+    return scan_chunks(
+        messages, lambda _rows, *where: _scan(*where, KEYS, UNITS, META, OWNER, len(NAMES), PREFIX_INDEX, *V0)
+    )
 
 
 @njit(cache=True)
