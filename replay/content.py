@@ -12,7 +12,6 @@ block content with these values, so their results, numerics included, are identi
 from __future__ import annotations
 
 import hashlib
-import itertools
 
 import numpy as np
 from numba import njit
@@ -76,21 +75,15 @@ def _chains(ids, ids_start, prompt, per, rid, block_size):  # pragma: no cover -
     return start, out
 
 
-def chain_hashes_batch(requests, block_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Chained hashes of every request's full prompt blocks, as CSR (`start`, `hashes`).
+def chain_hashes(cols, block_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Chained hashes of every request's full prompt blocks (`cols`: `replay.traces.Columns`), as CSR (`start`, `hashes`).
 
     Trace prefix ids cover `trace_block_tokens` tokens each (512 for Mooncake), so with
     16-token blocks one id names 32 consecutive blocks; two requests share a block's hash
     exactly when they share the whole prefix up to and including it.
     """
-    lens = np.fromiter((len(r.prefix_ids) for r in requests), np.int64, len(requests))
-    ids_start = np.zeros(len(requests) + 1, np.int64)
-    np.cumsum(lens, out=ids_start[1:])
-    ids = np.fromiter(itertools.chain.from_iterable(r.prefix_ids for r in requests), np.int64, int(ids_start[-1]))
-    prompt = np.fromiter((r.prompt_tokens for r in requests), np.int64, len(requests))
-    per = np.fromiter((max(1, r.trace_block_tokens // block_size) for r in requests), np.int64, len(requests))
-    rid = np.fromiter((r.rid for r in requests), np.int64, len(requests))
-    return _chains(ids, ids_start, prompt, per, rid, block_size)
+    per = np.maximum(1, cols.trace_block_tokens // block_size)
+    return _chains(cols.ids, cols.ids_start, cols.prompt_tokens, per, cols.rid, block_size)
 
 
 def content_key(tag: int) -> int:

@@ -50,7 +50,8 @@ from replay.block_pool import (
     VIOLATIONS,
     check_pool_size,
 )
-from replay.content import TAG_NONE, chain_hashes_batch, content_key, foreign_tag_nb, private_tag_nb
+from replay.content import TAG_NONE, chain_hashes, content_key, foreign_tag_nb, private_tag_nb
+from replay.traces import columns
 
 LRU, EVICT_LIVE, FLOOR_BLOCKS, STALE_HASH, DOUBLE_FREE_POLICY, SLOT_OFF_BY_ONE = range(6)
 CODES: dict[type, int] = {
@@ -934,12 +935,9 @@ def simulate(requests, policy, cfg):
     if not supports(policy):
         raise ValueError(f"{type(policy).__name__} is not a built-in policy: run it on replay.scheduler")
     check_pool_size(cfg.num_blocks)
-    reqs = sorted(requests, key=lambda r: (r.arrival_s, r.rid))
-    hstart, hashes = chain_hashes_batch(reqs, cfg.block_size)
-    arrival = np.fromiter((r.arrival_s for r in reqs), np.float64, len(reqs))
-    rid = np.fromiter((r.rid for r in reqs), np.int64, len(reqs))
-    prompt = np.fromiter((r.prompt_tokens for r in reqs), np.int64, len(reqs))
-    output = np.fromiter((r.output_tokens for r in reqs), np.int64, len(reqs))
+    cols = columns(requests).in_arrival_order()
+    hstart, hashes = chain_hashes(cols, cfg.block_size)
+    arrival, rid, prompt, output = cols.arrival_s, cols.rid, cols.prompt_tokens, cols.output_tokens
     max_tlen = int(-(-(prompt + output).max(initial=1) // cfg.block_size)) + 1
     max_tlen = min(max_tlen, cfg.num_blocks + 1)
     st, ft, viol, first_tok, finish, m_len, m_start, m_held, m_want = _run(
@@ -962,9 +960,7 @@ def simulate(requests, policy, cfg):
         _table_capacity(hashes, cfg.num_blocks, CODES[type(policy)]),
         cfg.stall_steps,
     )
-    ended = np.flatnonzero(~np.isnan(finish))
-    firsts = [None if math.isnan(x) else x for x in first_tok[ended].tolist()]
-    done = list(zip(arrival[ended].tolist(), firsts, finish[ended].tolist(), output[ended].tolist(), strict=True))
+    ended = ~np.isnan(finish)
     first = None
     if st[FIRST_SET]:
         first = {
@@ -979,8 +975,12 @@ def simulate(requests, policy, cfg):
         for c, a, b, x in viol[: min(int(st[N_VIOL]), KEPT_VIOLATIONS)]
     ]
     res = summarize(
-        requests,
-        done,
+        len(requests),
+        float(arrival[0]) if len(arrival) else 0.0,
+        arrival[ended],
+        first_tok[ended],
+        finish[ended],
+        output[ended],
         corrupted=int(st[N_CORRUPT]),
         first_corruption=first,
         violations=int(st[N_VIOL]),

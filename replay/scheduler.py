@@ -21,9 +21,11 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from replay.block_pool import NULL_WRITE, Block, BlockPool
-from replay.content import chain_hashes_batch, content_key, foreign_tag, private_tag
-from replay.traces import Request
+from replay.content import chain_hashes, content_key, foreign_tag, private_tag
+from replay.traces import Request, columns
 
 OVERWRITTEN, STALE_HIT, PAST_TABLE = 0, 1, 2
 HOW = (
@@ -113,7 +115,7 @@ def simulate_reference(requests: list[Request], policy, cfg: Config) -> Result:
     B = cfg.block_size
     owners: dict[int, dict[int, int]] = {}
     """block id -> {request id: table index} of live requests referencing it."""
-    start, flat = chain_hashes_batch(requests, B)
+    start, flat = chain_hashes(columns(requests), B)
     hashes = {r.rid: flat[start[k] : start[k + 1]].tolist() for k, r in enumerate(requests)}
     pending = [(r.arrival_s, r.rid, r) for r in requests]
     heapq.heapify(pending)
@@ -324,8 +326,12 @@ def simulate_reference(requests: list[Request], policy, cfg: Config) -> Result:
                     refs[b.block_id] = refs.get(b.block_id, 0) + 1
             pool.check(refs)
     res = summarize(
-        requests,
-        [(q.r.arrival_s, q.first_token_s, q.finish_s, q.r.output_tokens) for q in done],
+        len(requests),
+        min((r.arrival_s for r in requests), default=0.0),
+        np.array([q.r.arrival_s for q in done], np.float64),
+        np.array([math.nan if q.first_token_s is None else q.first_token_s for q in done], np.float64),
+        np.array([q.finish_s for q in done], np.float64),
+        np.array([q.r.output_tokens for q in done], np.int64),
         corrupted=len(state["corrupted"]),
         first_corruption=state["first"],
         violations=pool.num_violations,
@@ -342,20 +348,24 @@ def simulate_reference(requests: list[Request], policy, cfg: Config) -> Result:
     return res
 
 
-def _pct(xs: list[float]) -> dict:
-    if not xs:
+def _pct(xs: np.ndarray) -> dict:
+    if not len(xs):
         return {"p50": None, "p90": None, "p99": None}
-    xs = sorted(xs)
+    xs = np.sort(xs)
 
     def p(q: float) -> float:
-        return round(xs[min(len(xs) - 1, int(math.ceil(q * len(xs))) - 1)], 6)
+        return round(float(xs[min(len(xs) - 1, int(math.ceil(q * len(xs))) - 1)]), 6)
 
     return {"p50": p(0.5), "p90": p(0.9), "p99": p(0.99)}
 
 
 def summarize(
-    requests: list[Request],
-    done: list[tuple[float, float | None, float, int]],
+    n_requests: int,
+    start_s: float,
+    arrival: np.ndarray,
+    first_token: np.ndarray,
+    finish: np.ndarray,
+    output: np.ndarray,
     *,
     corrupted: int,
     first_corruption: dict | None,
@@ -369,15 +379,17 @@ def summarize(
     block_ops: int,
     stalled: bool,
 ) -> Result:
-    """A `Result` from the finished requests' (arrival, first token, finish, output tokens) and the run's counters."""
-    ttft = [ft - arr for arr, ft, _, _ in done if ft is not None]
-    e2e = [fin - arr for arr, _, fin, _ in done]
-    tpot = [(fin - ft) / max(1, out - 1) for _, ft, fin, out in done if ft is not None]
-    out_tokens = sum(out for *_, out in done)
-    span = t - (requests[0].arrival_s if requests else 0.0)
+    """A `Result` from the finished requests (arrival, first token or NaN, finish, output tokens: one row
+    each, in any order) and the run's counters; `start_s`: the first arrival, where tokens/s counts from."""
+    sampled = ~np.isnan(first_token)
+    ttft = (first_token - arrival)[sampled]
+    e2e = finish - arrival
+    tpot = ((finish - first_token) / np.maximum(1, output - 1))[sampled]
+    out_tokens = int(output.sum())
+    span = t - start_s
     return Result(
-        requests=len(requests),
-        finished=len(done),
+        requests=n_requests,
+        finished=len(finish),
         corrupted_requests=corrupted,
         first_corruption=first_corruption,
         invariant_violations=violations,
