@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import frac_to_us, level_from_letter, no_time, to_i32, to_i64
+from parsers._common import extract_head, frac_to_us, level_from_letter, no_time, to_i32, to_i64
 
 DETECT_KLOG = r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ "
 KLOG = (
@@ -92,7 +92,7 @@ AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "y": 365 * 86400}
 def parse_klog(df: pl.DataFrame) -> pl.DataFrame:
     """Parse klog/glog lines. Source: `kubelet` (syslog ident or kubelet files), `torch` (.cpp), else `klog`."""
     m = pl.col("_m").struct.field
-    df = df.with_columns(pl.col("body").str.extract_groups(KLOG).alias("_m"))
+    df = extract_head(df, KLOG, "_m")
     f = m("file")
     source = (
         pl.when(m("msg").is_null())

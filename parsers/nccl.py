@@ -15,7 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import apply, frac_to_us, level_from_word, no_time, to_i32
+from parsers._common import apply, extract_head, frac_to_us, level_from_word, no_time, to_i32
 
 DETECT = r" NCCL (?:INFO|WARN|TRACE|CALL) |^NCCL version "
 PATTERN = (
@@ -63,7 +63,7 @@ def _parse_fast(df: pl.DataFrame) -> pl.DataFrame:
 
 def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
     m = pl.col("_m").struct.field
-    df = df.with_columns(pl.col("body").str.extract_groups(PATTERN).alias("_m"))
+    df = extract_head(df, PATTERN, "_m")
     ver = pl.col("body").str.extract(VERSION, 1)
     ok = m("msg").is_not_null() | ver.is_not_null()
     return df.with_columns(

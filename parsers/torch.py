@@ -14,7 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import level_from_letter, to_i32, to_i64
+from parsers._common import extract_head, level_from_letter, to_i32, to_i64
 
 DETECT = r"^\s?\[[FEWIV](?:\d{3,4} \d{2}:\d{2}:\d{2}\.\d+)? [\w.\-]+:\d+\] "
 PATTERN = (
@@ -34,7 +34,7 @@ PG_PREFIX = (
 def parse(df: pl.DataFrame) -> pl.DataFrame:
     """Parse c10 lines; adds rank (from the line), pg, and watchdog collective fields."""
     m = pl.col("_m").struct.field
-    df = df.with_columns(pl.col("body").str.extract_groups(PATTERN).alias("_m"))
+    df = extract_head(df, PATTERN, "_m")
     mmdd = to_i32(m("mmdd"))
     df = df.with_columns(
         pl.when(m("msg").is_not_null()).then(pl.lit("torch")).alias(s.SOURCE),

@@ -17,7 +17,7 @@ import polars as pl
 
 from forensics import schema as s
 from parsers import metric_scan
-from parsers._common import apply, frac_to_us, level_from_word, to_i32
+from parsers._common import apply, extract_head, frac_to_us, level_from_word, to_i32
 
 LEVEL_WORD = r"DEBUG|INFO|WARNING|ERROR|CRITICAL"
 DETECT = rf"^(?:\(VLLM\) )?(?:{LEVEL_WORD}) +\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}"
@@ -93,7 +93,7 @@ def _parse_fast(df: pl.DataFrame) -> pl.DataFrame:
 
 def _parse_regex(df: pl.DataFrame, pattern: str, custom: bool = False) -> pl.DataFrame:
     m = pl.col("_m").struct.field
-    df = df.with_columns(pl.col("body").str.extract_groups(pattern).alias("_m"))
+    df = extract_head(df, pattern, "_m")
     ok = m("msg").is_not_null()
     return df.with_columns(
         pl.when(ok).then(pl.lit("vllm")).alias(s.SOURCE),

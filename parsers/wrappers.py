@@ -20,7 +20,7 @@ import json
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import apply
+from parsers._common import apply, extract_head
 
 RFC3339_PROBE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}) "
 SYSLOG = (
@@ -299,8 +299,8 @@ def _peel_rfc3339(d: pl.DataFrame) -> pl.DataFrame:
 
 
 def _peel_syslog(d: pl.DataFrame) -> pl.DataFrame:
-    m = pl.col("body").str.extract_groups(SYSLOG).struct.field
-    head = pl.col("body").str.extract(SYSLOG, 0)
+    m = pl.col("_m").struct.field
+    d = extract_head(d, SYSLOG, "_m", rest="_rest")
     return d.with_columns(
         pl.concat_str(
             [m("mon"), m("day").str.zfill(2), m("H"), m("M"), m("S"), m("frac").fill_null("")], separator="|"
@@ -308,20 +308,20 @@ def _peel_syslog(d: pl.DataFrame) -> pl.DataFrame:
         m("host").alias(s.HOST),
         m("ident").alias(s.PROCESS),
         m("pid").alias("_pid"),
-        pl.col("body").str.slice(head.str.len_chars()).alias("body"),
-    )
+        pl.col("_rest").alias("body"),
+    ).drop("_m", "_rest")
 
 
 def _peel_journald_iso(d: pl.DataFrame) -> pl.DataFrame:
-    m = pl.col("body").str.extract_groups(SYSLOG_AFTER_ISO).struct.field
-    head = pl.col("body").str.extract(SYSLOG_AFTER_ISO, 0)
+    m = pl.col("_m").struct.field
+    d = extract_head(d, SYSLOG_AFTER_ISO, "_m", rest="_rest")
     return d.with_columns(
         m("host").alias(s.HOST),
         m("ident").alias(s.PROCESS),
         m("pid").alias("_pid"),
-        pl.col("body").str.slice(head.str.len_chars()).alias("body"),
+        pl.col("_rest").alias("body"),
         pl.lit("iso").alias("_journal"),
-    )
+    ).drop("_m", "_rest")
 
 
 EPOCH_MAX_S = 4e9

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from forensics import ingest
 from forensics import schema as s
-from parsers import pylog
+from parsers import k8s, nccl, pylog, torch, vllm, wrappers
+from parsers._common import extract_head
 from parsers.lines import parse_lines
 
 VALID_LINES = [
@@ -392,3 +393,59 @@ def test_metric_scan_leaves_non_ascii_messages_to_the_regexes():
 
     _, _, sure = metric_scan.spans(pl.Series(["Running: 3 reqs", "Running: ٣ reqs", "Waiting: 1 reqs — ok"]))
     assert sure.tolist() == [True, False, False]
+
+
+HEAD_PATTERNS = {
+    "klog": k8s.KLOG,
+    "nccl": nccl.PATTERN,
+    "torch": torch.PATTERN,
+    "vllm": vllm.PATTERN,
+    "syslog": wrappers.SYSLOG,
+    "journald-iso": wrappers.SYSLOG_AFTER_ISO,
+}
+HEAD_TEXT = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "I0302 08:00:20.934473    1450 kubelet.go:2455] ",
+                "E1012 22:31:22.267261 7 ProcessGroupNCCL.cpp:607] ",
+                "[E1012 22:31:22.267261276 ProcessGroupNCCL.cpp:607] ",
+                "[E ProcessGroupNCCL.cpp:475] ",
+                "vllm-1:2343:2381 [0] ",
+                "transport/net.cc:1302 ",
+                "[2025-03-02 08:00:00.123] ",
+                "NCCL WARN ",
+                "NCCL INFO",
+                "INFO 03-02 08:00:00 [loggers.py:123] ",
+                "WARNING 03-02 08:00:00 loggers.py:123] ",
+                "Mar  2 08:00:20 gpu-node-3 kubelet[1450]: ",
+                "Mar 02 08:00:20.123 gpu-node-3 kubelet: ",
+                "gpu-node-3 systemd[1]: ",
+                "message ",
+                "a:b] ",
+            ]
+        ),
+        st.text(alphabet=" :[]()0123456789٣\n\tINFOabc.-/_", max_size=6),
+    ),
+    max_size=5,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(HEAD_TEXT, min_size=1, max_size=12), st.sampled_from(sorted(HEAD_PATTERNS)))
+@example(["I0302 08:00:20.934473    1450 kubelet.go:2455] two\nlines", "I0302 08:00:20.934473 1 a.go:1] x"], "klog")
+@example(["Mar  2 08:00:20 gpu-node-٣ kubelet[1450]: body", "Mar 02 08:00:20 h k: "], "syslog")
+@example(["[E1012 22:31:22.٣67261276 ProcessGroupNCCL.cpp:607] ünïcode"], "torch")
+def test_capturing_from_the_matched_head_gives_the_groups_of_the_whole_line(texts, name):
+    # `extract_head` finds where the match ends, then captures groups from the head alone:
+    # every field (the rest-of-line group too) must be what the whole-line regex captures,
+    # including rows that do not match, nulls, and rests with a newline (where `.` stops).
+    pattern = HEAD_PATTERNS[name]
+    df = pl.DataFrame({"body": pl.Series([*texts, None], dtype=pl.String)})
+    want = df.select(pl.col("body").str.extract_groups(pattern).alias("m")).unnest("m")
+    got = extract_head(df, pattern, "m", rest="rest")
+    assert got.select("m").unnest("m").equals(want)
+    if not pattern.endswith("(?P<msg>.*)$"):  # a head: the rest is the text after it, null where none
+        head = df.select(pl.col("body").str.extract(pattern, 0)).to_series()
+        rest = [None if h is None else t[len(h) :] for t, h in zip(df["body"], head, strict=True)]
+        assert got["rest"].to_list() == rest
