@@ -56,15 +56,23 @@ def _parse_kv_fast(df: pl.DataFrame) -> pl.DataFrame:
     body = pl.col("body")
     after = body.str.slice(34)  # past `[date time,mmm] LMCache `
     colon = after.str.find(":", literal=True)  # the level word is ASCII: a byte offset is a char offset
-    text = after.str.slice(colon + 1).str.strip_chars_start()
-    tail = text.str.contains(KV_TAIL)
+    df = df.with_columns(
+        after.str.slice(colon + 1).str.strip_chars_start().alias("_text"),
+        after.str.slice(0, colon).alias("_lvl"),
+    )
+    text = pl.col("_text")
+    df = df.with_columns(text.str.replace(KV_TAIL, "").alias("_msg"))  # a DFA finds the tail; no captures
+    msg = pl.col("_msg")
+    tail = text.str.len_bytes() > msg.str.len_bytes()
+    # The tail ` (file.py:N:logger)`: the file ends at its first `:` (`[\w./\-]` has none).
+    file = text.str.tail(text.str.len_chars() - msg.str.len_chars()).str.slice(2).str.splitn(":", 2)
 
     def num(off: int, n: int) -> pl.Expr:
         return to_i32(body.str.slice(off, n))
 
     return df.with_columns(
         pl.lit("kv-store").alias(s.SOURCE),
-        level_from_word(after.str.slice(0, colon)).alias(s.LEVEL),
+        level_from_word(pl.col("_lvl")).alias(s.LEVEL),
         num(1, 4).alias("_Y"),
         num(6, 2).alias("_mo"),
         num(9, 2).alias("_d"),
@@ -72,9 +80,9 @@ def _parse_kv_fast(df: pl.DataFrame) -> pl.DataFrame:
         num(15, 2).alias("_M"),
         num(18, 2).alias("_S"),
         frac_to_us(body.str.slice(21, 3)).alias("_us"),
-        pl.when(tail).then(text.str.extract(r" \(([\w./\-]+\.py):\d+(?::[\w.]+)?\)\s*$", 1)).alias(s.COMPONENT),
-        pl.when(tail).then(text.str.replace(KV_TAIL, "")).otherwise(text.str.strip_chars_end()).alias(s.MESSAGE),
-    )
+        pl.when(tail).then(file.struct.field("field_0")).alias(s.COMPONENT),
+        pl.when(tail).then(msg).otherwise(text.str.strip_chars_end()).alias(s.MESSAGE),
+    ).drop("_text", "_lvl", "_msg")
 
 
 def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
