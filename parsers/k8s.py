@@ -144,7 +144,7 @@ def parse_table(df: pl.DataFrame) -> pl.DataFrame:
     """`kubectl get events` table rows (LAST SEEN TYPE REASON OBJECT MESSAGE)."""
     m = pl.col("_m").struct.field
     w = pl.col("_w").struct.field
-    df = df.with_columns(pl.col("body").str.extract_groups(TABLE).alias("_m"))
+    df = extract_head(df, TABLE, "_m")
     df = df.with_columns(m("msg").str.extract_groups(WIDE_TAIL).alias("_w"))
     wide = w("name").is_not_null()
     return df.with_columns(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import frac_to_us, level_from_letter, level_from_word, no_time, to_i32
+from parsers._common import extract_head, frac_to_us, level_from_letter, level_from_word, no_time, to_i32
 
 DETECT = r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"
 STAMP = (
@@ -87,7 +87,7 @@ def _parse_kv_fast(df: pl.DataFrame) -> pl.DataFrame:
 
 def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
     m = pl.col("_m").struct.field
-    df = df.with_columns(pl.col("body").str.extract_groups(STAMP).alias("_m"))
+    df = extract_head(df, STAMP, "_m")
     rest = m("rest")
     kv = rest.str.extract_groups(LMCACHE)
     k = kv.struct.field

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -402,6 +403,8 @@ HEAD_PATTERNS = {
     "vllm": vllm.PATTERN,
     "syslog": wrappers.SYSLOG,
     "journald-iso": wrappers.SYSLOG_AFTER_ISO,
+    "python-logging": pylog.STAMP,
+    "events-table": k8s.TABLE,
 }
 HEAD_TEXT = st.lists(
     st.one_of(
@@ -421,6 +424,11 @@ HEAD_TEXT = st.lists(
                 "Mar  2 08:00:20 gpu-node-3 kubelet[1450]: ",
                 "Mar 02 08:00:20.123 gpu-node-3 kubelet: ",
                 "gpu-node-3 systemd[1]: ",
+                "[2023-12-07 06:56:42,105 E 409240 409362] ",
+                "2024-06-01 10:00:00.123456 - ",
+                "default   ",
+                "5m (x3 over 10m)  Warning   BackOff   pod/vllm-0   ",
+                "<unknown>  Normal  Pulled  node/gpu-node-3 \n ",
                 "message ",
                 "a:b] ",
             ]
@@ -445,7 +453,7 @@ def test_capturing_from_the_matched_head_gives_the_groups_of_the_whole_line(text
     want = df.select(pl.col("body").str.extract_groups(pattern).alias("m")).unnest("m")
     got = extract_head(df, pattern, "m", rest="rest")
     assert got.select("m").unnest("m").equals(want)
-    if not pattern.endswith("(?P<msg>.*)$"):  # a head: the rest is the text after it, null where none
+    if not re.search(r"\(\?P<\w+>\.\*\)\$$", pattern):  # a head: the rest is the text after it, null where none
         head = df.select(pl.col("body").str.extract(pattern, 0)).to_series()
         rest = [None if h is None else t[len(h) :] for t, h in zip(df["body"], head, strict=True)]
         assert got["rest"].to_list() == rest
