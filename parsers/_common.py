@@ -101,7 +101,7 @@ def no_time() -> list[pl.Expr]:
 
 _REST = re.compile(r"\(\?P<(\w+)>\.\*\)\$$")
 """A pattern's last group when it takes the rest of the line: `(?P<msg>.*)$`."""
-_LOOKS_AROUND = re.compile(r"\\[bBzAZ]|\$|\(\?[imsxU-]")
+_ASSERTIONS = re.compile(r"\\[bBzAZ]|\$|\(\?[imsxU-]")
 
 
 @cache
@@ -110,7 +110,7 @@ def _head_of(pattern: str) -> tuple[str, str, str | None]:
     m = _REST.search(pattern)
     head = pattern[: m.start()] if m else pattern
     compiled = re.compile(head)
-    if not head.startswith("^") or _LOOKS_AROUND.search(head) or compiled.groups != len(compiled.groupindex):
+    if not head.startswith("^") or _ASSERTIONS.search(head) or compiled.groups != len(compiled.groupindex):
         raise ValueError(f"extract_head needs a pattern anchored at ^, with named groups and no assertions: {pattern}")
     return head, re.sub(r"\(\?P<\w+>", "(?:", head), m.group(1) if m else None
 
@@ -136,7 +136,7 @@ def extract_head(
     df = df.with_columns(t.str.replace(plain, "").alias("_xh_rest"))
     matched = t.str.len_bytes() > r.str.len_bytes()
     if rest_name is not None and df.select((matched & r.str.contains("\n", literal=True)).any()).item():
-        df = df.with_columns(t.str.extract_groups(pattern).alias(out))
+        df = df.with_columns(t.str.extract_groups(pattern).alias(out), pl.when(matched).then(r).alias("_xh_rest"))
         return df.rename({"_xh_rest": rest}) if rest else df.drop("_xh_rest")
     df = df.with_columns(
         pl.when(matched)

@@ -47,9 +47,6 @@ class Columns:
     ids_start: np.ndarray
     ids: np.ndarray
 
-    def __len__(self) -> int:
-        return len(self.rid)
-
     def in_arrival_order(self) -> Columns:
         """Rows sorted by (arrival, rid), ties kept in list order: the order the scheduler admits in."""
         order = np.lexsort((self.rid, self.arrival_s))
@@ -75,6 +72,7 @@ _IDS = attrgetter("prefix_ids")
 
 
 def columns(requests: list[Request]) -> Columns:
+    """`requests` as `Columns`, in list order."""
     fields = list(zip(*map(_FIELDS, requests), strict=True)) or [()] * 5
     ints = [np.array(c, np.int64) for c in fields[1:]]
     lens = np.fromiter(map(len, map(_IDS, requests)), np.int64, len(requests))

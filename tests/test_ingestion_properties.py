@@ -453,7 +453,8 @@ def test_capturing_from_the_matched_head_gives_the_groups_of_the_whole_line(text
     want = df.select(pl.col("body").str.extract_groups(pattern).alias("m")).unnest("m")
     got = extract_head(df, pattern, "m", rest="rest")
     assert got.select("m").unnest("m").equals(want)
-    if not re.search(r"\(\?P<\w+>\.\*\)\$$", pattern):  # a head: the rest is the text after it, null where none
-        head = df.select(pl.col("body").str.extract(pattern, 0)).to_series()
-        rest = [None if h is None else t[len(h) :] for t, h in zip(df["body"], head, strict=True)]
-        assert got["rest"].to_list() == rest
+    # `rest`: the text after the head (the pattern less a rest-of-line group), null where it does not match.
+    head_only = re.sub(r"\(\?P<\w+>\.\*\)\$$", "", pattern)
+    head = df.select(pl.col("body").str.extract(head_only, 0)).to_series()
+    rest = [None if h is None else t[len(h) :] for t, h in zip(df["body"], head, strict=True)]
+    assert got["rest"].to_list() == rest
