@@ -70,7 +70,8 @@ ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 ANSI_RESIDUE = r"(^|[^\w\]])\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
 PROC_PROBE = r"^\s*\([A-Za-z]\w*(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\)"
 RAY_REPEAT = r"\s*\[repeated \d+x across cluster\]\s*$"
-RANK_PROBE = r"^\s?\[?rank\d+\]: ?"
+RANK = r"^\s?\[?rank(?P<rank>\d+)\]: ?"
+RANK_PROBE = RANK.replace("(?P<rank>", "(?:")
 MONTHS = {m: i + 1 for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())}
 
 
@@ -403,11 +404,9 @@ def _peel_process(d: pl.DataFrame) -> pl.DataFrame:
 
 
 def _peel_rank(d: pl.DataFrame) -> pl.DataFrame:
-    body = pl.col("body")
-    head = body.str.extract(RANK_PROBE, 0)
-    return d.with_columns(
-        head.str.extract(r"(\d+)", 1).alias("_rank"),
-        body.str.slice(head.str.len_chars()).alias("body"),
+    d = extract_head(d, RANK, "_m", rest="_rest")
+    return d.with_columns(pl.col("_m").struct.field("rank").alias("_rank"), pl.col("_rest").alias("body")).drop(
+        "_m", "_rest"
     )
 
 

@@ -403,6 +403,7 @@ HEAD_PATTERNS = {
     "vllm": vllm.PATTERN,
     "syslog": wrappers.SYSLOG,
     "journald-iso": wrappers.SYSLOG_AFTER_ISO,
+    "rank": wrappers.RANK,
     "python-logging": pylog.STAMP,
     "events-table": k8s.TABLE,
 }
@@ -424,6 +425,8 @@ HEAD_TEXT = st.lists(
                 "Mar  2 08:00:20 gpu-node-3 kubelet[1450]: ",
                 "Mar 02 08:00:20.123 gpu-node-3 kubelet: ",
                 "gpu-node-3 systemd[1]: ",
+                "[rank0]:",
+                " rank12]: ",
                 "[2023-12-07 06:56:42,105 E 409240 409362] ",
                 "2024-06-01 10:00:00.123456 - ",
                 "default   ",
