@@ -385,7 +385,7 @@ def _incident_report(inc, hyps, v, events, signals, series) -> IncidentReport:
         "affected": affected_pods,
         "detector": inc.detector,
     }
-    trigger, resolution, tell = _trigger(inc, series), _resolution(inc, signals), _tell(inc, series)
+    trigger, resolution, tell = _trigger(inc, series), _resolution(inc, signals, events[s.TS].max()), _tell(inc, series)
     return IncidentReport(
         inc,
         hyps,
@@ -533,7 +533,15 @@ def _detection(inc, hyps, signals) -> dict:
     return {"first_signal": _iso(first_signal), "first_user_visible": _iso(min(visible) if visible else None)}
 
 
-def _resolution(inc, signals) -> dict:
+def _resolution(inc, signals, logs_end) -> dict:
+    """How the incident ended, as far as the logs show it.
+
+    Only a throughput series can show a recovery. An incident found as a burst of errors
+    (no metrics or access lines) ends where its errors stop, which may be no more than where
+    the logs stop: it gets the two times (`errors_end`, `logs_end`) and never `recovered`.
+    """
+    measured = inc.baseline is not None
+    errors_end = None if measured or not inc.timed else _iso(inc.end)
     lo = inc.start
     hi = (inc.end or signals[s.TS].max() or inc.start) + timedelta(minutes=10)
     ch = signals.filter((pl.col("category") == "config-change") & (pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi)).sort(
@@ -555,7 +563,16 @@ def _resolution(inc, signals) -> dict:
             "file": r[s.FILE],
             "line": r[s.LINE],
             "details": details,
-            "recovered": _iso(inc.end),
+            "recovered": _iso(inc.end) if measured else None,
+            "errors_end": errors_end,
+        }
+    if not measured:
+        return {
+            "kind": "no recovery logged",
+            "ts": None,
+            "recovered": None,
+            "errors_end": errors_end,
+            "logs_end": _iso(max(logs_end, inc.end)) if errors_end and logs_end else errors_end,
         }
     if inc.end:
         return {"kind": "recovered without a logged change", "ts": _iso(inc.end), "recovered": _iso(inc.end)}

@@ -161,6 +161,39 @@ def test_one_pod_log_with_an_oom_traceback_names_gpu_memory_without_any_metrics(
     assert roles["engine"] == "symptom"
 
 
+def test_an_error_burst_without_throughput_claims_no_recovery_only_where_errors_and_logs_stop(tmp_path):
+    # No metrics or access lines: whether service came back is unknown. The report may only say
+    # when the errors stop and whether the logs go on after them.
+    fault = (
+        "ERROR 03-02 13:37:52 [core.py:720] EngineCore encountered a fatal error.\n"
+        "ERROR 03-02 13:37:52 [core.py:720] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB.\n"
+    )
+    write_file(
+        tmp_path / "a" / "vllm-0.log",
+        "INFO 03-02 13:37:00 [api_server.py:1885] vLLM API server version 0.10.2\n" + fault,
+    )
+    write_file(
+        tmp_path / "b" / "vllm-0.log",
+        "INFO 03-02 13:37:00 [api_server.py:1885] vLLM API server version 0.10.2\n"
+        + fault
+        + "INFO 03-02 13:52:10 [api_server.py:1885] vLLM API server version 0.10.2\n",
+    )
+    ended = analyze(tmp_path / "a", year=2025)
+    res = ended.to_json()["incidents"][0]["resolution"]
+    assert res["kind"] == "no recovery logged" and res["recovered"] is None
+    assert res["errors_end"] == res["logs_end"] == "2025-03-02T13:37:52Z"
+    md = write_all(ended, tmp_path / "out-a")["postmortem"].read_text()
+    resolution = md.split("## Resolution")[1].split("##")[0]
+    assert "No recovery is logged: the logs end with the incident's errors at 13:37:52 UTC." in resolution
+    assert "ecovered" not in resolution.replace("No recovery", "")
+
+    went_on = analyze(tmp_path / "b", year=2025)
+    res = went_on.to_json()["incidents"][0]["resolution"]
+    assert res["kind"] == "no recovery logged" and res["logs_end"] == "2025-03-02T13:52:10Z"
+    md = write_all(went_on, tmp_path / "out-b")["postmortem"].read_text()
+    assert "the incident's errors stop at 13:37:52 UTC; the logs go on to 13:52:10 UTC" in md
+
+
 def test_cli_analyze_prints_the_verdict_and_writes_analysis_json(tmp_path):
     import subprocess
     import sys
