@@ -29,6 +29,8 @@ LOOKBACK = timedelta(minutes=30)
 ONSET_SLACK_S = 90.0
 """A fault logged up to this long after the throughput bin where the drop starts still
 precedes it: metrics are binned (30 s) and logged every 5-10 s."""
+BASELINE_MIN = timedelta(minutes=5)
+"""Logs this long before a template's first line make its absence from them evidence."""
 SUPPORTED_MIN = 0.45
 MARGIN_MIN = 0.08
 KIND_WEIGHT = {"fault": 1.0, "change": 0.75, "symptom": 0.15, "impact": 0.0}
@@ -90,6 +92,7 @@ def hypotheses(
         else 0.0
     )
     win_span = max((hi - lo).total_seconds(), 1.0)
+    logs_from = (events if events is not None and events.height else signals)[s.TS].min()
     first_symptom = win.filter(pl.col("kind") == "symptom")[s.TS].min()
     tell = tell_kv_full_no_queue(series, inc.start + timedelta(seconds=ONSET_SLACK_S)) if not series.empty else None
     for (cat, kind, tid), part in win.sort(s.TS).group_by("category", "kind", "template_id", maintain_order=True):
@@ -106,7 +109,19 @@ def hypotheses(
         h = Hypothesis(
             cat, kind, int(first["layer"]), first["label"], first["template"], tid, first[s.TS], hosts, part.height, ev
         )
-        _score(h, part, inc, first_symptom, base_n.get(tid, 0), base_span, win_span, pods_total, nodes_total, tell)
+        _score(
+            h,
+            part,
+            inc,
+            first_symptom,
+            base_n.get(tid, 0),
+            logs_from,
+            base_span,
+            win_span,
+            pods_total,
+            nodes_total,
+            tell,
+        )
         out.append(h)
     _peer_loss(out)
     _displaced(out)
@@ -161,8 +176,16 @@ def _as_symptom(h: Hypothesis, why: str) -> None:
     h.why.append(why)
 
 
-def _score(h, part, inc, first_symptom, n_base, base_span, win_span, pods_total, nodes_total, tell) -> None:
+def _score(h, part, inc, first_symptom, n_base, logs_from, base_span, win_span, pods_total, nodes_total, tell) -> None:
+    """Score `h` and say why.
+
+    Novelty is evidence only where the logs start well before the template's first line
+    (`BASELINE_MIN`): in an excerpt that starts with the fault, every template is "absent
+    from the baseline" only vacuously. It still scores as new there (as it would for every
+    hypothesis of such an excerpt, so no ranking changes) but is not claimed as a reason.
+    """
     why = h.why
+    has_baseline = logs_from is not None and h.first_seen is not None and logs_from <= h.first_seen - BASELINE_MIN
     lead = (inc.start - h.first_seen).total_seconds() if h.first_seen else -1e9
     if not inc.timed:
         # Untimed logs: position stands in for time, and interleaved processes make it a
@@ -188,7 +211,11 @@ def _score(h, part, inc, first_symptom, n_base, base_span, win_span, pods_total,
             why.append("comes after the first symptom")
     if n_base == 0:
         novelty = 1.0
-        why.append("new: absent from the baseline before the incident")
+        why.append(
+            "new: absent from the baseline before the incident"
+            if has_baseline
+            else "no baseline to compare with: these logs start with the incident"
+        )
     else:
         rate_b = n_base / base_span if base_span else 0.0
         enrich = (h.count / win_span) / rate_b if rate_b else 10.0

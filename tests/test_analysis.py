@@ -194,6 +194,26 @@ def test_an_error_burst_without_throughput_claims_no_recovery_only_where_errors_
     assert "the incident's errors stop at 13:37:52 UTC; the logs go on to 13:52:10 UTC" in md
 
 
+def test_a_fault_in_logs_that_start_with_it_is_not_called_new_against_a_baseline_they_lack(tmp_path):
+    fault = (
+        "ERROR 03-02 13:37:52 [core.py:720] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB.\n"
+    )
+    write_file(tmp_path / "excerpt" / "vllm-0.log", fault)
+    write_file(
+        tmp_path / "day" / "vllm-0.log",
+        "INFO 03-02 09:00:00 [api_server.py:1885] vLLM API server version 0.10.2\n" + fault,
+    )
+    excerpt = analyze(tmp_path / "excerpt", year=2025)
+    why = excerpt.to_json()["incidents"][0]["root_cause"]["why"]
+    assert "no baseline to compare with: these logs start with the incident" in why
+    assert not any(w.startswith("new:") for w in why)
+    trigger = write_all(excerpt, tmp_path / "out")["postmortem"].read_text().split("## Trigger")[1].split("##")[0]
+    assert "no throughput series" in trigger and "before the drop" not in trigger
+
+    why = analyze(tmp_path / "day", year=2025).to_json()["incidents"][0]["root_cause"]["why"]
+    assert "new: absent from the baseline before the incident" in why
+
+
 def test_cli_analyze_prints_the_verdict_and_writes_analysis_json(tmp_path):
     import subprocess
     import sys
