@@ -229,6 +229,8 @@ def test_no_incident_report_still_lists_error_lines_no_signature_explains(tmp_pa
     md = out["postmortem"].read_text()
     assert md.startswith("# Postmortem: no incident found")
     assert "match no known fault or symptom" in md
+    # These logs have no throughput series: nothing may be said of throughput's range.
+    assert "Throughput stayed" not in md and "no throughput series in these logs" in md
     row = next(line for line in md.splitlines() if "EngineCore failed to execute the model step" in line)
     assert "| 1 | 09:14:02 | engine.log:1 |" in row
     healthy = write_all(analyze(SAMPLES / "healthy"), tmp_path / "healthy")["postmortem"].read_text()
