@@ -564,6 +564,7 @@ def _resolution(inc, signals, logs_end) -> dict:
             "line": r[s.LINE],
             "details": details,
             "recovered": _iso(inc.end) if measured else None,
+            "after_recovery": bool(measured and inc.end and inc.end < r[s.TS]),
             "errors_end": errors_end,
         }
     if not measured:

@@ -277,7 +277,9 @@ def _summary(inc: dict, red: list[dict]) -> str:
     if red:
         out.append(f"The loud signals ({', '.join(h['category'] for h in red)}) followed it: symptoms, not causes.")
     res = inc["resolution"]
-    if res["kind"] == "rollout":
+    if res["kind"] == "rollout" and res.get("after_recovery"):
+        out.append(f"Throughput was back at {hhmmss(res['recovered'])}; a rollout followed at {hhmmss(res['ts'])}.")
+    elif res["kind"] == "rollout":
         out.append(f"A rollout at {hhmmss(res['ts'])} ended the incident.")
     elif not imp["measured"]:
         if inc["end"]:

@@ -68,6 +68,8 @@ def test_cache_corruption_reports_the_tell_the_trigger_the_recurrence_and_the_fi
     assert len(inc["impact"]["partial_recoveries"]) >= 2
     assert inc["resolution"]["kind"] == "rollout"
     assert any("evictfix" in d["text"] for d in inc["resolution"]["details"])
+    # The last restart had brought throughput back (08:45:30) before the fix rolled out (08:51:30).
+    assert inc["resolution"]["after_recovery"] is True and inc["resolution"]["recovered"] < inc["resolution"]["ts"]
     assert any("recurs" in w for w in inc["root_cause"]["why"])
     assert inc["impact"]["http_5xx"] > 0 and inc["min_tokens_per_s"] == 0.0
 
