@@ -169,6 +169,10 @@ def _displaced(out: list[Hypothesis]) -> None:
             _as_symptom(h, f"pods displaced by the {before[0].label} found no free GPUs elsewhere")
 
 
+def _peers(n: int) -> str:
+    return "peer pod was" if n == 1 else f"{n} peer pods were"
+
+
 def _as_symptom(h: Hypothesis, why: str) -> None:
     """A fault explained by another fault in the same incident: a symptom, at half its score."""
     h.score *= 0.5
@@ -228,7 +232,7 @@ def _score(h, part, inc, first_symptom, n_base, logs_from, base_span, win_span, 
     if pods_total >= 2 and pods and len(pods) < pods_total:
         peer = 1.0 if len(pods) == 1 else 0.7
         why.append(
-            f"starts on {first_at} while its {pods_total - 1} peer pods were fine"
+            f"starts on {first_at} while its {_peers(pods_total - 1)} fine"
             if len(pods) == 1
             else f"on {len(pods)} of {pods_total} pods, first on {first_at}"
         )
@@ -274,8 +278,8 @@ def _capacity(
     hosts, evidence = _saturated(metrics, events, first, inc.end or series.t[-1])
     score = 0.8 if inc.detector == "saturation" else 0.35
     why = [
-        f"KV cache >= {KV_FULL:.0%} with {int(w.max())} requests waiting",
-        f"{int(pre.sum())} preemptions" if pre.sum() else "no preemptions logged",
+        f"KV cache >= {KV_FULL:.0%} with {round(w.max()):,} requests waiting",
+        f"{round(pre.sum()):,} preemptions" if pre.sum() else "no preemptions logged",
         "no fault logged: the load exceeded capacity"
         if inc.detector == "saturation"
         else "saturation during the incident",

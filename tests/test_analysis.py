@@ -74,6 +74,12 @@ def test_cache_corruption_reports_the_tell_the_trigger_the_recurrence_and_the_fi
     assert inc["impact"]["http_5xx"] > 0 and inc["min_tokens_per_s"] == 0.0
 
 
+def test_a_saturation_names_the_same_peak_queue_in_its_reasons_as_in_its_impact(analyses):
+    inc = analyses["kv-pressure"]["incidents"][0]
+    peak = round(inc["impact"]["peak_waiting"])
+    assert f"with {peak:,} requests waiting" in inc["root_cause"]["why"][0]
+
+
 def test_evidence_points_at_the_real_file_and_line(analyses):
     ev = analyses["cache-corruption"]["incidents"][0]["root_cause"]["evidence"][0]
     line = (SAMPLES / "cache-corruption" / ev["file"]).read_text().splitlines()[ev["line"] - 1]
