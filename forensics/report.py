@@ -85,6 +85,15 @@ def md_text(value) -> str:
     )
 
 
+def sentence(value) -> str:
+    """A clause as a sentence of its own: capital first letter, closing stop."""
+    text = str(value or "").strip()
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
 def mermaid_text(value, limit: int = 60) -> str:
     """Text safe in a Mermaid gantt task name (no `:`, `#`, `;` or newlines)."""
     text = re.sub(r"[:#;\n\r`\"<>]", " ", str(value or ""))
@@ -128,6 +137,7 @@ def environment(template_path: Path | None = None, html: bool = False) -> jinja2
         inline=inline,
         code=code,
         md=md_text,
+        sentence=sentence,
         mermaid=mermaid_text,
         hhmmss=hhmmss,
         duration=duration,

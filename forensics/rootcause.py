@@ -333,6 +333,16 @@ def _saturated(
     return hosts, evidence
 
 
+SYMPTOM_OF = {
+    "collective-timeout": "a collective that never completed: a rank died, hung or lost its network first, "
+    "and the watchdog only reports the wait",
+    "engine": "the engine dies of a failure in a worker or the GPU; its own error is the news of it",
+    "pod-lifecycle": "probes fail and pods restart after a process crashed or hung",
+    "capacity": "preemptions follow a full KV cache; they do not fill it",
+}
+"""Why a symptom of each category cannot be a root cause, said when no cause was found."""
+
+
 def _assign_roles(hyps: list[Hypothesis], inc: Incident) -> None:
     causes = [h for h in hyps if h.kind in ("fault", "change")]
     # A change after the drop began is the fix or a restart, not the cause.
@@ -368,6 +378,8 @@ def _assign_roles(hyps: list[Hypothesis], inc: Incident) -> None:
             h.role = "symptom"
             if top is not None:
                 h.why.insert(0, f"follows the {top.label.lower()} ({top.category}) and is explained by it")
+            else:
+                h.why.insert(0, SYMPTOM_OF.get(h.category, "reports a failure elsewhere, not its cause"))
         elif h.kind == "impact":
             h.role = "impact"
         else:

@@ -144,12 +144,18 @@ def test_nccl_watchdog_output_alone_is_inconclusive_and_says_what_is_missing(tmp
         "[rank2]:[E0304 07:12:45.105927133 ProcessGroupNCCL.cpp:607] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88213, OpType=ALLREDUCE, NumelIn=16384, NumelOut=16384, Timeout(ms)=600000) ran for 600038 milliseconds before timing out.\n"
         "[rank1]:[E0304 07:12:45.106001457 ProcessGroupNCCL.cpp:1709] [PG 3 Rank 1] Timeout at NCCL work: 88213, last enqueued NCCL work: 88213, last completed NCCL work: 88212.\n",
     )
-    d = analyze(tmp_path, year=2024).to_json()
+    report = analyze(tmp_path, year=2024)
+    d = report.to_json()
     assert len(d["incidents"]) == 1
     inc = d["incidents"][0]
     assert inc["root_cause"]["status"] == "inconclusive" and "only symptoms" in inc["root_cause"]["missing"].lower()
+    md = write_all(report, tmp_path / "out")["postmortem"].read_text()
+    assert "Only symptoms in the logs (collective-timeout)" in md and md.count("Not determined. Ranks 1, 2 of 3") == 1
+    assert "the kubelet/kernel logs of the nodes.\n" in md
     assert inc["impact"]["measured"] is False and d["throughput"]["measured"] is False
     assert {h["role"] for h in inc["hypotheses"]} == {"symptom"}
+    # With no cause to point at, each symptom still says why it cannot be one.
+    assert all(h["why"].startswith("a collective that never completed") for h in inc["hypotheses"])
 
 
 def test_one_pod_log_with_an_oom_traceback_names_gpu_memory_without_any_metrics(tmp_path):
