@@ -176,8 +176,14 @@ def ingest(
 
 def no_input(roots: list[Path], skipped: list[_files.Skipped]) -> NoInputError:
     """The error for a run in which every file was skipped, naming the first reasons."""
+    where = ", ".join(map(str, roots))
+    if not skipped:
+        return NoInputError(
+            f"no log lines could be read from {where}",
+            hint="no files found there, subdirectories included: check the path",
+        )
     return NoInputError(
-        "no log lines could be read from " + ", ".join(map(str, roots)),
+        f"no log lines could be read from {where}",
         hint="check the path; every file was skipped: " + "; ".join(f"{k.file}: {k.reason}" for k in skipped[:5]),
     )
 

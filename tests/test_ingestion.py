@@ -504,6 +504,15 @@ def test_nothing_readable_raises_no_input_error_with_a_hint(tmp_path):
     assert "binary" in e.value.hint
 
 
+def test_an_empty_directory_is_said_to_hold_no_files(tmp_path):
+    from forensics.errors import NoInputError
+
+    (tmp_path / "logs" / "empty-subdir").mkdir(parents=True)
+    with pytest.raises(NoInputError) as e:
+        ingest(tmp_path / "logs")
+    assert "no files found" in e.value.hint and "skipped" not in e.value.hint
+
+
 def test_request_traces_and_other_json_documents_are_set_aside(tmp_path):
     write(tmp_path / "trace.jsonl", '{"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [1]}\n')
     write(tmp_path / "ground_truth.json", '{"root_cause": {"category": "kv-cache"}}\n')
