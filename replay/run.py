@@ -79,19 +79,19 @@ def verdict(runs: list[dict]) -> str:
     parts = []
     for r in clean:
         parts.append(
-            f"the correct policy `{r['policy']}` corrupted {r['corrupted_requests']} of {r['requests']} requests"
-            f" (peak KV {100 * r['peak_kv_usage']:.0f}%, {r['preemptions']} preemptions, up to {r['max_waiting']} waiting)"
+            f"the correct policy `{r['policy']}` corrupted {r['corrupted_requests']:,} of {r['requests']:,} requests"
+            f" (peak KV {100 * r['peak_kv_usage']:.0f}%, {r['preemptions']:,} preemptions, up to {r['max_waiting']:,} waiting)"
         )
     for r in bad:
         fc = r["first_corruption"]
         parts.append(
-            f"`{r['policy']}` corrupted {r['corrupted_requests']} (first: request {fc['request']}, block {fc['block']}, "
+            f"`{r['policy']}` corrupted {r['corrupted_requests']:,} (first: request {fc['request']}, block {fc['block']}, "
             f"t={fc['time_s']:.2f} s: {fc['how']})"
         )
     for r in runs:
         if r.get("stalled"):
             parts.append(
-                f"`{r['policy']}` stalled with {r['requests'] - r['finished']} requests unable to finish"
+                f"`{r['policy']}` stalled with {r['requests'] - r['finished']:,} requests unable to finish"
                 " (blocks leaked: they preempted each other without progress)"
             )
     if quiet:

@@ -63,22 +63,21 @@ def replay(
     ]
     for r in runs:
         fc = r["first_corruption"]
-        first = (
-            f"first at request {fc['request']}, block {fc['block']}, t={fc['time_s']:.2f}s ({fc['how']})"
-            if fc
-            else "none"
-        )
+        first = f"request {fc['request']}, block {fc['block']}, t={fc['time_s']:.2f} s ({fc['how']})" if fc else "none"
+        err = r["attention_max_rel_error"]
+        attn = "not sampled" if err is None else f"{err:.1e}"
+        ttft = r["ttft_s"]["p99"]
         style = "bold red" if r["corrupted_requests"] else "bold green"
         console.print(
-            f"[bold]{r['policy']}[/] ({'fault variant' if r['fault'] else 'correct'}): [{style}]{r['corrupted_requests']} of "
-            f"{r['requests']} requests corrupted[/]; first corruption: {first}; invariant violations: {r['invariant_violations']}; "
-            f"peak KV {100 * r['peak_kv_usage']:.0f}%, max waiting {r['max_waiting']}, preemptions {r['preemptions']}; "
-            f"TTFT p99 {r['ttft_s']['p99']} s; attention on sampled steps: max rel. error {r['attention_max_rel_error']}"
+            f"[bold]{r['policy']}[/] ({'fault variant' if r['fault'] else 'correct'}): [{style}]{r['corrupted_requests']:,} of "
+            f"{r['requests']:,} requests corrupted[/]; first corruption: {first}; invariant violations: {r['invariant_violations']:,}; "
+            f"peak KV {100 * r['peak_kv_usage']:.0f}%, max waiting {r['max_waiting']:,}, preemptions {r['preemptions']:,}; "
+            f"TTFT p99 {'-' if ttft is None else f'{ttft:.3f}'} s; attention on sampled steps: max rel. error {attn}"
         )
     if len(runs) == 2:
         a, b = runs
         console.print(
-            f"difference: {a['corrupted_requests'] - b['corrupted_requests']:+d} corrupted requests ({a['policy']} vs {b['policy']})"
+            f"difference: {a['corrupted_requests'] - b['corrupted_requests']:+,d} corrupted requests ({a['policy']} vs {b['policy']})"
         )
         console.print(rr.verdict(runs))
     if out is not None:
