@@ -368,7 +368,8 @@ def _active(
 def _incident_report(inc, hyps, v, events, signals, series) -> IncidentReport:
     end = inc.end or events[s.TS].max()
     window = events.filter((pl.col(s.TS) >= inc.start) & (pl.col(s.TS) <= end))
-    failed = window.filter(pl.col(s.HTTP_STATUS) >= 500).height
+    answered = window.filter(pl.col(s.HTTP_STATUS).is_not_null())
+    failed = answered.filter(pl.col(s.HTTP_STATUS) >= 500).height
     affected_pods = sorted({p for h in hyps if h.role in ("root_cause", "symptom") for p in h.hosts if p})
     impact = {
         "start": _iso(inc.start),
@@ -380,6 +381,7 @@ def _incident_report(inc, hyps, v, events, signals, series) -> IncidentReport:
         "drop_fraction": _r(1 - inc.minimum / inc.baseline) if inc.baseline and inc.minimum is not None else None,
         "unit": series.unit if inc.baseline is not None else None,
         "http_5xx": failed,
+        "http_requests": answered.height,
         "peak_waiting": _r(inc.peak_waiting),
         "partial_recoveries": [[_iso(a), _iso(b)] for a, b in inc.recoveries],
         "affected": affected_pods,

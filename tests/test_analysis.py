@@ -72,6 +72,7 @@ def test_cache_corruption_reports_the_tell_the_trigger_the_recurrence_and_the_fi
     assert inc["resolution"]["after_recovery"] is True and inc["resolution"]["recovered"] < inc["resolution"]["ts"]
     assert any("recurs" in w for w in inc["root_cause"]["why"])
     assert inc["impact"]["http_5xx"] > 0 and inc["min_tokens_per_s"] == 0.0
+    assert inc["impact"]["http_requests"] > inc["impact"]["http_5xx"]
 
 
 def test_a_saturation_names_the_same_peak_queue_in_its_reasons_as_in_its_impact(analyses):
@@ -193,10 +194,12 @@ def test_an_error_burst_without_throughput_claims_no_recovery_only_where_errors_
         + "INFO 03-02 13:52:10 [api_server.py:1885] vLLM API server version 0.10.2\n",
     )
     ended = analyze(tmp_path / "a", year=2025)
+    assert ended.to_json()["incidents"][0]["impact"]["http_requests"] == 0
     res = ended.to_json()["incidents"][0]["resolution"]
     assert res["kind"] == "no recovery logged" and res["recovered"] is None
     assert res["errors_end"] == res["logs_end"] == "2025-03-02T13:37:52Z"
     md = write_all(ended, tmp_path / "out-a")["postmortem"].read_text()
+    assert "| requests | no HTTP access lines in the window |" in md
     resolution = md.split("## Resolution")[1].split("##")[0]
     assert "No recovery is logged: the logs end with the incident's errors at 13:37:52 UTC." in resolution
     assert "ecovered" not in resolution.replace("No recovery", "")
