@@ -197,7 +197,7 @@ def analyze(
         offsets,
         pod_node,
         changes,
-        mined.warnings,
+        mined.warnings + ([series.left_out] if series.left_out else []),
         [str(p) for p in roots],
         run_stats,
         [] if reports else _unexplained_errors(events, mined.templates),

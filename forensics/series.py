@@ -31,6 +31,15 @@ RECOVERY_FRACTION = 0.8
 ALPHA = 1e-3
 KV_FULL = 0.97
 """GPU KV cache usage from which an engine counts as full (vLLM logs it rounded to 0.1 %)."""
+MAX_GAP = timedelta(days=7)
+"""Samples further apart than this belong to separate stretches of logs; the series covers
+the stretch with the most samples (a node whose clock was reset stamps 1970-01-01, and a
+grid of 30 s bins back to it would be tens of millions of bins)."""
+MAX_SPAN = timedelta(days=31)
+"""The series covers at most this much time, the latest of its stretch (89,280 bins)."""
+MAX_CPD_BINS = 20_000
+"""The change-point search (quadratic in the worst case) sees at most this many points: a
+longer series is averaged over consecutive bins first (a week of 30 s bins is 20,160)."""
 
 
 @dataclass
@@ -49,6 +58,8 @@ class Series:
     errors: np.ndarray | None = None
     """HTTP 5xx per second."""
     prompt: np.ndarray | None = None
+    left_out: str | None = None
+    """What samples the series does not cover, and why (see `MAX_GAP`), for the warnings."""
 
     @property
     def empty(self) -> bool:
@@ -88,6 +99,29 @@ def build(events: pl.DataFrame, metrics: pl.DataFrame) -> Series:
     return _from_access(events)
 
 
+def _covered(df: pl.DataFrame, what: str) -> tuple[pl.DataFrame, str | None]:
+    """`df`'s rows in the stretch of time the series covers (`MAX_GAP`, `MAX_SPAN`), and a
+    sentence on the rows left out, if any."""
+    ts = df[s.TS].sort()
+    us = ts.dt.epoch("us").to_numpy()
+    gap = int(MAX_GAP.total_seconds() * 1e6)
+    stretch = np.concatenate([[0], np.cumsum(np.diff(us) > gap)])
+    counts = np.bincount(stretch)
+    best = len(counts) - 1 - int(np.argmax(counts[::-1]))  # the most samples; ties: the latest
+    lo, hi = ts[int(np.searchsorted(stretch, best))], ts[int(np.searchsorted(stretch, best, side="right")) - 1]
+    lo = max(lo, hi - MAX_SPAN)
+    inside = (pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi)
+    out = df.filter(~inside)
+    if out.is_empty():
+        return df, None
+    first, last = out[s.TS].min(), out[s.TS].max()
+    return df.filter(inside), (
+        f"throughput series: {out.height:,} {what} from {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC left out; "
+        f"it covers {lo:%Y-%m-%d %H:%M} to {hi:%Y-%m-%d %H:%M} UTC (samples over {MAX_GAP.days} days apart are "
+        f"separate stretches of logs, and a series covers at most {MAX_SPAN.days} days): check those files' clocks"
+    )
+
+
 def _grid(lo: datetime, hi: datetime) -> list[datetime]:
     n = int((hi - lo).total_seconds() // BIN_S) + 1
     return [lo + timedelta(seconds=BIN_S * i) for i in range(n)]
@@ -99,7 +133,7 @@ def _binned(df: pl.DataFrame, lo: datetime) -> pl.DataFrame:
 
 def _from_metrics(m: pl.DataFrame, events: pl.DataFrame) -> Series:
     key = pl.concat_str([pl.col(s.POD).fill_null(pl.col(s.FILE)), pl.col(s.ENGINE).fill_null("")], separator="/")
-    m = m.with_columns(key.alias("_src"))
+    m, left_out = _covered(m.with_columns(key.alias("_src")), "metrics samples")
     lo = m[s.TS].min().replace(second=0, microsecond=0)
     hi = m[s.TS].max()
     grid = _grid(lo, hi)
@@ -156,6 +190,7 @@ def _from_metrics(m: pl.DataFrame, events: pl.DataFrame) -> Series:
         preemptions=summed("preemptions", "sum"),
         errors=_errors(events, lo, n),
         prompt=summed("prompt_tokens_per_s"),
+        left_out=left_out,
     )
 
 
@@ -174,6 +209,7 @@ def _from_access(events: pl.DataFrame) -> Series:
     )
     if acc.height < 20:
         return Series([], np.array([]), "none")
+    acc, left_out = _covered(acc, "access lines")
     lo = acc[s.TS].min().replace(second=0, microsecond=0)
     grid = _grid(lo, acc[s.TS].max())
     n = len(grid)
@@ -182,7 +218,7 @@ def _from_access(events: pl.DataFrame) -> Series:
     for i, c in b.filter(pl.col(s.HTTP_STATUS) < 500).group_by("_bin").len().iter_rows():
         if 0 <= i < n:
             ok[i] = c / BIN_S
-    return Series(grid, ok, "completed requests/s", errors=_errors(events, lo, n))
+    return Series(grid, ok, "completed requests/s", errors=_errors(events, lo, n), left_out=left_out)
 
 
 def detect(series: Series) -> list[Incident]:
@@ -254,10 +290,7 @@ def _drops(series: Series) -> list[Incident]:
     # Penalty from the noise level: the MAD of first differences estimates sigma.
     sigma = float(np.median(np.abs(np.diff(z))) / 0.6745 / math.sqrt(2)) if len(z) > 2 else 0.1
     sigma = max(sigma, 0.02)
-    bkps = (
-        rpt.Pelt(model="l2", min_size=2, jump=1).fit(z.reshape(-1, 1)).predict(pen=3 * sigma**2 * math.log(len(z)) * 2)
-    )
-    bounds = [0, *bkps]
+    bounds = [0, *_change_points(z, pen=3 * sigma**2 * math.log(len(z)) * 2, rpt=rpt)]
     segs = [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
     incidents: list[Incident] = []
     i = 0
@@ -290,6 +323,25 @@ def _drops(series: Series) -> list[Incident]:
         )
         i = j + 1
     return incidents
+
+
+def _change_points(z: np.ndarray, *, pen: float, rpt) -> list[int]:
+    """Ends of the segments of `z` (the last is `len(z)`) minimising squared error plus `pen`
+    per change: exact penalised search (PELT) with the l2 cost.
+
+    `KernelCPD` with the linear kernel has exactly `Pelt(model="l2")`'s cost (a segment's
+    sum of squared deviations), but its search runs compiled: a day of 30 s bins takes
+    milliseconds instead of a minute. A series longer than `MAX_CPD_BINS` is averaged over
+    runs of `k` bins first (the penalty scaled to match) and the ends mapped back.
+    """
+    total = len(z)
+    k = max(1, -(-total // MAX_CPD_BINS))
+    if k > 1:
+        whole = total // k * k
+        z = np.concatenate([z[:whole].reshape(-1, k).mean(axis=1), [z[whole:].mean()] if whole < total else []])
+        pen /= k  # a mean of k bins has 1/k of their variance
+    ends = rpt.KernelCPD(kernel="linear", min_size=2).fit(z.reshape(-1, 1)).predict(pen=pen)
+    return [min(int(e) * k, total) for e in ends]
 
 
 def _saturation(series: Series) -> list[Incident]:

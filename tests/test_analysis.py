@@ -582,3 +582,52 @@ def test_an_engine_that_hung_before_the_watchdog_fired_is_said_to_have_hung(tmp_
         "The engine hung before the timeouts: from 2025-07-09T02:00:15Z on vllm-tp, 3 request(s) running and 0 tokens/s "
         "for 2 metrics samples (vllm-tp.log:2)"
     )
+
+
+# --- long and odd time ranges ------------------------------------------------------------
+
+
+def _metrics_lines(start, minutes: int, drop_at: int | None, every_s: int = 10) -> str:
+    """A V1 engine's metrics lines under `kubectl logs --timestamps`, one every `every_s` seconds;
+    from minute `drop_at` on, generation falls to zero while requests stay running."""
+    from datetime import timedelta
+
+    out = []
+    for i in range(minutes * 60 // every_s):
+        t = start + timedelta(seconds=i * every_s)
+        down = drop_at is not None and i * every_s >= drop_at * 60
+        gen = 0.0 if down else 2400.0 + (i % 7) * 10
+        out.append(
+            f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z (APIServer pid=7) INFO {t:%m-%d %H:%M:%S} [loggers.py:123] Engine 000: "
+            f"Avg prompt throughput: 1800.0 tokens/s, Avg generation throughput: {gen:.1f} tokens/s, Running: 12 reqs, "
+            f"Waiting: 0 reqs, GPU KV cache usage: 40.0%, Prefix cache hit rate: 20.0%\n"
+        )
+    return "".join(out)
+
+
+def test_a_drop_at_the_end_of_three_days_of_metrics_is_found(tmp_path):
+    # A pod that served for days before failing: `kubectl logs` returns its whole life, which
+    # is thousands of bins. (Python PELT took minutes per day of bins; the search must not.)
+    from datetime import UTC, datetime
+
+    start = datetime(2025, 3, 1, 0, 0, tzinfo=UTC)
+    write_file(tmp_path / "vllm-0.log", _metrics_lines(start, 3 * 24 * 60, drop_at=3 * 24 * 60 - 20, every_s=30))
+    incs = analyze(tmp_path).to_json()["incidents"]
+    assert len(incs) == 1
+    assert incs[0]["start"].startswith("2025-03-03T23:4")
+    assert incs[0]["impact"]["measured"] is True
+
+
+def test_a_stray_timestamp_decades_away_does_not_stretch_the_throughput_series(tmp_path):
+    # A node whose clock was reset stamps a line 1970-01-01: the series keeps to the logs' own
+    # weeks (a grid of 30 s bins back to 1970 would be 58 million bins) and says what it left out.
+    from datetime import UTC, datetime
+
+    start = datetime(2025, 3, 2, 8, 0, tzinfo=UTC)
+    stray = _metrics_lines(datetime(1970, 1, 1, tzinfo=UTC), 1, None)
+    write_file(tmp_path / "vllm-0.log", stray + _metrics_lines(start, 60, drop_at=40))
+    report = analyze(tmp_path)
+    assert report.series.t[0] >= datetime(2025, 1, 1, tzinfo=UTC)
+    incs = report.to_json()["incidents"]
+    assert len(incs) == 1 and incs[0]["start"].startswith("2025-03-02T08:4")
+    assert any("1970-01-01" in w and "throughput series" in w for w in report.warnings)

@@ -178,7 +178,8 @@ def print_verdict(analysis: dict, written: dict[str, Path]) -> None:
         style = "bold green" if rc["status"] == "supported" else "bold yellow"
         console.print(
             f"  root cause [{style}]{rc['status']}[/] ({rc['confidence']:.2f}): "
-            f"[bold]{rc['category']}[/] {rc.get('label', '')} on {', '.join(rc['hosts'][:2]) or '-'}"
+            f"[bold]{rc['category']}[/] {rc.get('label', '')}"
+            + (f" on {', '.join(rc['hosts'][:2])}" if rc["hosts"] else "")
             + (f" from {rc['first_seen']}" if rc["first_seen"] else "")
         )
         if rc.get("template"):
