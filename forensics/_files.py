@@ -294,25 +294,99 @@ def decode(data: bytes) -> tuple[str, list[str]]:
 
     Returns (text, notes) where notes say what was repaired.
     """
-    notes = []
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         # PowerShell's `kubectl logs pod > out.log` writes UTF-16 with a byte-order mark.
         return data.decode("utf-16", errors="replace"), ["UTF-16 text (e.g. a PowerShell redirect) decoded"]
-    if data.startswith(b"\xef\xbb\xbf"):
+    text, nuls, invalid = _decode_utf8(data, head=True)
+    return text, _repairs(nuls, invalid)
+
+
+def _decode_utf8(data: bytes, *, head: bool) -> tuple[str, int, bool]:
+    """(text, NUL bytes dropped, whether invalid bytes were replaced) of a piece of a file;
+    `head`: the piece starts the file, where a byte-order mark may sit."""
+    if head and data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]  # a UTF-8 byte-order mark (Windows editors) would stick to the first line
-    if b"\x00" in data:
-        n = data.count(b"\x00")
+    nuls = data.count(b"\x00")
+    if nuls:
         data = data.replace(b"\x00", b"")
-        notes.append(f"{n} NUL bytes removed (padding left by an interrupted write?)")
     try:
-        return data.decode("utf-8"), notes
+        return data.decode("utf-8"), nuls, False
     except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace"), nuls, True
+
+
+def _repairs(nuls: int, invalid: bool) -> list[str]:
+    notes = []
+    if nuls:
+        notes.append(f"{nuls} NUL bytes removed (padding left by an interrupted write?)")
+    if invalid:
         notes.append("invalid UTF-8 bytes replaced with U+FFFD")
-        return data.decode("utf-8", errors="replace"), notes
+    return notes
 
 
-def split_segments(text: str, segment_chars: int = SEGMENT_CHARS) -> Iterator[str]:
-    """Yield pieces of `text` of about `segment_chars`, each ending at a newline."""
+def stream_head(f: InputFile) -> str | None:
+    """The head of `f`'s text when `f` is to be read a segment at a time (`text_segments`)
+    rather than whole, else None.
+
+    A large plain-text log is: holding its bytes and its text at once costs twice its size
+    before a line is parsed (10 GB for a 5 GB journal). Gzip and UTF-16 files, binary
+    files and what may be a document parsed whole (JSON, YAML event lists) go the
+    whole-file way, which sorts them out; the caller checks the head for the rest.
+    """
+    if f.size <= 2 * SEGMENT_CHARS:
+        return None
+    try:
+        with open(f.path, "rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+    except OSError:
+        return None
+    if head.startswith((GZIP_MAGIC, b"\xff\xfe", b"\xfe\xff")) or is_binary(head):
+        return None
+    first = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if first.startswith((b"{", b"[", b"apiVersion", b"items:", b"kind:")) and not first.startswith(b'{"log":'):
+        return None
+    return _decode_utf8(head, head=True)[0]
+
+
+def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = None) -> Iterator[str]:
+    """The text of a plain file in pieces ending at a newline, read and decoded one at a time.
+
+    Each piece ends at the first newline at or after `segment_bytes` (`SEGMENT_CHARS`)
+    bytes from its start: for ASCII text, where `split_segments` cuts. Pieces end at a
+    newline, so no UTF-8 sequence is split and the pieces decode to the whole file's text.
+    Repairs are added to `notes` once all is read; a read error ends the file, with a note.
+    """
+    segment_bytes = segment_bytes or SEGMENT_CHARS
+    nuls, invalid, first = 0, False, True
+
+    def text(seg: bytes) -> str:
+        nonlocal nuls, invalid, first
+        out, n, bad = _decode_utf8(seg, head=first)
+        nuls, invalid, first = nuls + n, invalid or bad, False
+        return out
+
+    carry = b""
+    try:
+        with open(f.path, "rb") as fh:
+            while piece := fh.read(segment_bytes):
+                buf = carry + piece
+                cut = buf.find(b"\n", segment_bytes)
+                if cut == -1:
+                    carry = buf  # this segment's closing newline is further on
+                    continue
+                carry = buf[cut + 1 :]
+                yield text(buf[: cut + 1])
+    except OSError as e:
+        notes.append(f"read error ({e.strerror or e}); kept the lines read before it")
+    last = text(carry) if carry else ""
+    if last:  # (NUL padding or a byte-order mark alone decode to nothing)
+        yield last
+    notes.extend(_repairs(nuls, invalid))
+
+
+def split_segments(text: str, segment_chars: int | None = None) -> Iterator[str]:
+    """Yield pieces of `text` of about `segment_chars` (`SEGMENT_CHARS`), each ending at a newline."""
+    segment_chars = segment_chars or SEGMENT_CHARS
     n = len(text)
     start = 0
     while start < n:

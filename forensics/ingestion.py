@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -230,10 +230,33 @@ def ingest_files(
                 next(f for f in parsed_batches if not f.done()).result()
         batch, batch_chars = [], 0
 
+    def _batch_segments(fid: int, segments: Iterator[str]) -> int:
+        """Queue a file's segments for parsing; returns its line count."""
+        nonlocal batch_chars
+        first = 1
+        for seg_no, seg in enumerate(segments):
+            lines = seg.split("\n")
+            if seg.endswith("\n"):
+                lines.pop()
+            batch.append((fid, seg_no, first, lines))
+            first += len(lines)
+            batch_chars += len(seg)
+            if batch_chars >= BATCH_CHARS or len(batch) >= BATCH_FILES:
+                flush()
+        return first - 1
+
     for f in files:
         if progress:
             progress(done, total, f.rel)
         done += f.size
+        head = _files.stream_head(f)
+        if head is not None and _not_a_log(head, f.rel) is None and not k8s.sniff_event_document(head):
+            # A large log: read, decoded and batched a segment at a time (never whole).
+            fid = len(metas)
+            metas.append(_meta(f))
+            notes[fid] = fnotes = []
+            lines_read[fid] = _batch_segments(fid, _files.text_segments(f, fnotes))
+            continue
         data, fnotes, reason = _files.read_bytes(f)
         if reason:
             skipped.append(_files.Skipped(f.rel, reason))
@@ -269,17 +292,7 @@ def ingest_files(
                 trace_paths[f.rel] = str(f.path)
             continue
         notes[fid] = fnotes
-        first = 1
-        for seg_no, seg in enumerate(_files.split_segments(text)):
-            lines = seg.split("\n")
-            if seg.endswith("\n"):
-                lines.pop()
-            batch.append((fid, seg_no, first, lines))
-            first += len(lines)
-            batch_chars += len(seg)
-            if batch_chars >= BATCH_CHARS or len(batch) >= BATCH_FILES:
-                flush()
-        lines_read[fid] = first - 1
+        lines_read[fid] = _batch_segments(fid, _files.split_segments(text))
         del text
     flush()
     try:

@@ -476,6 +476,43 @@ def test_unreadable_file_is_skipped_and_the_rest_goes_on(tmp_path, monkeypatch):
     assert r.parsed == 1
 
 
+def test_a_large_log_read_a_segment_at_a_time_gives_what_reading_it_whole_gives(tmp_path, monkeypatch):
+    # Segments are shrunk to 2 KiB so a 40 KiB file streams: its events, notes and accounting
+    # must be those of the whole-file read (same segment cuts: the text is ASCII).
+    from forensics import _files
+
+    monkeypatch.setattr(_files, "SEGMENT_CHARS", 2048)
+    body = []
+    for i in range(300):
+        t = f"2025-03-02T08:{i // 60:02d}:{i % 60:02d}.000000000Z"
+        body.append(f"{t} (EngineCore_DP0 pid=9) INFO 03-02 08:{i // 60:02d}:{i % 60:02d} [core.py:7] step {i}\n")
+        if i % 50 == 7:
+            body.append(
+                f"{t} (EngineCore_DP0 pid=9) ERROR 03-02 08:00:00 [core.py:9] Traceback (most recent call last):\n"
+            )
+            body.append(f'{t} (EngineCore_DP0 pid=9) ERROR 03-02 08:00:00 [core.py:9]   File "x.py", line 1, in f\n')
+    data = "".join(body).encode() + b"\x00\x00 tail \xff without newline"
+    write(tmp_path / "big" / "vllm-0.log", data)
+    write(tmp_path / "big" / "events.json", '{"kind": "EventList", "items": []}\n' + " " * 9000)
+    read = []
+    segments = _files.text_segments
+    monkeypatch.setattr(_files, "text_segments", lambda f, notes: read.append(f.rel) or segments(f, notes))
+    streamed = ingest(tmp_path / "big")
+    assert read == ["vllm-0.log"]
+    monkeypatch.setattr(_files, "stream_head", lambda f: None)
+    whole = ingest(tmp_path / "big")
+    assert streamed.events.equals(whole.events) and streamed.metrics.equals(whole.metrics)
+    assert streamed.accounting() == whole.accounting()
+    notes = next(f.notes for f in streamed.files if f.file == "vllm-0.log")
+    assert notes == (
+        "2 NUL bytes removed (padding left by an interrupted write?)",
+        "invalid UTF-8 bytes replaced with U+FFFD",
+    )
+    by = {f.file: f for f in streamed.files}
+    assert by["vllm-0.log"].lines == data.count(b"\n") + 1
+    assert by["events.json"].wrapper == "k8s-events-json"  # a document: read whole, not streamed
+
+
 def test_symlinked_file_is_read_once_and_symlink_loops_are_cut(tmp_path):
     real = write(tmp_path / "pods/vllm-0.log", "INFO 03-02 10:00:00 [x.py:1] once\n")
     (tmp_path / "containers").mkdir()

@@ -461,3 +461,29 @@ def test_capturing_from_the_matched_head_gives_the_groups_of_the_whole_line(text
     head = df.select(pl.col("body").str.extract(head_only, 0)).to_series()
     rest = [None if h is None else t[len(h) :] for t, h in zip(df["body"], head, strict=True)]
     assert got["rest"].to_list() == rest
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    data=st.lists(
+        st.sampled_from([b"a", b"Z", b" ", b"\n", b"\x00", b"\xe2", b"\x82", b"\xac", b"\xff", b"\r"]), max_size=300
+    ).map(b"".join),
+    size=st.integers(1, 40),
+    bom=st.booleans(),
+)
+def test_a_file_read_a_segment_at_a_time_decodes_to_the_text_read_whole(tmp_path, data, size, bom):
+    # Segments end at newlines, so no UTF-8 sequence is cut: the pieces decode to exactly the
+    # whole file's text, repairs (NULs, invalid bytes) are counted once, and for ASCII text
+    # the cuts fall where `split_segments` cuts the decoded text.
+    from forensics import _files
+
+    path = tmp_path / "f.log"
+    path.write_bytes(b"\xef\xbb\xbf" * bom + data)
+    f = _files.InputFile(path, "f.log", path.stat().st_size, 0.0)
+    notes: list[str] = []
+    pieces = list(_files.text_segments(f, notes, segment_bytes=size))
+    whole, repairs = _files.decode(path.read_bytes())
+    assert "".join(pieces) == whole and notes == repairs
+    assert all(p.endswith("\n") for p in pieces[:-1])
+    if data.isascii() and b"\x00" not in data and not bom:
+        assert pieces == list(_files.split_segments(whole, size))
