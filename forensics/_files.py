@@ -7,6 +7,7 @@ file (read, with a caveat such as "truncated gzip").
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import stat
@@ -14,7 +15,7 @@ import tarfile
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -250,24 +251,48 @@ def read_head(f: InputFile, limit: int) -> bytes:
 
 def _gunzip_tolerant(data: bytes) -> tuple[bytes, str | None]:
     """Decompress every gzip member; on damage keep what came out before it."""
-    out: list[bytes] = []
-    pos = 0
-    while pos < len(data):
-        d = zlib.decompressobj(wbits=31)
+    notes: list[str] = []
+    out = b"".join(gunzip_pieces(io.BytesIO(data).read, notes))
+    return out, notes[0] if notes else None
+
+
+def gunzip_pieces(read: Callable[[int], bytes], notes: list[str], size: int = 1 << 20) -> Iterator[bytes]:
+    """The decompressed bytes of a gzip stream (every member), at most `size` at a time.
+
+    `read(n)` gives the compressed input. Damage ends the stream with a note, and what was
+    decompressed before it is kept (the lines written just before an outage are the
+    valuable ones); bytes after the last member that start no other member are ignored.
+    """
+    kept = 0
+    d = zlib.decompressobj(wbits=31)
+    data = read(size)
+    while True:
+        if not data:
+            if not d.eof:
+                tail = d.flush()  # output still held when `size` capped the last call
+                kept += len(tail)
+                if tail:
+                    yield tail
+                if not d.eof:
+                    notes.append(f"truncated gzip: the stream ends early; kept {kept} decompressed bytes")
+            return
         try:
-            out.append(d.decompress(data[pos:]))
+            out = d.decompress(data, size)
         except zlib.error as e:
-            kept = sum(map(len, out))
-            return b"".join(out), f"corrupt gzip ({e}); kept the {kept} bytes decompressed before the damage"
+            notes.append(f"corrupt gzip ({e}); kept the {kept} bytes decompressed before the damage")
+            return
+        kept += len(out)
+        if out:
+            yield out
         if not d.eof:
-            out.append(d.flush())
-            kept = sum(map(len, out))
-            return b"".join(out), f"truncated gzip: the stream ends early; kept {kept} decompressed bytes"
+            data = d.unconsumed_tail or read(size)
+            continue
         rest = d.unused_data
+        while len(rest) < len(GZIP_MAGIC) and (more := read(size)):
+            rest += more
         if not rest.startswith(GZIP_MAGIC):
-            break
-        pos = len(data) - len(rest)
-    return b"".join(out), None
+            return
+        d, data = zlib.decompressobj(wbits=31), rest
 
 
 def is_binary(data: bytes) -> bool:
@@ -328,19 +353,23 @@ def stream_head(f: InputFile) -> str | None:
     """The head of `f`'s text when `f` is to be read a segment at a time (`text_segments`)
     rather than whole, else None.
 
-    A large plain-text log is: holding its bytes and its text at once costs twice its size
-    before a line is parsed (10 GB for a 5 GB journal). Gzip and UTF-16 files, binary
-    files and what may be a document parsed whole (JSON, YAML event lists) go the
-    whole-file way, which sorts them out; the caller checks the head for the rest.
+    A large log is, plain or gzipped: holding its bytes and its text at once costs twice
+    its size before a line is parsed (10 GB for a 5 GB journal, more for a gzipped one).
+    UTF-16 files, binary files and what may be a document parsed whole (JSON, YAML event
+    lists) go the whole-file way, which sorts them out; the caller checks the head for
+    the rest.
     """
-    if f.size <= 2 * SEGMENT_CHARS:
+    if f.size <= SEGMENT_CHARS // 4:
         return None
     try:
         with open(f.path, "rb") as fh:
-            head = fh.read(SNIFF_BYTES)
+            gz = fh.read(len(GZIP_MAGIC)) == GZIP_MAGIC
     except OSError:
         return None
-    if head.startswith((GZIP_MAGIC, b"\xff\xfe", b"\xfe\xff")) or is_binary(head):
+    if f.size <= (SEGMENT_CHARS // 4 if gz else 2 * SEGMENT_CHARS):  # (logs compress ~10x)
+        return None
+    head = read_head(f, SNIFF_BYTES)
+    if not head or head.startswith((b"\xff\xfe", b"\xfe\xff")) or is_binary(head):
         return None
     first = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if first.startswith((b"{", b"[", b"apiVersion", b"items:", b"kind:")) and not first.startswith(b'{"log":'):
@@ -349,7 +378,7 @@ def stream_head(f: InputFile) -> str | None:
 
 
 def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = None) -> Iterator[str]:
-    """The text of a plain file in pieces ending at a newline, read and decoded one at a time.
+    """The text of a file (gunzipped) in pieces ending at a newline, read and decoded one at a time.
 
     Each piece ends at the first newline at or after `segment_bytes` (`SEGMENT_CHARS`)
     bytes from its start: for ASCII text, where `split_segments` cuts. Pieces end at a
@@ -368,7 +397,10 @@ def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = No
     carry = b""
     try:
         with open(f.path, "rb") as fh:
-            while piece := fh.read(segment_bytes):
+            gz = fh.read(len(GZIP_MAGIC)) == GZIP_MAGIC
+            fh.seek(0)
+            pieces = gunzip_pieces(fh.read, notes, segment_bytes) if gz else iter(lambda: fh.read(segment_bytes), b"")
+            for piece in pieces:
                 buf = carry + piece
                 cut = buf.find(b"\n", segment_bytes)
                 if cut == -1:

@@ -476,9 +476,13 @@ def test_unreadable_file_is_skipped_and_the_rest_goes_on(tmp_path, monkeypatch):
     assert r.parsed == 1
 
 
-def test_a_large_log_read_a_segment_at_a_time_gives_what_reading_it_whole_gives(tmp_path, monkeypatch):
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_large_log_read_a_segment_at_a_time_gives_what_reading_it_whole_gives(tmp_path, monkeypatch, gz):
     # Segments are shrunk to 2 KiB so a 40 KiB file streams: its events, notes and accounting
-    # must be those of the whole-file read (same segment cuts: the text is ASCII).
+    # must be those of the whole-file read (same segment cuts: the text is ASCII). Gzipped,
+    # the stream is also cut short: what came before the cut is kept, with the same note.
+    import gzip
+
     from forensics import _files
 
     monkeypatch.setattr(_files, "SEGMENT_CHARS", 2048)
@@ -492,24 +496,28 @@ def test_a_large_log_read_a_segment_at_a_time_gives_what_reading_it_whole_gives(
             )
             body.append(f'{t} (EngineCore_DP0 pid=9) ERROR 03-02 08:00:00 [core.py:9]   File "x.py", line 1, in f\n')
     data = "".join(body).encode() + b"\x00\x00 tail \xff without newline"
-    write(tmp_path / "big" / "vllm-0.log", data)
+    name = "vllm-0.log.gz" if gz else "vllm-0.log"
+    write(tmp_path / "big" / name, gzip.compress(data, mtime=0)[:-9] if gz else data)
     write(tmp_path / "big" / "events.json", '{"kind": "EventList", "items": []}\n' + " " * 9000)
     read = []
     segments = _files.text_segments
     monkeypatch.setattr(_files, "text_segments", lambda f, notes: read.append(f.rel) or segments(f, notes))
     streamed = ingest(tmp_path / "big")
-    assert read == ["vllm-0.log"]
+    assert read == [name]
     monkeypatch.setattr(_files, "stream_head", lambda f: None)
     whole = ingest(tmp_path / "big")
     assert streamed.events.equals(whole.events) and streamed.metrics.equals(whole.metrics)
     assert streamed.accounting() == whole.accounting()
-    notes = next(f.notes for f in streamed.files if f.file == "vllm-0.log")
-    assert notes == (
-        "2 NUL bytes removed (padding left by an interrupted write?)",
-        "invalid UTF-8 bytes replaced with U+FFFD",
-    )
     by = {f.file: f for f in streamed.files}
-    assert by["vllm-0.log"].lines == data.count(b"\n") + 1
+    if gz:
+        assert by[name].notes[0].startswith("truncated gzip: the stream ends early; kept ")
+        assert by[name].lines > 250
+    else:
+        assert by[name].notes == (
+            "2 NUL bytes removed (padding left by an interrupted write?)",
+            "invalid UTF-8 bytes replaced with U+FFFD",
+        )
+        assert by[name].lines == data.count(b"\n") + 1
     assert by["events.json"].wrapper == "k8s-events-json"  # a document: read whole, not streamed
 
 

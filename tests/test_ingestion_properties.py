@@ -487,3 +487,35 @@ def test_a_file_read_a_segment_at_a_time_decodes_to_the_text_read_whole(tmp_path
     assert all(p.endswith("\n") for p in pieces[:-1])
     if data.isascii() and b"\x00" not in data and not bom:
         assert pieces == list(_files.split_segments(whole, size))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    members=st.lists(st.binary(max_size=3000), min_size=1, max_size=3),
+    cut=st.one_of(st.none(), st.floats(0, 1)),
+    flip=st.one_of(st.none(), st.floats(0, 1)),
+    size=st.sampled_from([1, 7, 64, 4096]),
+)
+def test_gunzip_pieces_keep_all_of_a_sound_stream_and_a_prefix_of_a_damaged_one(members, cut, flip, size):
+    import gzip
+    import io
+
+    from forensics import _files
+
+    blob = bytearray(b"".join(gzip.compress(m * 3, mtime=0) for m in members))
+    if flip is not None:
+        blob[min(int(flip * len(blob)), len(blob) - 1)] ^= 0x5A
+    if cut is not None:
+        blob = blob[: int(cut * len(blob))]
+    notes: list[str] = []
+    pieces = list(_files.gunzip_pieces(io.BytesIO(bytes(blob)).read, notes, size))
+    out = b"".join(pieces)
+    full = b"".join(m * 3 for m in members)
+    assert all(len(p) <= size for p in pieces)
+    if flip is None and cut is None:
+        assert out == full and notes == []
+    elif flip is None:
+        assert full.startswith(out)  # a cut stream keeps what came before the cut
+    if notes:
+        assert len(notes) == 1 and notes[0].startswith(("truncated gzip", "corrupt gzip"))
+        assert f" {len(out)} " in notes[0]
