@@ -229,19 +229,18 @@ def read_head(f: InputFile, limit: int) -> bytes:
     """
     try:
         with open(f.path, "rb") as fh:
-            raw = fh.read(limit)
-            if raw[:2] == GZIP_MAGIC:
-                d = zlib.decompressobj(wbits=31)
-                out = b""
-                while len(out) < limit and raw:
-                    try:
-                        out += d.decompress(raw, limit - len(out))
-                    except zlib.error:
+            gz = fh.read(len(GZIP_MAGIC)) == GZIP_MAGIC
+            fh.seek(0)
+            if not gz:
+                raw = fh.read(limit)
+            else:
+                pieces, n = [], 0
+                for piece in gunzip_pieces(fh.read, [], limit):
+                    pieces.append(piece)
+                    n += len(piece)
+                    if n >= limit:
                         break
-                    raw = d.unconsumed_tail or fh.read(limit)
-                    if d.eof:
-                        break
-                raw = out
+                raw = b"".join(pieces)[:limit]
     except OSError:
         return b""
     if len(raw) >= limit:
