@@ -270,8 +270,8 @@ def gunzip_pieces(read: Callable[[int], bytes], notes: list[str], size: int = 1 
             if not d.eof:
                 tail = d.flush()  # output still held when `size` capped the last call
                 kept += len(tail)
-                if tail:
-                    yield tail
+                for at in range(0, len(tail), size):
+                    yield tail[at : at + size]
                 if not d.eof:
                     notes.append(f"truncated gzip: the stream ends early; kept {kept} decompressed bytes")
             return
