@@ -18,6 +18,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 GZIP_MAGIC = b"\x1f\x8b"
 SNIFF_BYTES = 64 * 1024
@@ -229,23 +230,25 @@ def read_head(f: InputFile, limit: int) -> bytes:
     """
     try:
         with open(f.path, "rb") as fh:
-            gz = fh.read(len(GZIP_MAGIC)) == GZIP_MAGIC
-            fh.seek(0)
-            if not gz:
-                raw = fh.read(limit)
-            else:
-                pieces, n = [], 0
-                for piece in gunzip_pieces(fh.read, [], limit):
-                    pieces.append(piece)
-                    n += len(piece)
-                    if n >= limit:
-                        break
-                raw = b"".join(pieces)[:limit]
+            pieces, n = [], 0
+            for piece in _raw_pieces(fh, [], limit):
+                pieces.append(piece)
+                n += len(piece)
+                if n >= limit:
+                    break
+            raw = b"".join(pieces)[:limit]
     except OSError:
         return b""
     if len(raw) >= limit:
         raw = raw[: raw.rfind(b"\n") + 1]
     return raw
+
+
+def _raw_pieces(fh: BinaryIO, notes: list[str], size: int) -> Iterator[bytes]:
+    """An open file's bytes, gunzipped when it is gzip, at most `size` at a time."""
+    gz = fh.read(len(GZIP_MAGIC)) == GZIP_MAGIC
+    fh.seek(0)
+    return gunzip_pieces(fh.read, notes, size) if gz else iter(lambda: fh.read(size), b"")
 
 
 def _gunzip_tolerant(data: bytes) -> tuple[bytes, str | None]:
@@ -396,10 +399,7 @@ def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = No
     carry = b""
     try:
         with open(f.path, "rb") as fh:
-            gz = fh.read(len(GZIP_MAGIC)) == GZIP_MAGIC
-            fh.seek(0)
-            pieces = gunzip_pieces(fh.read, notes, segment_bytes) if gz else iter(lambda: fh.read(segment_bytes), b"")
-            for piece in pieces:
+            for piece in _raw_pieces(fh, notes, segment_bytes):
                 buf = carry + piece
                 cut = buf.find(b"\n", segment_bytes)
                 if cut == -1:

@@ -275,7 +275,6 @@ def _overlaps(a: Incident, b: Incident) -> bool:
 
 def _drops(series: Series) -> list[Incident]:
     """Change points (PELT, l2 cost) on the throughput; low, significant segments become incidents."""
-    import ruptures as rpt
     from scipy.stats import ttest_ind
 
     y = series.throughput
@@ -290,7 +289,7 @@ def _drops(series: Series) -> list[Incident]:
     # Penalty from the noise level: the MAD of first differences estimates sigma.
     sigma = float(np.median(np.abs(np.diff(z))) / 0.6745 / math.sqrt(2)) if len(z) > 2 else 0.1
     sigma = max(sigma, 0.02)
-    bounds = [0, *_change_points(z, pen=3 * sigma**2 * math.log(len(z)) * 2, rpt=rpt)]
+    bounds = [0, *_change_points(z, pen=3 * sigma**2 * math.log(len(z)) * 2)]
     segs = [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
     incidents: list[Incident] = []
     i = 0
@@ -325,7 +324,7 @@ def _drops(series: Series) -> list[Incident]:
     return incidents
 
 
-def _change_points(z: np.ndarray, *, pen: float, rpt) -> list[int]:
+def _change_points(z: np.ndarray, *, pen: float) -> list[int]:
     """Ends of the segments of `z` (the last is `len(z)`) minimising squared error plus `pen`
     per change: exact penalised search (PELT) with the l2 cost.
 
@@ -334,6 +333,8 @@ def _change_points(z: np.ndarray, *, pen: float, rpt) -> list[int]:
     milliseconds instead of a minute. A series longer than `MAX_CPD_BINS` is averaged over
     runs of `k` bins first (the penalty scaled to match) and the ends mapped back.
     """
+    import ruptures as rpt
+
     total = len(z)
     k = max(1, -(-total // MAX_CPD_BINS))
     if k > 1:
