@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
+"""A UTF-8 byte-order mark (Windows editors): dropped, or it would stick to the first line."""
 SNIFF_BYTES = 64 * 1024
 SEGMENT_CHARS = 32 * 1024 * 1024
 """Files larger than this are parsed in newline-aligned segments to bound memory."""
@@ -331,8 +333,8 @@ def decode(data: bytes) -> tuple[str, list[str]]:
 def _decode_utf8(data: bytes, *, head: bool) -> tuple[str, int, bool]:
     """(text, NUL bytes dropped, whether invalid bytes were replaced) of a piece of a file;
     `head`: the piece starts the file, where a byte-order mark may sit."""
-    if head and data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]  # a UTF-8 byte-order mark (Windows editors) would stick to the first line
+    if head and data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM) :]  # a UTF-8 byte-order mark (Windows editors) would stick to the first line
     nuls = data.count(b"\x00")
     if nuls:
         data = data.replace(b"\x00", b"")
@@ -389,27 +391,40 @@ def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = No
     """
     segment_bytes = segment_bytes or SEGMENT_CHARS
     nuls, invalid, first = 0, False, True
+    # One buffer for the whole file, cut from the front: joining the carried tail to each
+    # read and slicing off the segment copied every segment twice into fresh memory, and
+    # fresh pages (page faults) cost this loop more than reading did.
+    buf = bytearray()
 
-    def text(seg: bytes) -> str:
+    def text(end: int) -> str:
         nonlocal nuls, invalid, first
-        out, n, bad = _decode_utf8(seg, head=first)
+        start = len(UTF8_BOM) if first and buf.startswith(UTF8_BOM) else 0
+        n = buf.count(b"\x00", start, end)
+        with memoryview(buf) as view, view[start:end] as piece:
+            data = bytes(piece).replace(b"\x00", b"") if n else piece
+            try:
+                out, bad = str(data, "utf-8"), False
+            except UnicodeDecodeError:
+                out, bad = str(data, "utf-8", "replace"), True
+            del data
         nuls, invalid, first = nuls + n, invalid or bad, False
         return out
 
-    carry = b""
     try:
         with open(f.path, "rb") as fh:
             for piece in _raw_pieces(fh, notes, segment_bytes):
-                buf = carry + piece
+                buf += piece
+                del piece
                 cut = buf.find(b"\n", segment_bytes)
                 if cut == -1:
-                    carry = buf  # this segment's closing newline is further on
-                    continue
-                carry = buf[cut + 1 :]
-                yield text(buf[: cut + 1])
+                    continue  # this segment's closing newline is further on
+                seg = text(cut + 1)
+                del buf[: cut + 1]
+                yield seg
+                del seg
     except OSError as e:
         notes.append(f"read error ({e.strerror or e}); kept the lines read before it")
-    last = text(carry) if carry else ""
+    last = text(len(buf)) if buf else ""
     if last:  # (NUL padding or a byte-order mark alone decode to nothing)
         yield last
     notes.extend(_repairs(nuls, invalid))
