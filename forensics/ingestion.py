@@ -1,9 +1,10 @@
 """Ingest: a directory of incident logs -> the events and metrics tables.
 
-Stages: discover files -> read (gzip, binary sniff, decode) -> route whole-file
-documents (Kubernetes event lists; request traces are set aside for replay) -> batch
-the lines of many files -> `parsers.lines.parse_lines` -> resolve timestamps across
-the directory -> account for every line.
+Stages: discover files -> reference times of the files' heads (for lines without a
+year) -> read (gzip, binary sniff, decode) -> route whole-file documents (Kubernetes
+event lists; request traces are set aside for replay) -> batch the lines of many files
+-> `parsers.lines.parse_lines` on a thread pool -> each batch, in file order, timed,
+accounted and given its final columns (`_Tail`) -> the tables.
 
 Accounting invariant, per file: lines read = parsed + folded + unparsed, where *parsed*
 lines head an event of a recognised format, *folded* lines were joined into an event
@@ -201,8 +202,9 @@ def ingest_files(
 
     `file_refs` (relative path -> reference time, from `reference_times` over *every*
     file of the run) lets a shard infer missing years from dated logs that sit in
-    another shard, exactly as a whole-directory ingest would. Never raises for bad
-    input: an empty result with skipped files is a valid answer for one shard.
+    another shard, exactly as a whole-directory ingest would; without it they are
+    taken from these files' heads first. Never raises for bad input: an empty result
+    with skipped files is a valid answer for one shard.
     """
     skipped: list[_files.Skipped] = []
     total = sum(f.size for f in files) or 1
@@ -210,24 +212,35 @@ def ingest_files(
     metas: list[_Meta] = []
     notes: dict[int, list[str]] = {}
     lines_read: dict[int, int] = {}
-    doc_rows: list[dict] = []
     doc_files: dict[int, str] = {}
     trace_paths: dict[str, str] = {}
     batch: list[tuple[int, int, int, list[str]]] = []
     batch_chars = 0
-    parsed_batches: list[Future] = []
+    # Years come from reference times known before any batch is finished, so each batch is
+    # finished (timed, accounted, given its final columns) as soon as it is parsed, and the
+    # batches never wait whole with their working columns (~2.5 GB held per GB of logs).
+    clock = _Clock(reference_times(files, tz) if file_refs is None else file_refs, metas, year, tz, captured_at)
+    tail = _Tail(metas, clock)
+    queue: list[Future] = []
     # Batches parse on a thread pool: polars releases the GIL, and a batch's many small
-    # passes are mostly single-threaded, so two batches in flight use two cores. Results
-    # are taken in submission order (deterministic); at most WORKERS + 1 batches wait, which
-    # bounds memory.
+    # passes are mostly single-threaded, so two batches in flight use two cores. They are
+    # finished here, in submission order (deterministic, and file order: each file's time
+    # carries into its next batch), while the next ones parse; at most WORKERS + 1 wait,
+    # which bounds memory.
     pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="forensics-parse")
+
+    def take(block: bool) -> None:
+        while queue and (queue[0].done() or (block and len(queue) > WORKERS)):
+            tail.add(queue.pop(0).result())
+
+    def enqueue(future: Future) -> None:
+        queue.append(future)
+        take(block=True)
 
     def flush() -> None:
         nonlocal batch, batch_chars
         if batch:
-            parsed_batches.append(pool.submit(_parse_batch, batch))
-            if sum(not f.done() for f in parsed_batches) > WORKERS:
-                next(f for f in parsed_batches if not f.done()).result()
+            enqueue(pool.submit(_parse_batch, batch))
         batch, batch_chars = [], 0
 
     def _batch_segments(fid: int, segments: Iterator[str]) -> int:
@@ -245,76 +258,69 @@ def ingest_files(
                 flush()
         return first - 1
 
-    for f in files:
-        if progress:
-            progress(done, total, f.rel)
-        done += f.size
-        head = _files.stream_head(f)
-        if head is not None and _not_a_log(head, f.rel) is None and not k8s.sniff_event_document(head):
-            # A large log: read, decoded and batched a segment at a time (never whole).
+    try:
+        for f in files:
+            if progress:
+                progress(done, total, f.rel)
+            done += f.size
+            head = _files.stream_head(f)
+            if head is not None and _not_a_log(head, f.rel) is None and not k8s.sniff_event_document(head):
+                # A large log: read, decoded and batched a segment at a time (never whole).
+                fid = len(metas)
+                metas.append(_meta(f))
+                notes[fid] = fnotes = []
+                lines_read[fid] = _batch_segments(fid, _files.text_segments(f, fnotes))
+                continue
+            data, fnotes, reason = _files.read_bytes(f)
+            if reason:
+                skipped.append(_files.Skipped(f.rel, reason))
+                continue
+            if not data:
+                skipped.append(_files.Skipped(f.rel, "empty file" + (f" ({'; '.join(fnotes)})" if fnotes else "")))
+                continue
+            if _files.is_binary(data):
+                skipped.append(_files.Skipped(f.rel, f"binary file ({len(data)} bytes), not a text log"))
+                continue
+            text, repairs = _files.decode(data)
+            del data
+            fnotes.extend(repairs)
             fid = len(metas)
             metas.append(_meta(f))
-            notes[fid] = fnotes = []
-            lines_read[fid] = _batch_segments(fid, _files.text_segments(f, fnotes))
-            continue
-        data, fnotes, reason = _files.read_bytes(f)
-        if reason:
-            skipped.append(_files.Skipped(f.rel, reason))
-            continue
-        if not data:
-            skipped.append(_files.Skipped(f.rel, "empty file" + (f" ({'; '.join(fnotes)})" if fnotes else "")))
-            continue
-        if _files.is_binary(data):
-            skipped.append(_files.Skipped(f.rel, f"binary file ({len(data)} bytes), not a text log"))
-            continue
-        text, repairs = _files.decode(data)
-        del data
-        fnotes.extend(repairs)
-        fid = len(metas)
-        metas.append(_meta(f))
-        kind = k8s.sniff_event_document(text)
-        if kind:
-            rows, err = k8s.parse_event_document(text, kind)
-            if err is None:
-                for r in rows:
-                    r["_fid"] = fid
-                doc_rows.extend(rows)
-                doc_files[fid] = f"k8s-events-{kind}"
-                lines_read[fid] = text.count("\n") + (0 if text.endswith("\n") else 1)
-                notes[fid] = fnotes
+            kind = k8s.sniff_event_document(text)
+            if kind:
+                rows, err = k8s.parse_event_document(text, kind)
+                if err is None:
+                    doc_files[fid] = f"k8s-events-{kind}"
+                    lines_read[fid] = text.count("\n") + (0 if text.endswith("\n") else 1)
+                    notes[fid] = fnotes
+                    if rows:  # its place in file order: after the lines batched so far
+                        flush()
+                        parsed: Future = Future()
+                        parsed.set_result(_document_events(rows, fid))
+                        enqueue(parsed)
+                    continue
+                fnotes.append(err)
+            why = _not_a_log(text, f.rel)
+            if why:
+                metas[-1] = _meta(f)
+                skipped.append(_files.Skipped(f.rel, why))
+                if why.startswith("request trace"):
+                    trace_paths[f.rel] = str(f.path)
                 continue
-            fnotes.append(err)
-        why = _not_a_log(text, f.rel)
-        if why:
-            metas[-1] = _meta(f)
-            skipped.append(_files.Skipped(f.rel, why))
-            if why.startswith("request trace"):
-                trace_paths[f.rel] = str(f.path)
-            continue
-        notes[fid] = fnotes
-        lines_read[fid] = _batch_segments(fid, _files.split_segments(text))
-        del text
-    flush()
-    try:
-        batches = [f.result() for f in parsed_batches]
+            notes[fid] = fnotes
+            lines_read[fid] = _batch_segments(fid, _files.split_segments(text))
+            del text
+        flush()
+        while queue:
+            tail.add(queue.pop(0).result())
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    parsed_batches.clear()  # `_assemble` lets each batch column go once it is copied: hold none here
     if progress:
         progress(total, total, "")
-
-    events = _assemble(batches, doc_rows, metas)
-    warnings: list[str] = []
-    events = _resolve_time(
-        events, metas, year=year, tz=tz, captured_at=captured_at, warnings=warnings, file_refs=file_refs
-    )
-    reports = _account(events, metas, lines_read, notes, doc_files)
-    if events is not None:  # rebinding frees the working columns before _finish adds its own
-        events = events.select(c for c in events.columns if c in s.EVENT_COLUMNS or c in FINISH_INPUTS)
-    events = _finish(events, metas)
-    metrics = vllm.metrics(events)
+    reports = tail.accounting(lines_read, notes, doc_files)
+    events, metrics = tail.tables()
     skipped.sort(key=lambda k: k.file)
-    return IngestResult(events, metrics, reports, skipped, trace_paths, warnings)
+    return IngestResult(events, metrics, reports, skipped, trace_paths, clock.warnings)
 
 
 REFERENCE_HEAD_BYTES = 4 * 1024 * 1024
@@ -467,141 +473,188 @@ def _slim(ev: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _assemble(batches: list[pl.DataFrame], doc_rows: list[dict], metas: list[_Meta]) -> pl.DataFrame | None:
-    """All events in (file, segment, line) order, one chunk per column. Empties `batches`.
-
-    Batches are built and parsed in that order and each comes back in it, so their
-    concatenation is already ordered; event documents (parsed whole, apart) are spliced
-    in by file id rather than sorting millions of rows with their messages (~8 s per GB).
-
-    The table is built a column at a time, each column's pieces let go once it is built,
-    so the batches and the table are never both held whole (+1.5 GB per GB of logs). One
-    chunk per column also matters later: the first expression polars runs over a table of
-    many chunks rewrites every column of it.
-    """
-    frames = [b for b in batches if b.height]
-    batches.clear()
-    docs = None
-    if doc_rows:
-        docs = pl.DataFrame(doc_rows, schema_overrides={s.TS: pl.Datetime("us", "UTC"), "_fid": pl.UInt32})
-        docs = docs.with_columns(
+def _document_events(rows: list[dict], fid: int) -> pl.DataFrame:
+    """A Kubernetes event document's rows as a parsed batch: exact times, one event a row."""
+    docs = pl.DataFrame(rows, schema_overrides={s.TS: pl.Datetime("us", "UTC")}, infer_schema_length=None)
+    return (
+        docs.with_columns(
+            pl.lit(fid, pl.UInt32).alias("_fid"),
             pl.col(s.TS).alias("_outer_ts"),
             pl.lit(0, pl.UInt32).alias("_nfold"),
             pl.lit(False).alias("_drop"),
             pl.lit(False).alias("_extra"),
-        ).drop(s.TS)
-    if not frames:
-        return docs.sort("_fid", s.LINE) if docs is not None else None
-    pieces = frames if docs is None else _splice(frames, docs.sort("_fid", s.LINE))
-    del frames, docs
-    schema = pl.concat([p.clear() for p in pieces], how="diagonal_relaxed").schema
-    parts = {c: [(p.height, p[c] if c in p.columns else None) for p in pieces] for c in schema}
-    pieces.clear()
-    columns = []
-    for c, dtype in schema.items():
-        column = [
-            x.cast(dtype) if x is not None else pl.repeat(None, h, dtype=dtype, eager=True) for h, x in parts.pop(c)
-        ]
-        columns.append(pl.concat(column, rechunk=True).alias(c))
-        del column
-    return pl.DataFrame(columns)
+        )
+        .drop(s.TS)
+        .sort(s.LINE)
+    )
 
 
-def _splice(frames: list[pl.DataFrame], docs: pl.DataFrame) -> list[pl.DataFrame]:
-    """`frames` (in file order) with each document file's rows put after the rows of lower
-    file ids: slices of the frames and the documents' groups, nothing copied."""
-    fids = pl.concat([f["_fid"] for f in frames])
-    cuts = [
-        (int(fids.search_sorted(fid, side="right")), part)
-        for (fid,), part in docs.group_by("_fid", maintain_order=True)
-    ]
-    pieces: list[pl.DataFrame] = []
-    lo = k = 0
-    for f in frames:
-        hi, at = lo + f.height, lo
-        while k < len(cuts) and cuts[k][0] <= hi:
-            cut, part = cuts[k]
-            if cut > at:
-                pieces.append(f.slice(at - lo, cut - at))
-                at = cut
-            pieces.append(part)
-            k += 1
-        if at < hi:
-            pieces.append(f.slice(at - lo))
-        lo = hi
-    return pieces
+class _Clock:
+    """Where a file's lines without a year take it from, decided once per file.
+
+    A file's reference is the median exact time of its head (`reference_times`), else
+    the median of its directory's references, else an ancestor directory's; failing
+    all, `--year` (with Dec->Jan rollover within the file), else the year the file was
+    last modified, with a warning.
+    """
+
+    def __init__(
+        self,
+        refs: dict[str, datetime],
+        metas: list[_Meta],
+        year: int | None,
+        tz: str,
+        captured_at: datetime | None,
+    ) -> None:
+        self.refs, self.metas, self.year, self.tz, self.captured_at = refs, metas, year, tz, captured_at
+        self.warnings: list[str] = []
+        by_dir: dict[str, list[datetime]] = {}
+        for rel, t in refs.items():
+            d = str(PurePosixPath(rel).parent)
+            while True:
+                by_dir.setdefault(d, []).append(t)
+                if d in ("", "."):
+                    break
+                d = str(PurePosixPath(d).parent)
+        self._by_dir = {d: sorted(ts)[len(ts) // 2] for d, ts in by_dir.items()}
+        self._decided: dict[int, tuple[datetime | None, int | None]] = {}
+
+    def of(self, fid: int) -> tuple[datetime | None, int | None]:
+        """(reference time, fallback year) of file `fid`: exactly one is set."""
+        if fid not in self._decided:
+            rel = self.metas[fid].rel
+            ref = self.refs.get(rel)
+            d = str(PurePosixPath(rel).parent)
+            while ref is None and d not in self._by_dir and d not in ("", "."):
+                d = str(PurePosixPath(d).parent)
+            ref = ref or self._by_dir.get(d)
+            fallback = None
+            if ref is None:
+                fallback = self.year
+                if fallback is None:
+                    fallback = datetime.fromtimestamp(self.metas[fid].mtime, UTC).year
+                    self.warnings.append(
+                        f"{rel}: no year in its timestamps and no dated log beside it; assumed {fallback} from the "
+                        "file's modification time (pass --year to set it)"
+                    )
+            self._decided[fid] = (ref, fallback)
+        return self._decided[fid]
 
 
-def _resolve_time(
-    ev: pl.DataFrame | None,
-    metas: list[_Meta],
-    *,
-    year: int | None,
-    tz: str,
-    captured_at: datetime | None,
-    warnings: list[str],
-    file_refs: dict[str, datetime] | None = None,
-) -> pl.DataFrame | None:
-    """Give every event a UTC `ts` and a `ts_quality` (see `schema.TsQuality`).
+@dataclass(frozen=True)
+class _Carry:
+    """What the file a batch ends in hands to the batch that continues it: its last time
+    (inherited by the next batch's untimed lead lines), the month and rollover count of its
+    fallback-year lines, and its cluster-info dump headers (pod, namespace, container)."""
+
+    fid: int = -1
+    ts: datetime | None = None
+    mo: int | None = None
+    rolls: int = 0
+    dump: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> pl.Expr:
+        """The rows of a batch that continue the carried file."""
+        return pl.col("_fid") == self.fid
+
+
+class _Tail:
+    """Finishes parsed batches in file order: time, accounting partials, final columns, metrics.
+
+    Invariant: batches arrive in (file id, segment, line) order, so only a batch's first
+    file can continue the previous batch's last one, and concatenating the finished
+    batches gives the events in file order without sorting.
+    """
+
+    def __init__(self, metas: list[_Meta], clock: _Clock) -> None:
+        self.metas, self.clock = metas, clock
+        self.carry = _Carry()
+        self.parts: list[pl.DataFrame] = []
+        self.metric_parts: list[pl.DataFrame] = []
+        self.counts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
+
+    def add(self, ev: pl.DataFrame) -> None:
+        if ev.height == 0:
+            return
+        ev, time_state = _resolve_time(ev, self.clock, self.carry)
+        self.counts.append(_count(ev))
+        ev, dump = _finish(ev, self.metas, self.carry)
+        self.carry = _Carry(**time_state, dump=dump)
+        self.metric_parts.append(vllm.metrics(ev))
+        self.parts.append(ev)
+
+    def tables(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The events (one chunk per column) and metrics of every batch. Empties the parts."""
+        metrics = [m for m in self.metric_parts if m.height]
+        self.metric_parts.clear()
+        metrics_table = pl.concat(metrics) if metrics else s.empty_metrics()
+        return _concat_columns(self.parts), metrics_table
+
+    def accounting(self, lines_read: dict[int, int], notes: dict, doc_files: dict) -> list[FileReport]:
+        return _account(self.counts, self.metas, lines_read, notes, doc_files)
+
+
+def _concat_columns(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """`parts` (same columns) as one frame of one chunk per column. Empties `parts`.
+
+    Built a column at a time, each column's pieces let go once it is built, so the parts
+    and the table are never both held whole. One chunk per column also matters later: the
+    first expression polars runs over a table of many chunks rewrites every column of it.
+    """
+    if not parts:
+        return s.empty_events()
+    if len(parts) == 1:
+        return parts.pop()
+    names = parts[0].columns
+    pieces = {c: [p[c] for p in parts] for c in names}
+    parts.clear()
+    return pl.DataFrame([pl.concat(pieces.pop(c), rechunk=True) for c in names])
+
+
+def _resolve_time(ev: pl.DataFrame, clock: _Clock, carry: _Carry) -> tuple[pl.DataFrame, dict]:
+    """Give every event of a batch a UTC `ts` and a `ts_quality` (see `schema.TsQuality`).
 
     Order of preference: the wrapper's RFC3339 time (exact); a full local date-time
-    from the line (exact, in `tz`); month/day/time from the line with the year taken
-    from the nearest fully qualified timestamp in the same directory tree, choosing the
-    year that puts the line closest to it (Dec->Jan rollover); a relative age with
-    `captured_at`; the previous timed event of the same file (inherited).
+    from the line (exact, in `tz`); month/day/time from the line with the year closest
+    to the file's reference (Dec->Jan rollover), or `--year`; a relative age with
+    `captured_at`; the previous timed event of the same file (inherited, across batches
+    through `carry`). Also returns the time part of the batch's own carry.
 
-    Requires `ev` in file order (`_fid`, `_seg`, `line`), as `_assemble` returns it.
+    Requires `ev` in file order (`_fid`, `_seg`, `line`), as batches are built.
     """
-    if ev is None:
-        return None
-    # Work on the time columns alone, in file order, each step on only the rows it concerns:
-    # splitting rows into subsets, concatenating and re-sorting them held several copies of
-    # the columns at once and took ~6 s per GB.
+    tz = clock.tz
+    # Work on the time columns alone, each step on only the rows it concerns: adding even a
+    # null column to the whole batch copies what it is added to.
     full = ev
     ev = _time_columns(ev)
     # Syslog/journald time where the line itself has none.
     ev = _set_rows(ev, pl.col("_mo").is_null() & pl.col("_syslog").is_not_null(), syslog_time_parts())
     ev = _set_rows(ev, pl.col("_outer_ts").is_null() & pl.col("_Y").is_not_null(), [_exact_time(tz).alias("_outer_ts")])
-    # `_outer_ts` now holds every exact time. Reference per file: its own median exact
-    # time, else its directory's, else an ancestor directory's.
-    per_file = ev.group_by("_fid").agg(pl.col("_outer_ts").drop_nulls().median().alias("ref"))
-    ref_of = {r[0]: r[1] for r in per_file.iter_rows() if r[1] is not None}
-    by_dir: dict[str, list[datetime]] = {}
-    own = {metas[fid].rel: t for fid, t in ref_of.items()}
-    for rel, t in ({**(file_refs or {}), **own}).items():
-        d = str(PurePosixPath(rel).parent)
-        while True:
-            by_dir.setdefault(d, []).append(t)
-            if d in ("", "."):
-                break
-            d = str(PurePosixPath(d).parent)
     yearless = pl.col("_outer_ts").is_null() & pl.col("_mo").is_not_null()
-    needs = ev.filter(yearless)["_fid"].unique().to_list()
     refs: dict[int, datetime] = {}
     fallback_year: dict[int, int] = {}
-    for fid in needs:
-        if fid in ref_of:
-            refs[fid] = ref_of[fid]
-            continue
-        d = str(PurePosixPath(metas[fid].rel).parent)
-        while d not in by_dir and d not in ("", "."):
-            d = str(PurePosixPath(d).parent)
-        if d in by_dir:
-            ts_list = sorted(by_dir[d])
-            refs[fid] = ts_list[len(ts_list) // 2]
-        elif year is not None:
-            fallback_year[fid] = year
+    for fid in ev.filter(yearless)["_fid"].unique().sort().to_list():
+        ref, year = clock.of(fid)
+        if ref is not None:
+            refs[fid] = ref
         else:
-            y = datetime.fromtimestamp(metas[fid].mtime, UTC).year
-            fallback_year[fid] = y
-            warnings.append(
-                f"{metas[fid].rel}: no year in its timestamps and no dated log beside it; assumed {y} from the file's "
-                "modification time (pass --year to set it)"
-            )
-    ev = _set_rows(ev, yearless, [_infer_year(refs, fallback_year, tz).alias("_inf")])
-    if captured_at is not None:
+            fallback_year[fid] = year
+    cont = carry.rows
+    if fallback_year:
+        # With only a year to go by, the year rolls over when the month falls back (Dec -> Jan)
+        # within a file; the count goes on from the batch before.
+        prev = pl.col("_mo").shift(1).over("_fid")
+        if carry.mo is not None:
+            prev = pl.when(prev.is_null() & cont).then(pl.lit(carry.mo)).otherwise(prev)
+        rolls = (pl.col("_mo") < prev - 6).fill_null(False).cast(pl.Int32).cum_sum().over("_fid")
+        rolls = rolls + pl.when(cont).then(pl.lit(carry.rolls)).otherwise(0)
+        ev = _set_rows(ev, yearless, [rolls.alias("_rolls")])
+    rolls = pl.col("_rolls") if fallback_year else pl.lit(0, pl.Int32)
+    ev = _set_rows(ev, yearless, [_infer_year(refs, fallback_year, tz, rolls).alias("_inf")])
+    if clock.captured_at is not None:
         age = pl.duration(microseconds=(pl.col("_age_s") * 1e6).cast(pl.Int64))
-        relative = pl.lit(captured_at).cast(pl.Datetime("us", "UTC")) - age
+        relative = pl.lit(clock.captured_at).cast(pl.Datetime("us", "UTC")) - age
         ev = _set_rows(ev, pl.col("_outer_ts").is_null() & pl.col("_age_s").is_not_null(), [relative.alias("_rel")])
     for c, t in (("_inf", pl.Datetime("us", "UTC")), ("_rel", pl.Datetime("us", "UTC"))):
         if c not in ev.columns:
@@ -617,7 +670,10 @@ def _resolve_time(
     ev = ev.with_columns(pl.coalesce("_outer_ts", "_inf", "_rel").alias(s.TS), quality.alias(s.TS_QUALITY))
     # A row with a relative age (`5m` in a describe Events table) is not a continuation of
     # the line above it: without --captured-at it stays untimed rather than borrow a time.
-    inherited = pl.when(pl.col("_age_s").is_null()).then(pl.col(s.TS).forward_fill().over("_fid"))
+    untimed_ok = pl.col("_age_s").is_null()
+    inherited = pl.when(untimed_ok).then(pl.col(s.TS).forward_fill().over("_fid"))
+    if carry.ts is not None:
+        inherited = pl.coalesce(inherited, pl.when(untimed_ok & cont).then(pl.lit(carry.ts)))
     ev = ev.with_columns(
         pl.when(pl.col(s.TS).is_null() & inherited.is_not_null())
         .then(pl.lit("inherited"))
@@ -626,7 +682,23 @@ def _resolve_time(
         .alias(s.TS_QUALITY),
         pl.coalesce(pl.col(s.TS), inherited).alias(s.TS),
     )
-    return full.with_columns(ev["_outer_ts"], ev[s.TS], ev[s.TS_QUALITY])
+    return full.with_columns(ev["_outer_ts"], ev[s.TS], ev[s.TS_QUALITY]), _time_carry(carry, ev)
+
+
+def _time_carry(carry: _Carry, ev: pl.DataFrame) -> dict:
+    """The time fields of the carry the batch `ev` (its time columns) hands on."""
+    last = int(ev["_fid"][-1])
+    rows = ev.filter(pl.col("_fid") == last)
+    same = last == carry.fid
+    ts = rows[s.TS].drop_nulls()
+    out = {"fid": last, "ts": ts[-1] if len(ts) else (carry.ts if same else None), "mo": None, "rolls": 0}
+    yearless = rows.filter(pl.col("_outer_ts").is_null() & pl.col("_mo").is_not_null())
+    if yearless.height:
+        out["mo"] = int(yearless["_mo"][-1])
+        out["rolls"] = int(yearless["_rolls"][-1]) if "_rolls" in yearless.columns else 0
+    elif same:
+        out["mo"], out["rolls"] = carry.mo, carry.rolls
+    return out
 
 
 TIME_COLUMNS: dict[str, pl.DataType] = {
@@ -665,9 +737,9 @@ def _exact_time(tz: str) -> pl.Expr:
     return pl.coalesce(pl.col("_outer_ts"), _local_to_utc(pl.col("_Y"), tz))
 
 
-def _infer_year(refs: dict[int, datetime], fallback_year: dict[int, int], tz: str) -> pl.Expr:
+def _infer_year(refs: dict[int, datetime], fallback_year: dict[int, int], tz: str, rolls: pl.Expr) -> pl.Expr:
     """Time for month/day/time rows (only those, in file order): in the year closest to the
-    file's reference, or in --year with rollover."""
+    file's reference, or in --year plus the file's rollovers so far (`rolls`)."""
     ref = pl.col("_fid").replace_strict(refs, default=None, return_dtype=pl.Datetime("us", "UTC"))
     ref_year = ref.dt.year().cast(pl.Int32)
     cands = [_local_to_utc(ref_year + k, tz) for k in (-1, 0, 1)]
@@ -680,12 +752,8 @@ def _infer_year(refs: dict[int, datetime], fallback_year: dict[int, int], tz: st
         .then(cands[0])
         .otherwise(cands[2])
     )
-    # With only --year: roll the year over when the month falls back (Dec -> Jan) within a file.
-    rollover = (
-        (pl.col("_mo") < pl.col("_mo").shift(1).over("_fid") - 6).fill_null(False).cast(pl.Int32).cum_sum().over("_fid")
-    )
     fallback = pl.col("_fid").replace_strict(fallback_year, default=None, return_dtype=pl.Int32)
-    return pl.when(ref.is_not_null()).then(closest).otherwise(_local_to_utc(fallback + rollover, tz))
+    return pl.when(ref.is_not_null()).then(closest).otherwise(_local_to_utc(fallback + rolls, tz))
 
 
 def _local_to_utc(year: pl.Expr, tz: str) -> pl.Expr:
@@ -705,47 +773,66 @@ def _local_to_utc(year: pl.Expr, tz: str) -> pl.Expr:
     return pl.when(valid).then(out)
 
 
+COUNTED = ("_fid", s.SOURCE, "_drop", "_extra", "_nfold", "_outer_ts", s.STREAM, "_syslog", "_journal")
+"""The narrow columns the accounting reads (every filter copies what it is given)."""
+
+
+def _count(ev: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """A batch's accounting partials, summed over batches by `_account`: per file, line
+    counts and how many physical lines carry each wrapper's mark; per (file, source), events;
+    per (file, journal kind), lines."""
+    ev = ev.select(c for c in COUNTED if c in ev.columns)
+    present = set(ev.columns)
+
+    def marked(c: str) -> pl.Expr:
+        return (pl.col(c).is_not_null().sum() if c in present else pl.lit(0)).cast(pl.Int64).alias(c)
+
+    kept = ~pl.col("_drop").fill_null(False)
+    heads = ev.filter(~pl.col("_extra").fill_null(False))
+    per_file = heads.group_by("_fid").agg(
+        ((pl.col(s.SOURCE) != "unknown") & kept).sum().cast(pl.Int64).alias("parsed"),
+        ((pl.col(s.SOURCE) == "unknown") & kept).sum().cast(pl.Int64).alias("unparsed"),
+        pl.col("_nfold").fill_null(0).sum().cast(pl.Int64).alias("folded"),
+        pl.len().cast(pl.Int64).alias("rows"),
+        *(marked(c) for c in ("_outer_ts", s.STREAM, "_syslog", "_journal")),
+    )
+    by_source = ev.filter(kept).group_by("_fid", s.SOURCE).len()
+    journal = (
+        heads.filter(pl.col("_journal").is_not_null()).group_by("_fid", "_journal").len()
+        if "_journal" in present
+        else pl.DataFrame(schema={"_fid": pl.UInt32, "_journal": pl.String, "len": pl.UInt32})
+    )
+    return per_file, by_source, journal
+
+
 def _account(
-    ev: pl.DataFrame | None, metas: list[_Meta], lines_read: dict[int, int], notes: dict, doc_files: dict
+    counts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]],
+    metas: list[_Meta],
+    lines_read: dict[int, int],
+    notes: dict,
+    doc_files: dict,
 ) -> list[FileReport]:
     stats: dict[int, dict] = {}
-    if ev is not None:
-        # Only the narrow columns counted here: every filter below copies what it is given.
-        wanted = ("_fid", s.SOURCE, "_drop", "_extra", "_nfold", "_outer_ts", s.STREAM, "_syslog", "_journal")
-        ev = ev.select(c for c in wanted if c in ev.columns)
-        # A batch of event documents alone has no wrapper columns.
-        ev = ev.with_columns(pl.lit(None, pl.String).alias(s.STREAM)) if s.STREAM not in ev.columns else ev
-        agg = (
-            ev.filter(~pl.col("_extra").fill_null(False))
-            .group_by("_fid")
-            .agg(
-                ((pl.col(s.SOURCE) != "unknown") & ~pl.col("_drop").fill_null(False)).sum().alias("parsed"),
-                ((pl.col(s.SOURCE) == "unknown") & ~pl.col("_drop").fill_null(False)).sum().alias("unparsed"),
-                pl.col("_nfold").fill_null(0).sum().alias("folded"),
-                pl.col("_outer_ts").is_not_null().mean().alias("outer"),
-                pl.col(s.STREAM).is_not_null().mean().alias("stream"),
-                pl.col("_syslog").is_not_null().mean().alias("syslog")
-                if "_syslog" in ev.columns
-                else pl.lit(0.0).alias("syslog"),
-                pl.col("_journal").is_not_null().mean().alias("journal")
-                if "_journal" in ev.columns
-                else pl.lit(0.0).alias("journal"),
-                pl.col("_journal").drop_nulls().mode().sort().first().alias("journal_kind")
-                if "_journal" in ev.columns
-                else pl.lit(None, pl.String).alias("journal_kind"),
-            )
-        )
-        stats = {r["_fid"]: r for r in agg.iter_rows(named=True)}
-        fmts = (
-            ev.filter(~pl.col("_drop").fill_null(False))
+    fmt_of: dict[int, list[str]] = {}
+    n_events: dict[int, int] = {}
+    if counts:
+        per_file = pl.concat([c[0] for c in counts]).group_by("_fid").sum()
+        for r in per_file.iter_rows(named=True):
+            rows = r["rows"] or 1
+            stats[r["_fid"]] = r | {k: r[c] / rows for k, c in WRAPPER_MARKS.items()}
+        by_source = (
+            pl.concat([c[1] for c in counts])
             .group_by("_fid", s.SOURCE)
-            .len()
+            .agg(pl.col("len").sum())
             .sort("_fid", "len", s.SOURCE, descending=[False, True, False])
         )
-        fmt_of: dict[int, list[str]] = {}
-        for fid, src, _n in fmts.iter_rows():
+        for fid, src, n in by_source.iter_rows():
             fmt_of.setdefault(fid, []).append(src)
-        n_events = dict(ev.filter(~pl.col("_drop").fill_null(False)).group_by("_fid").len().iter_rows())
+            n_events[fid] = n_events.get(fid, 0) + n
+        journal = pl.concat([c[2] for c in counts]).group_by("_fid", "_journal").agg(pl.col("len").sum())
+        # The most frequent kind; on a tie, the first in sorted order.
+        for fid, kind, _n in journal.sort("_fid", "len", "_journal", descending=[False, True, False]).iter_rows():
+            stats.setdefault(fid, {}).setdefault("journal_kind", kind)
     reports = []
     for fid, meta in enumerate(metas):
         if fid not in lines_read:
@@ -764,19 +851,21 @@ def _account(
         reports.append(
             FileReport(
                 meta.rel,
-                tuple(fmt_of.get(fid, [])) if ev is not None else (),
+                tuple(fmt_of.get(fid, [])),
                 wrapper,
                 n,
                 parsed,
                 folded,
                 unparsed,
-                int(n_events.get(fid, 0)) if ev is not None else 0,
+                int(n_events.get(fid, 0)),
                 tuple(notes.get(fid, [])),
             )
         )
     return reports
 
 
+WRAPPER_MARKS = {"outer": "_outer_ts", "stream": s.STREAM, "syslog": "_syslog", "journal": "_journal"}
+"""Share of a file's lines with each wrapper's mark (`_wrapper` reads them), from its column."""
 JOURNAL_WRAPPERS = {"json": "journald-json", "iso": "journald", "dmesg": "dmesg"}
 
 
@@ -813,12 +902,12 @@ DUMP_HINTS = ("_dump_pod", "_dump_ns", "_dump_container")
 RANK_IN_NAME = re.compile(r"rank=(\d+)")
 
 
-def _finish(ev: pl.DataFrame | None, metas: list[_Meta]) -> pl.DataFrame:
-    """Attach file names and path hints, derive rank/pid, drop working columns, sort."""
-    if ev is None:
-        return s.empty_events()
+def _finish(ev: pl.DataFrame, metas: list[_Meta], carry: _Carry) -> tuple[pl.DataFrame, dict[str, str]]:
+    """Attach file names and path hints, derive rank/pid, drop working columns and folded-away
+    rows. Also returns the dump headers the batch's last file hands on (see `_Carry`)."""
+    ev = ev.select(c for c in ev.columns if c in s.EVENT_COLUMNS or c in FINISH_INPUTS)
     # Per-file columns by gathering on the file id: a join or a filter here would copy the
-    # whole table (messages included) while the caller still holds it.
+    # whole batch (messages included).
     fid = ev["_fid"]
     per_file = {
         s.FILE: [m.rel for m in metas],
@@ -827,16 +916,28 @@ def _finish(ev: pl.DataFrame | None, metas: list[_Meta]) -> pl.DataFrame:
         "_hcont": [m.container for m in metas],
     }
     ev = ev.with_columns(pl.Series(c, v, dtype=pl.String).gather(fid) for c, v in per_file.items())
-    # A working column no batch had is absent (`_slim`): left out here rather than added as
+    # A working column no line had is absent (`_slim`): left out here rather than added as
     # nulls and worked on (forward-filling three absent dump columns cost ~1.3 s per GB).
+    carried = {c: v for c, v in carry.dump.items() if c not in ev.columns}
+    if carried:
+        ev = ev.with_columns(pl.lit(None, pl.String).alias(c) for c in carried)
     have = set(ev.columns)
 
     def text(*columns: str) -> list[pl.Expr]:
         return [pl.col(c).cast(pl.String) for c in columns if c in have]
 
-    dump = {c: pl.col(c).forward_fill().over("_fid").replace("", None) for c in DUMP_HINTS if c in have}
+    dump_out: dict[str, str] = {}
+    dump = [c for c in DUMP_HINTS if c in have]
     if dump:
-        ev = ev.with_columns(**dump)
+        filled = {c: pl.col(c).cast(pl.String).forward_fill().over("_fid") for c in dump}
+        filled = {
+            c: pl.coalesce(e, pl.when(carry.rows).then(pl.lit(carry.dump[c]))) if c in carry.dump else e
+            for c, e in filled.items()
+        }
+        ev = ev.with_columns(**filled)
+        last = ev.filter(pl.col("_fid") == ev["_fid"][-1]).select(dump).tail(1).row(0, named=True)
+        dump_out = {c: v for c, v in last.items() if v is not None}
+        ev = ev.with_columns(pl.col(c).replace("", None) for c in dump)
     node_sources = ["kubelet", "klog", "k8s-event", "k8s-state", "syslog", "kernel"]
     container_log = ~pl.col(s.SOURCE).is_in(node_sources)
     ranks = [pl.col("_rank").cast(pl.Int32, strict=False)] if "_rank" in have else []
@@ -858,12 +959,11 @@ def _finish(ev: pl.DataFrame | None, metas: list[_Meta]) -> pl.DataFrame:
         (pl.col("_pid").cast(pl.Int64, strict=False) if "_pid" in have else pl.lit(None, pl.Int64)).alias(s.PID),
         pl.col(s.MESSAGE).fill_null("") if s.MESSAGE in have else pl.lit("").alias(s.MESSAGE),
     )
-    # Files were numbered in path order and `_assemble` sorted by (file id, segment,
-    # line): (file, line) order holds without sorting on the string column. Rows that were
-    # only folded away (`_drop`) go last, from the narrower final table.
+    # Batches are built in (file, segment, line) order: (file, line) order holds without
+    # sorting on the string column. Rows that were only folded away (`_drop`) go.
     keep = ~ev["_drop"].fill_null(False)
     ev = s.conform(ev, s.EVENT_DTYPES)
-    return ev if keep.all() else ev.filter(keep)
+    return (ev if keep.all() else ev.filter(keep)), dump_out
 
 
 def write_tables(result: IngestResult, out: Path) -> dict[str, Path]:

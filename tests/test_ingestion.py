@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -364,6 +365,61 @@ def test_year_rollover_compares_with_the_previous_dated_line_across_untimed_ones
         (2024, "inherited"),
         (2025, "inferred-year"),
         (2025, "inherited"),
+    ]
+
+
+def test_events_do_not_depend_on_where_files_are_cut_into_batches(tmp_path, monkeypatch):
+    # Each batch is finished (timed, given its pod) as soon as it is parsed, so what a file's
+    # earlier lines decide must carry into its next batch: the year rolling over (with only
+    # --year), the time inherited by untimed lines, the pod of a cluster-info dump header;
+    # and an event document parsed whole keeps its place in file order.
+    from forensics import _files, ingestion
+
+    access = 'INFO:     10.0.0.1:1 - "GET /health HTTP/1.1" 200 OK\n'
+    undated, dated = tmp_path / "undated", tmp_path / "dated"
+    write(
+        undated / "a-rollover.log",
+        "INFO 12-31 23:59:50 [x.py:1] before\n" + access * 30 + "INFO 01-01 00:00:10 [x.py:1] after\n" + access * 30,
+    )
+    write(
+        undated / "b-dump.txt",
+        "==== START logs for container vllm of pod default/vllm-0 ====\n"
+        + "INFO 03-02 08:00:00 [api_server.py:1885] vLLM API server version 0.10.2\n" * 40
+        + "==== START logs for container sidecar of pod infra/proxy-1 ====\n"
+        + "INFO 03-02 08:00:01 [x.py:1] proxied\n" * 40,
+    )
+    event = {
+        "type": "Warning",
+        "reason": "BackOff",
+        "message": "restarting",
+        "count": 1,
+        "involvedObject": {"kind": "Pod", "name": "vllm-0", "namespace": "default"},
+        "firstTimestamp": "2024-03-02T08:00:05Z",
+        "lastTimestamp": "2024-03-02T08:00:05Z",
+    }
+    write(dated / "a.log", "INFO 03-02 08:00:02 [x.py:1] timed\n" + access * 60)
+    write(dated / "b-events.json", json.dumps({"kind": "EventList", "items": [event]}))
+    write(dated / "c.log", access * 5 + "INFO 03-02 08:00:09 [x.py:1] timed\n" + access * 60)
+    whole = {d: ingest(d, year=2024) for d in (undated, dated)}
+    monkeypatch.setattr(ingestion, "BATCH_CHARS", 700)
+    monkeypatch.setattr(_files, "SEGMENT_CHARS", 500)
+    for d, expected in whole.items():
+        cut = ingest(d, year=2024)
+        assert cut.events.equals(expected.events) and cut.metrics.equals(expected.metrics)
+        assert cut.accounting() == expected.accounting()
+    ev = whole[undated].events
+    assert ev.filter(pl.col(s.FILE) == "a-rollover.log")[s.TS].dt.year().to_list() == [2024] * 31 + [2025] * 31
+    dump = ev.filter(pl.col(s.FILE) == "b-dump.txt", pl.col(s.SOURCE) != "k8s-state")
+    assert dump.group_by(s.NAMESPACE, s.POD, s.CONTAINER).len().sort(s.POD).rows() == [
+        ("infra", "proxy-1", "sidecar", 41),
+        ("default", "vllm-0", "vllm", 41),
+    ]
+    ev = whole[dated].events
+    assert ev[s.FILE].to_list() == ["a.log"] * 61 + ["b-events.json"] + ["c.log"] * 66
+    assert ev.filter(pl.col(s.FILE) == "c.log")[s.TS_QUALITY].value_counts().sort(s.TS_QUALITY).rows() == [
+        ("inferred-year", 1),
+        ("inherited", 60),
+        ("none", 5),
     ]
 
 
