@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from forensics import _files
 from forensics import schema as s
@@ -38,6 +39,7 @@ WORKERS = max(1, min(4, os.cpu_count() or 1))
 BATCH_CHARS = 32 * 1024 * 1024
 """Lines of many small files are parsed together up to this many characters."""
 BATCH_FILES = 4000
+EVENTS_FILE, METRICS_FILE = "events.parquet", "metrics.parquet"
 MAX_LINE_CHARS = 1024 * 1024
 """Longer lines are cut here (with a marker), as Loki does, so one 50 MB line cannot stall parsing."""
 TRUNC_MARK = " …[line truncated by forensics: {n} more bytes]"
@@ -81,6 +83,11 @@ class IngestResult:
     dataset: str | None = None
     """Where a sharded run (`--engine pool|ray`) wrote the event rows: a Parquet dataset
     partitioned `hour=/source=`, with `_templates.parquet` mapping its shard template ids."""
+    streamed_to: str | None = None
+    """The directory the tables were streamed to (`ingest(stream_to=...)`) as
+    `events.parquet` and `metrics.parquet`; `events` and `metrics` are then empty, and
+    `n_events` / `n_metrics` count the rows written."""
+    written: dict[str, int] = field(default_factory=dict)
 
     @property
     def traces(self) -> list[str]:
@@ -103,8 +110,22 @@ class IngestResult:
     def unparsed(self) -> int:
         return sum(f.unparsed for f in self.files)
 
+    @property
+    def n_events(self) -> int:
+        return self.written["events"] if self.streamed_to else self.events.height
+
+    @property
+    def n_metrics(self) -> int:
+        return self.written["metrics"] if self.streamed_to else self.metrics.height
+
+    def column(self, name: str) -> pl.Series:
+        """One column of the events, read back from the file when they were streamed."""
+        if self.streamed_to:
+            return pl.scan_parquet(Path(self.streamed_to) / EVENTS_FILE).select(name).collect()[name]
+        return self.events[name]
+
     def time_span(self) -> tuple[datetime | None, datetime | None]:
-        ts = self.events[s.TS].drop_nulls()
+        ts = self.column(s.TS).drop_nulls()
         return (ts.min(), ts.max()) if len(ts) else (None, None)
 
     def accounting(self) -> dict:
@@ -116,8 +137,8 @@ class IngestResult:
             "parsed": self.parsed,
             "folded": self.folded,
             "unparsed": self.unparsed,
-            "events": self.events.height,
-            "metrics": self.metrics.height,
+            "events": self.n_events,
+            "metrics": self.n_metrics,
             "per_file": [f.__dict__ | {"formats": list(f.formats), "notes": list(f.notes)} for f in self.files],
             "skipped": [{"file": k.file, "reason": k.reason} for k in self.skipped],
             "traces": self.traces,
@@ -148,6 +169,7 @@ def ingest(
     tz: str = "UTC",
     captured_at: datetime | None = None,
     progress: Progress | None = None,
+    stream_to: Path | None = None,
 ) -> IngestResult:
     """Parse every line under `paths` into the events and metrics tables.
 
@@ -158,6 +180,9 @@ def ingest(
         tz: zone of local-time formats (vLLM, c10, klog, NCCL, Python logging).
         captured_at: when `kubectl get events` / `describe` output was captured; resolves
             their relative ages (`5m`). Without it those rows have no time.
+        stream_to: a directory to write the tables to as they are parsed (`events.parquet`,
+            `metrics.parquet`) rather than hold them: memory stays that of a few batches,
+            whatever the logs' size. `result.events` and `result.metrics` are then empty.
 
     Raises:
         NoInputError: when nothing at all could be ingested.
@@ -168,8 +193,8 @@ def ingest(
     """
     roots = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     files, skipped = _files.discover(roots)
-    result = ingest_files(files, year=year, tz=tz, captured_at=captured_at, progress=progress)
-    if result.events.height == 0 and not result.files:
+    result = ingest_files(files, year=year, tz=tz, captured_at=captured_at, progress=progress, stream_to=stream_to)
+    if result.n_events == 0 and not result.files:
         raise no_input(roots, [*skipped, *result.skipped])
     result.skipped = sorted([*skipped, *result.skipped], key=lambda k: k.file)
     return result
@@ -197,6 +222,7 @@ def ingest_files(
     captured_at: datetime | None = None,
     progress: Progress | None = None,
     file_refs: dict[str, datetime] | None = None,
+    stream_to: Path | None = None,
 ) -> IngestResult:
     """`ingest` over files already discovered: the unit of work of a sharded run (`forensics.scaleout`).
 
@@ -220,7 +246,10 @@ def ingest_files(
     # finished (timed, accounted, given its final columns) as soon as it is parsed, and the
     # batches never wait whole with their working columns (~2.5 GB held per GB of logs).
     clock = _Clock(reference_times(files, tz) if file_refs is None else file_refs, metas, year, tz, captured_at)
-    tail = _Tail(metas, clock)
+    sinks = None
+    if stream_to is not None:
+        sinks = (_ParquetSink(Path(stream_to) / EVENTS_FILE), _ParquetSink(Path(stream_to) / METRICS_FILE))
+    tail = _Tail(metas, clock, sinks)
     queue: list[Future] = []
     # Batches parse on a thread pool: polars releases the GIL, and a batch's many small
     # passes are mostly single-threaded, so two batches in flight use two cores. They are
@@ -315,12 +344,18 @@ def ingest_files(
             tail.add(queue.pop(0).result())
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        for sink in sinks or ():
+            sink.close()
     if progress:
         progress(total, total, "")
     reports = tail.accounting(lines_read, notes, doc_files)
     events, metrics = tail.tables()
     skipped.sort(key=lambda k: k.file)
-    return IngestResult(events, metrics, reports, skipped, trace_paths, clock.warnings)
+    result = IngestResult(events, metrics, reports, skipped, trace_paths, clock.warnings)
+    if sinks is not None:
+        result.streamed_to = str(stream_to)
+        result.written = {"events": sinks[0].rows, "metrics": sinks[1].rows}
+    return result
 
 
 REFERENCE_HEAD_BYTES = 4 * 1024 * 1024
@@ -567,8 +602,10 @@ class _Tail:
     batches gives the events in file order without sorting.
     """
 
-    def __init__(self, metas: list[_Meta], clock: _Clock) -> None:
-        self.metas, self.clock = metas, clock
+    def __init__(
+        self, metas: list[_Meta], clock: _Clock, sinks: tuple[_ParquetSink, _ParquetSink] | None = None
+    ) -> None:
+        self.metas, self.clock, self.sinks = metas, clock, sinks
         self.carry = _Carry()
         self.parts: list[pl.DataFrame] = []
         self.metric_parts: list[pl.DataFrame] = []
@@ -581,8 +618,13 @@ class _Tail:
         self.counts.append(_count(ev))
         ev, dump = _finish(ev, self.metas, self.carry)
         self.carry = _Carry(**time_state, dump=dump)
-        self.metric_parts.append(vllm.metrics(ev))
-        self.parts.append(ev)
+        metrics = vllm.metrics(ev)
+        if self.sinks is not None:
+            self.sinks[0].write(ev)
+            self.sinks[1].write(metrics)
+        else:
+            self.parts.append(ev)
+            self.metric_parts.append(metrics)
 
     def tables(self) -> tuple[pl.DataFrame, pl.DataFrame]:
         """The events (one chunk per column) and metrics of every batch. Empties the parts."""
@@ -593,6 +635,30 @@ class _Tail:
 
     def accounting(self, lines_read: dict[int, int], notes: dict, doc_files: dict) -> list[FileReport]:
         return _account(self.counts, self.metas, lines_read, notes, doc_files)
+
+
+class _ParquetSink:
+    """Finished batches of one table appended to its Parquet file as row groups, in file order."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.rows, self.empty = path, 0, s.empty_events() if path.name == EVENTS_FILE else s.empty_metrics()
+        self._writer: pq.ParquetWriter | None = None
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(self, ev: pl.DataFrame) -> None:
+        if ev.height == 0:
+            return
+        table = ev.to_arrow()
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path, table.schema, write_statistics=False)
+        self._writer.write_table(table)
+        self.rows += ev.height
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        else:  # no row at all: still a table, with the schema
+            self.empty.write_parquet(self.path, statistics=False)
 
 
 def _concat_columns(parts: list[pl.DataFrame]) -> pl.DataFrame:
@@ -970,15 +1036,18 @@ def write_tables(result: IngestResult, out: Path) -> dict[str, Path]:
     """Write events.parquet, metrics.parquet and ingest.json (the accounting sidecar) to `out`."""
     out.mkdir(parents=True, exist_ok=True)
     paths = {
-        "events": out / "events.parquet",
-        "metrics": out / "metrics.parquet",
+        "events": out / EVENTS_FILE,
+        "metrics": out / METRICS_FILE,
         "accounting": out / "ingest.json",
     }
-    if result.dataset is not None:
-        paths["events"] = Path(result.dataset)  # the rows are already there (see `forensics.scaleout`)
+    if result.streamed_to is not None:  # both written as they were parsed
+        paths["events"], paths["metrics"] = (Path(result.streamed_to) / f for f in (EVENTS_FILE, METRICS_FILE))
     else:
-        result.events.write_parquet(paths["events"], statistics=False)
-    result.metrics.write_parquet(paths["metrics"], statistics=False)
+        if result.dataset is not None:
+            paths["events"] = Path(result.dataset)  # the rows are already there (see `forensics.scaleout`)
+        else:
+            result.events.write_parquet(paths["events"], statistics=False)
+        result.metrics.write_parquet(paths["metrics"], statistics=False)
     paths["accounting"].write_text(json.dumps(result.accounting(), indent=2, default=str) + "\n")
     return paths
 

@@ -185,6 +185,7 @@ def ingest_and_mine(
     captured_at: datetime | None = None,
     progress: Progress | None = None,
     shard_bytes: int | None = None,
+    stream_to: Path | None = None,
 ) -> Sharded:
     """The sharded equivalent of `ingest()` + `mining.mine()`; rows land in `dataset`."""
     stages: dict[str, float] = {}
@@ -341,18 +342,21 @@ def prepare(
     progress: Progress | None = None,
     stage: Callable[[str], None] | None = None,
     shard_bytes: int | None = None,
+    stream_to: Path | None = None,
 ) -> Sharded:
     """Ingest and mine on any engine: what `analyze` and the `ingest`/`templates` commands share.
 
     `local` is the single-process pipeline (`mine=False` skips mining there; shards
     always mine, it is how their templates merge). `pool`, `ray` (and `serial`, for
     benchmarks) are `ingest_and_mine` on that executor, whose lifetime is handled here.
-    Without `dataset` the rows go to a temporary directory that is removed once they
+    `stream_to` (local engine, without mining) streams the tables to that directory
+    instead of holding them (see `ingestion.ingest`). Without `dataset` the rows go to a
+    temporary directory that is removed once they
     are read back; `ingest.dataset` then stays None. On a multi-node Ray cluster pass a
     `dataset` on storage every node mounts at the same path.
     """
     if engine == "local":
-        r = ingestion.ingest(paths, year=year, tz=tz, captured_at=captured_at, progress=progress)
+        r = ingestion.ingest(paths, year=year, tz=tz, captured_at=captured_at, progress=progress, stream_to=stream_to)
         if stage and mine:
             stage("templates")
         return Sharded(r, mining.mine(r.events) if mine else None, None, 0, 0.0)

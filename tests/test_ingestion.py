@@ -423,6 +423,33 @@ def test_events_do_not_depend_on_where_files_are_cut_into_batches(tmp_path, monk
     ]
 
 
+def test_streamed_tables_are_the_held_ones_written_as_batches_finish(incident_dir, tmp_path, monkeypatch):
+    # `forensics ingest --out` streams both tables to Parquet batch by batch (memory stays
+    # that of a few batches): what it writes must be exactly what `ingest` would hold.
+    from forensics import _files, ingestion
+
+    monkeypatch.setattr(ingestion, "BATCH_CHARS", 2000)
+    monkeypatch.setattr(_files, "SEGMENT_CHARS", 1500)
+    held = ingest(incident_dir)
+    streamed = ingest(incident_dir, stream_to=tmp_path / "out")
+    assert streamed.events.height == 0 and streamed.metrics.height == 0
+    assert pl.read_parquet(tmp_path / "out/events.parquet").equals(held.events)
+    assert pl.read_parquet(tmp_path / "out/metrics.parquet").equals(held.metrics)
+    assert streamed.accounting() == held.accounting()
+    assert streamed.n_events == held.events.height > 20
+    assert streamed.time_span() == held.time_span()
+    assert sorted(streamed.column(s.POD).drop_nulls().unique()) == sorted(held.events[s.POD].drop_nulls().unique())
+
+
+def test_a_streamed_ingest_without_a_single_event_still_writes_both_tables(tmp_path):
+    write(tmp_path / "logs/empty.log", "")
+    write(tmp_path / "logs/blank.log", "\n\n")
+    r = ingest(tmp_path / "logs", stream_to=tmp_path / "out")
+    assert r.n_events == 0 and r.files
+    assert dict(pl.read_parquet(tmp_path / "out/events.parquet").schema) == s.EVENT_DTYPES
+    assert dict(pl.read_parquet(tmp_path / "out/metrics.parquet").schema) == s.METRIC_DTYPES
+
+
 def test_tz_option_converts_local_time_formats_to_utc(tmp_path):
     write(tmp_path / "v.log", "INFO 03-02 10:00:00 [x.py:1] local\n")
     ev = ingest(tmp_path, year=2025, tz="Europe/Berlin").events

@@ -71,7 +71,6 @@ def stages(quiet: bool) -> Iterator:
 
 def print_ingest_summary(result, written: dict[str, Path]) -> None:
     """Files by format, line accounting, time span, hosts and pods, skipped files."""
-    ev = result.events
     by_format: Counter[str] = Counter()
     lines_by_format: Counter[str] = Counter()
     for f in result.files:
@@ -92,12 +91,12 @@ def print_ingest_summary(result, written: dict[str, Path]) -> None:
     console.print(
         f"[bold]{result.lines:,}[/] lines in {len(result.files)} files: "
         f"{result.parsed:,} parsed, {result.folded:,} folded into multi-line events, "
-        f"{result.unparsed:,} unparsed ({pct:.1f}%) -> {ev.height:,} events, {result.metrics.height:,} metric samples"
+        f"{result.unparsed:,} unparsed ({pct:.1f}%) -> {result.n_events:,} events, {result.n_metrics:,} metric samples"
     )
     if lo is not None:
         console.print(f"time span: {lo:%Y-%m-%d %H:%M:%S} -> {hi:%Y-%m-%d %H:%M:%S} UTC")
-    hosts = sorted(h for h in ev["host"].drop_nulls().unique().to_list())
-    pods = sorted(p for p in ev["pod"].drop_nulls().unique().to_list())
+    hosts = sorted(h for h in result.column("host").drop_nulls().unique().to_list())
+    pods = sorted(p for p in result.column("pod").drop_nulls().unique().to_list())
     if hosts:
         console.print(f"hosts ({len(hosts)}): " + ", ".join(hosts[:12]) + (" ..." if len(hosts) > 12 else ""))
     if pods:

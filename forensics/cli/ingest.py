@@ -47,6 +47,7 @@ def ingest(
             workers=workers,
             address=ray_address,
             dataset=out / "events" if engine != "local" else None,
+            stream_to=out if engine == "local" else None,
             year=year,
             tz=tz,
             captured_at=captured_at,
