@@ -248,7 +248,10 @@ def ingest_files(
     clock = _Clock(reference_times(files, tz) if file_refs is None else file_refs, metas, year, tz, captured_at)
     sinks = None
     if stream_to is not None:
-        sinks = (_ParquetSink(Path(stream_to) / EVENTS_FILE), _ParquetSink(Path(stream_to) / METRICS_FILE))
+        sinks = (
+            _ParquetSink(Path(stream_to) / EVENTS_FILE, s.empty_events()),
+            _ParquetSink(Path(stream_to) / METRICS_FILE, s.empty_metrics()),
+        )
     tail = _Tail(metas, clock, sinks)
     queue: list[Future] = []
     # Batches parse on a thread pool: polars releases the GIL, and a batch's many small
@@ -638,27 +641,46 @@ class _Tail:
 
 
 class _ParquetSink:
-    """Finished batches of one table appended to its Parquet file as row groups, in file order."""
+    """Finished batches of one table appended to its Parquet file as row groups, in file order.
 
-    def __init__(self, path: Path) -> None:
-        self.path, self.rows, self.empty = path, 0, s.empty_events() if path.name == EVENTS_FILE else s.empty_metrics()
+    Written on a thread of its own (pyarrow releases the GIL), so that encoding a batch
+    (~0.1 s) overlaps reading and finishing the next; at most `PENDING` batches wait.
+    """
+
+    PENDING = 1
+
+    def __init__(self, path: Path, empty: pl.DataFrame) -> None:
+        self.path, self.empty, self.rows = path, empty, 0
         self._writer: pq.ParquetWriter | None = None
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="forensics-write")
+        self._pending: list[Future] = []
         path.parent.mkdir(parents=True, exist_ok=True)
 
-    def write(self, ev: pl.DataFrame) -> None:
-        if ev.height == 0:
+    def write(self, df: pl.DataFrame) -> None:
+        if df.height == 0:
             return
-        table = ev.to_arrow()
+        self.rows += df.height
+        self._pending.append(self._thread.submit(self._append, df))
+        while len(self._pending) > self.PENDING or (self._pending and self._pending[0].done()):
+            self._pending.pop(0).result()
+
+    def _append(self, df: pl.DataFrame) -> None:
+        table = df.to_arrow()
         if self._writer is None:
             self._writer = pq.ParquetWriter(self.path, table.schema, write_statistics=False)
         self._writer.write_table(table)
-        self.rows += ev.height
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-        else:  # no row at all: still a table, with the schema
-            self.empty.write_parquet(self.path, statistics=False)
+        """Wait for the pending batches (raising what writing one raised) and close the file."""
+        try:
+            for f in self._pending:
+                f.result()
+        finally:
+            self._thread.shutdown(wait=True)
+            if self._writer is not None:
+                self._writer.close()
+            else:  # no row at all: still a table, with the schema
+                self.empty.write_parquet(self.path, statistics=False)
 
 
 def _concat_columns(parts: list[pl.DataFrame]) -> pl.DataFrame:
