@@ -693,7 +693,7 @@ def _concat_columns(parts: list[pl.DataFrame]) -> pl.DataFrame:
     if not parts:
         return s.empty_events()
     if len(parts) == 1:
-        return parts.pop()
+        return parts.pop().rechunk()
     names = parts[0].columns
     pieces = {c: [p[c] for p in parts] for c in names}
     parts.clear()
