@@ -261,13 +261,11 @@ def ingest_files(
     # which bounds memory.
     pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="forensics-parse")
 
-    def take(block: bool) -> None:
-        while queue and (queue[0].done() or (block and len(queue) > WORKERS)):
-            tail.add(queue.pop(0).result())
-
     def enqueue(future: Future) -> None:
+        """Queue a parse; finish the parsed ones at the head, waiting while too many are queued."""
         queue.append(future)
-        take(block=True)
+        while queue and (queue[0].done() or len(queue) > WORKERS):
+            tail.add(queue.pop(0).result())
 
     def flush() -> None:
         nonlocal batch, batch_chars
@@ -633,7 +631,7 @@ class _Tail:
         """The events (one chunk per column) and metrics of every batch. Empties the parts."""
         metrics = [m for m in self.metric_parts if m.height]
         self.metric_parts.clear()
-        metrics_table = pl.concat(metrics) if metrics else s.empty_metrics()
+        metrics_table = pl.concat(metrics, rechunk=True) if metrics else s.empty_metrics()
         return _concat_columns(self.parts), metrics_table
 
     def accounting(self, lines_read: dict[int, int], notes: dict, doc_files: dict) -> list[FileReport]:
