@@ -14,6 +14,7 @@ became events of source `unknown`. Nothing is dropped without being counted.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -36,8 +37,10 @@ from parsers.wrappers import syslog_time_parts
 
 WORKERS = max(1, min(4, os.cpu_count() or 1))
 """Batches parsed at once (threads). Each holds a batch's frames, so memory grows with it."""
-BATCH_CHARS = 32 * 1024 * 1024
-"""Lines of many small files are parsed together up to this many characters."""
+BATCH_CHARS = 16 * 1024 * 1024
+"""Lines of many small files are parsed together up to this many characters (a segment of a
+large file is a batch of its own): big enough that a parse's fixed cost (~0.1 s) is small,
+small enough that the batches in flight stay a fraction of a GB (8 MB cost more CPU)."""
 BATCH_FILES = 4000
 EVENTS_FILE, METRICS_FILE = "events.parquet", "metrics.parquet"
 MAX_LINE_CHARS = 1024 * 1024
@@ -242,10 +245,18 @@ def ingest_files(
     trace_paths: dict[str, str] = {}
     batch: list[tuple[int, int, int, list[str]]] = []
     batch_chars = 0
-    # Years come from reference times known before any batch is finished, so each batch is
-    # finished (timed, accounted, given its final columns) as soon as it is parsed, and the
-    # batches never wait whole with their working columns (~2.5 GB held per GB of logs).
-    clock = _Clock(reference_times(files, tz) if file_refs is None else file_refs, metas, year, tz, captured_at)
+    # Batches parse on a thread pool: polars releases the GIL, and a batch's many small
+    # passes are mostly single-threaded, so two batches in flight use two cores. They are
+    # finished here, in submission order (deterministic, and file order: each file's time
+    # carries into its next batch), while the next ones parse; at most WORKERS + 1 wait,
+    # which bounds memory.
+    pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="forensics-parse")
+    # Years come from reference times known before any batch is finished (the files' heads,
+    # read first on the pool), so each batch is finished (timed, accounted, given its final
+    # columns) as soon as it is parsed, and the batches never wait whole with their working
+    # columns (~2.5 GB held per GB of logs).
+    refs = pool.submit(reference_times, files, tz) if file_refs is None else file_refs
+    clock = _Clock(refs, metas, year, tz, captured_at)
     sinks = None
     if stream_to is not None:
         sinks = (
@@ -254,12 +265,6 @@ def ingest_files(
         )
     tail = _Tail(metas, clock, sinks)
     queue: list[Future] = []
-    # Batches parse on a thread pool: polars releases the GIL, and a batch's many small
-    # passes are mostly single-threaded, so two batches in flight use two cores. They are
-    # finished here, in submission order (deterministic, and file order: each file's time
-    # carries into its next batch), while the next ones parse; at most WORKERS + 1 wait,
-    # which bounds memory.
-    pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="forensics-parse")
 
     def enqueue(future: Future) -> None:
         """Queue a parse; finish the parsed ones at the head, waiting while too many are queued."""
@@ -374,6 +379,19 @@ def reference_times(files: list[_files.InputFile], tz: str = "UTC") -> dict[str,
     refs: dict[str, datetime] = {}
     batch: list[tuple[int, int, int, list[str]]] = []
     batch_rels: list[str] = []
+    batch_chars = 0
+
+    def parse() -> None:
+        # Many heads per parse (a parse has a fixed cost, ~0.1 s, that dwarfs a small file),
+        # at most a batch's worth (a directory of large logs has gigabytes of heads).
+        ev = _parse_batch(batch)
+        per = _time_columns(ev).group_by("_fid").agg(_exact_time(tz).drop_nulls().median().alias("ref"))
+        for fid, ref in per.iter_rows():
+            if ref is not None:
+                refs[batch_rels[fid]] = ref
+        batch.clear()
+        batch_rels.clear()
+
     for f in files:
         data = _files.read_head(f, REFERENCE_HEAD_BYTES)
         if not data or _files.is_binary(data):
@@ -394,14 +412,12 @@ def reference_times(files: list[_files.InputFile], tz: str = "UTC") -> dict[str,
             lines.pop()
         batch.append((len(batch), 0, 1, lines))
         batch_rels.append(f.rel)
-    if not batch:
-        return refs
-    # One parse for all heads: a parse has a fixed cost (~0.1 s) that dwarfs a small file.
-    ev = _parse_batch(batch)
-    per = _time_columns(ev).group_by("_fid").agg(_exact_time(tz).drop_nulls().median().alias("ref"))
-    for fid, ref in per.iter_rows():
-        if ref is not None:
-            refs[batch_rels[fid]] = ref
+        batch_chars += len(text)
+        if batch_chars >= BATCH_CHARS or len(batch) >= BATCH_FILES:
+            parse()
+            batch_chars = 0
+    if batch:
+        parse()
     return refs
 
 
@@ -536,24 +552,34 @@ class _Clock:
 
     def __init__(
         self,
-        refs: dict[str, datetime],
+        refs: dict[str, datetime] | Future,
         metas: list[_Meta],
         year: int | None,
         tz: str,
         captured_at: datetime | None,
     ) -> None:
-        self.refs, self.metas, self.year, self.tz, self.captured_at = refs, metas, year, tz, captured_at
+        """`refs`: relative path -> reference time, or the future of the pass computing them
+        (it runs beside the first batches' parse; nothing waits for it before a batch is done)."""
+        self._refs, self.metas, self.year, self.tz, self.captured_at = refs, metas, year, tz, captured_at
         self.warnings: list[str] = []
+        self._decided: dict[int, tuple[datetime | None, int | None]] = {}
+
+    @functools.cached_property
+    def refs(self) -> dict[str, datetime]:
+        return self._refs.result() if isinstance(self._refs, Future) else self._refs
+
+    @functools.cached_property
+    def _by_dir(self) -> dict[str, datetime]:
+        """Each directory's median reference over the files under it (at any depth)."""
         by_dir: dict[str, list[datetime]] = {}
-        for rel, t in refs.items():
+        for rel, t in self.refs.items():
             d = str(PurePosixPath(rel).parent)
             while True:
                 by_dir.setdefault(d, []).append(t)
                 if d in ("", "."):
                     break
                 d = str(PurePosixPath(d).parent)
-        self._by_dir = {d: sorted(ts)[len(ts) // 2] for d, ts in by_dir.items()}
-        self._decided: dict[int, tuple[datetime | None, int | None]] = {}
+        return {d: sorted(ts)[len(ts) // 2] for d, ts in by_dir.items()}
 
     def of(self, fid: int) -> tuple[datetime | None, int | None]:
         """(reference time, fallback year) of file `fid`: exactly one is set."""
