@@ -691,7 +691,8 @@ class _ParquetSink:
     def _append(self, df: pl.DataFrame) -> None:
         table = df.to_arrow()
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.path, table.schema, write_statistics=False)
+            repeated = [c for c, t in df.schema.items() if t == pl.Categorical or c in s.REPEATED_STRINGS]
+            self._writer = pq.ParquetWriter(self.path, table.schema, write_statistics=False, use_dictionary=repeated)
         self._writer.write_table(table)
 
     def close(self) -> None:
