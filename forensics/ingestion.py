@@ -15,6 +15,7 @@ became events of source `unknown`. Nothing is dropped without being counted.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
@@ -471,20 +473,20 @@ def _not_a_log(text: str, rel: str) -> str | None:
 
 
 def _parse_batch(batch: list[tuple[int, int, int, list[str]]]) -> pl.DataFrame:
-    fids, segs, starts, bodies = [], [], [], []
-    for fid, seg, first, lines in batch:
-        n = len(lines)
-        fids.append(pl.repeat(fid, n, dtype=pl.UInt32, eager=True))
-        segs.append(pl.repeat(seg, n, dtype=pl.UInt32, eager=True))
-        starts.append(pl.int_range(first, first + n, dtype=pl.Int64, eager=True))
-        bodies.append(pl.Series(lines, dtype=pl.String))
+    # The frame of physical lines is built whole from flat arrays: four small Series per
+    # file, concatenated, cost ~0.3 ms a file (3 s for 10,000 tiny files) and left the body
+    # column in one chunk per file, which every pass then walked chunk by chunk.
+    counts = np.array([len(lines) for *_, lines in batch], dtype=np.int64)
+    starts = np.cumsum(counts) - counts
+    firsts = np.array([first for _, _, first, _ in batch], dtype=np.int64)
+    bodies = batch[0][3] if len(batch) == 1 else list(itertools.chain.from_iterable(b[3] for b in batch))
     df = pl.DataFrame(
         {
-            "_fid": pl.concat(fids),
-            "_seg": pl.concat(segs),
-            s.LINE: pl.concat(starts),
-            "body": pl.concat(bodies),
-            "_extra": pl.repeat(False, sum(len(b) for b in bodies), dtype=pl.Boolean, eager=True),
+            "_fid": np.repeat(np.array([b[0] for b in batch], dtype=np.uint32), counts),
+            "_seg": np.repeat(np.array([b[1] for b in batch], dtype=np.uint32), counts),
+            s.LINE: np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(starts - firsts, counts),
+            "body": pl.Series(bodies, dtype=pl.String),
+            "_extra": np.zeros(int(counts.sum()), dtype=bool),
         }
     )
     body = pl.col("body")
