@@ -377,7 +377,7 @@ def stream_head(f: InputFile) -> str | None:
     head = read_head(f, SNIFF_BYTES)
     if not head or head.startswith((b"\xff\xfe", b"\xfe\xff")) or is_binary(head):
         return None
-    first = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    first = head.lstrip(UTF8_BOM + b" \t\r\n")
     if first.startswith((b"{", b"[", b"apiVersion", b"items:", b"kind:")) and not first.startswith(b'{"log":'):
         return None
     return _decode_utf8(head, head=True)[0]

@@ -384,6 +384,7 @@ def reference_times(files: list[_files.InputFile], tz: str = "UTC") -> dict[str,
     batch_chars = 0
 
     def parse() -> None:
+        nonlocal batch_chars
         # Many heads per parse (a parse has a fixed cost, ~0.1 s, that dwarfs a small file),
         # at most a batch's worth (a directory of large logs has gigabytes of heads).
         ev = _parse_batch(batch)
@@ -393,6 +394,7 @@ def reference_times(files: list[_files.InputFile], tz: str = "UTC") -> dict[str,
                 refs[batch_rels[fid]] = ref
         batch.clear()
         batch_rels.clear()
+        batch_chars = 0
 
     for f in files:
         data = _files.read_head(f, REFERENCE_HEAD_BYTES)
@@ -417,7 +419,6 @@ def reference_times(files: list[_files.InputFile], tz: str = "UTC") -> dict[str,
         batch_chars += len(text)
         if batch_chars >= BATCH_CHARS or len(batch) >= BATCH_FILES:
             parse()
-            batch_chars = 0
     if batch:
         parse()
     return refs
@@ -1102,4 +1103,3 @@ def write_tables(result: IngestResult, out: Path) -> dict[str, Path]:
 
 
 __all__ = ["FileReport", "IngestResult", "ingest", "ingest_files", "reference_times", "write_tables"]
-_ = os

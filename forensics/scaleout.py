@@ -185,7 +185,6 @@ def ingest_and_mine(
     captured_at: datetime | None = None,
     progress: Progress | None = None,
     shard_bytes: int | None = None,
-    stream_to: Path | None = None,
 ) -> Sharded:
     """The sharded equivalent of `ingest()` + `mining.mine()`; rows land in `dataset`."""
     stages: dict[str, float] = {}
@@ -351,9 +350,9 @@ def prepare(
     benchmarks) are `ingest_and_mine` on that executor, whose lifetime is handled here.
     `stream_to` (local engine, without mining) streams the tables to that directory
     instead of holding them (see `ingestion.ingest`). Without `dataset` the rows go to a
-    temporary directory that is removed once they
-    are read back; `ingest.dataset` then stays None. On a multi-node Ray cluster pass a
-    `dataset` on storage every node mounts at the same path.
+    temporary directory that is removed once they are read back; `ingest.dataset` then
+    stays None. On a multi-node Ray cluster pass a `dataset` on storage every node mounts
+    at the same path.
     """
     if engine == "local":
         r = ingestion.ingest(paths, year=year, tz=tz, captured_at=captured_at, progress=progress, stream_to=stream_to)
