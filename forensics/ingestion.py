@@ -695,7 +695,10 @@ class _ParquetSink:
         table = df.to_arrow()
         if self._writer is None:
             repeated = [c for c, t in df.schema.items() if t == pl.Categorical or c in s.REPEATED_STRINGS]
-            self._writer = pq.ParquetWriter(self.path, table.schema, write_statistics=False, use_dictionary=repeated)
+            # zstd, as polars writes: half the bytes of pyarrow's default snappy, in less time.
+            self._writer = pq.ParquetWriter(
+                self.path, table.schema, write_statistics=False, use_dictionary=repeated, compression="zstd"
+            )
         self._writer.write_table(table)
 
     def close(self) -> None:

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 from numba import njit
 
 from forensics import schema as s
-from forensics.arrow_text import bytes_at, scan_chunks
+from forensics.arrow_text import Text, bytes_at
 from parsers import wrappers
-from parsers._common import LEVEL_WORDS, no_time
+from parsers._common import LEVEL_WORDS
 
 SLOW, VLLM, UVICORN = 0, 1, 2
 """What a line is: for the general path, a vLLM logger line, a uvicorn line."""
@@ -56,8 +57,6 @@ UVICORN_LEVELS = _table(_UVICORN_LEVELS)
 
 VERBS = _table((b"Received", b"Added", b"Finished", b"Aborted"))
 """The verbs of `vllm.REQUEST_PROBE`."""
-VLLM_LEVEL = {i: LEVEL_WORDS[w.decode()] for i, w in enumerate(_LEVELS)}
-UVICORN_LEVEL = {i: LEVEL_WORDS[w.decode()] for i, w in enumerate(_UVICORN_LEVELS)}
 
 
 def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -66,103 +65,84 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     `df` is the working frame of `lines.parse_lines` (`_row`, `_fid`, `_seg`, `body`, ...), in
     file order. The taken rows get the wrapper columns `wrappers.peel` gives (stamp time, CRI
     stream and tag, process, pid) and the producer columns of `vllm.parse` or `uvicorn.parse`,
-    each column present exactly when the general path would add it.
+    each column present exactly when the general path would add it. Their fields are cut
+    out of the lines as views of the same bytes (`Text.cut`): no pass of polars per field.
     """
     if df.is_empty():
         return df.clear(), df
+    text = Text(df["body"])
     file = df.select((pl.col("_fid").cast(pl.Int64) * (1 << 32) + pl.col("_seg").cast(pl.Int64)).alias("f"))["f"]
-    lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, fields, stream = classify(
-        df["body"], file.to_numpy(writable=True)
+    lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, fields, stream = _classify(
+        *text.where, file.to_numpy(writable=True), LEVELS, UVICORN_LEVELS, VERBS, _CLASS, _ACROSS
     )
-    if not lane.any():
-        return df.clear(), df
     taken = lane != SLOW
-    f = fields[taken]
-    cols = {  # scratch columns, all named `_fl_...`
-        "_fl_lane": lane[taken],
-        "_fl_us": us[taken],
-        "_fl_has_ts": has_ts[taken],
-        "_fl_ts_ok": ts_ok[taken],
-        "_fl_p0": proc_at[taken],
-        "_fl_p1": proc_end[taken],
-        "_fl_q0": pid_at[taken],
-        "_fl_q1": pid_end[taken],
-        "_fl_stream": stream[taken],
-        **{f"_fl_{k}": f[:, k] for k in range(N_FIELDS)},
+    if not taken.any():
+        return df.clear(), df
+    rows = np.flatnonzero(taken)
+    lane, f, stream, length = lane[rows], fields[rows], stream[rows], text.length[rows]
+    is_vllm, is_uvicorn = lane == VLLM, lane == UVICORN
+    has_proc = pid_end[rows] > 0
+
+    def span(at: np.ndarray, end: np.ndarray, when: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        return (at if when is None else np.where(when, at, -1)), end
+
+    spans = {
+        s.PROCESS: span(proc_at[rows], proc_end[rows], has_proc),
+        "_pid": span(pid_at[rows], pid_end[rows], has_proc),
+        "body": span(f[:, BODY_AT], length),
+        s.MESSAGE: span(f[:, MSG_AT], length),
     }
-    fast = df.filter(pl.Series(taken)).with_columns(pl.Series(k, v) for k, v in cols.items())
-    line = pl.col("body")
-
-    def cut(at: int, end: int | None = None) -> pl.Expr:
-        a = pl.col(f"_fl_{at}")
-        return line.str.slice(a) if end is None else line.str.slice(a, pl.col(f"_fl_{end}") - a)
-
-    has_proc = pl.col("_fl_q1") > 0
-    fast = fast.with_columns(
-        [
-            pl.lit(None, t).alias(c)
-            for c, t in wrappers.WRAPPER_COLUMNS.items()
-            if c not in (s.PROCESS, "_pid", s.STREAM, "_tag")
-        ]
-        + [pl.lit(0, pl.UInt32).alias("_pfold")]
-    ).with_columns(
-        pl.when(pl.col("_fl_ts_ok")).then(pl.col("_fl_us").cast(pl.Datetime("us", "UTC"))).alias("_outer_ts"),
-        pl.when(pl.col("_fl_has_ts")).then(False).alias("_jiso"),
-        pl.col("_fl_stream")
-        .replace_strict({0: "stdout", 1: "stderr"}, default=None, return_dtype=pl.String)
-        .alias(s.STREAM),
-        pl.when(pl.col("_fl_stream") >= 0).then(pl.lit("F")).alias("_tag"),
-        pl.when(has_proc).then(line.str.slice(pl.col("_fl_p0"), pl.col("_fl_p1") - pl.col("_fl_p0"))).alias(s.PROCESS),
-        pl.when(has_proc).then(line.str.slice(pl.col("_fl_q0"), pl.col("_fl_q1") - pl.col("_fl_q0"))).alias("_pid"),
-        cut(BODY_AT).alias("_body"),
-        cut(MSG_AT).alias(s.MESSAGE),
+    access = is_uvicorn & (f[:, METH_AT] >= 0)
+    if is_vllm.any():
+        spans["_hdr"] = span(f[:, BODY_AT], f[:, HDR_END], is_vllm)
+        if (f[is_vllm, RID_AT] != -1).any():  # `_request_id` ran on some rows
+            spans[s.REQUEST_ID] = span(f[:, RID_AT], f[:, RID_END], is_vllm & (f[:, RID_AT] >= 0))
+    if is_vllm.any() or access.any():
+        spans[s.COMPONENT] = span(f[:, COMP_AT], f[:, COMP_END], is_vllm)
+    if access.any():  # `uvicorn._access` ran on some rows
+        spans[s.HTTP_METHOD] = span(f[:, METH_AT], f[:, METH_END], access)
+        spans[s.HTTP_PATH] = span(f[:, PATH_AT], f[:, PATH_END], access)
+    columns = [
+        _values("_outer_ts", us[rows], ts_ok[rows], pa.timestamp("us", "UTC")),
+        _values("_jiso", np.zeros(len(rows), np.bool_), has_ts[rows], pa.bool_()),
+        _pick(s.STREAM, ("stdout", "stderr"), stream, stream >= 0),
+        _pick("_tag", ("F",), np.zeros(len(rows), np.int8), stream >= 0),
+        _pick(s.SOURCE, ("vllm", "uvicorn"), lane - 1),
+        _pick("_kind", ("vllm", "uvicorn"), lane - 1),
+        _pick(s.LEVEL, LEVEL_NAMES, f[:, LEVEL] + is_uvicorn * len(_LEVELS)),
+        *(_values(c, f[:, k], is_vllm, pa.int32()) for k, c in ((MO, "_mo"), (DAY, "_d"), (HOUR, "_H"))),
+        *(_values(c, f[:, k], is_vllm, pa.int32()) for k, c in ((MIN, "_M"), (SEC, "_S"))),
+        *text.cut(rows, **spans),
+    ]
+    if access.any():
+        columns.append(_values(s.HTTP_STATUS, f[:, STATUS], access, pa.int32()))
+        columns = [c.set(pl.Series(access), "access") if c.name == s.COMPONENT else c for c in columns]
+    nulls = {c: t for c, t in wrappers.WRAPPER_COLUMNS.items() if c not in {col.name for col in columns}}
+    nulls |= {"_Y": pl.Int32, "_us": pl.Int32}
+    fast = (
+        df.drop("body")
+        .filter(pl.Series(taken))
+        .with_columns(columns)
+        .with_columns([pl.lit(None, t).alias(c) for c, t in nulls.items()] + [pl.lit(0, pl.UInt32).alias("_pfold")])
     )
-    pieces = []
-    vllm_rows = fast.filter(pl.col("_fl_lane") == VLLM)
-    if vllm_rows.height:
-        i32 = pl.Int32
-        rid_at = pl.col(f"_fl_{RID_AT}")
-        vllm_rows = vllm_rows.with_columns(
-            pl.lit("vllm").alias(s.SOURCE),
-            pl.col(f"_fl_{LEVEL}").replace_strict(VLLM_LEVEL, return_dtype=pl.String).alias(s.LEVEL),
-            pl.lit(None, i32).alias("_Y"),
-            *(pl.col(f"_fl_{k}").cast(i32).alias(c) for k, c in ((MO, "_mo"), (DAY, "_d"), (HOUR, "_H"))),
-            *(pl.col(f"_fl_{k}").cast(i32).alias(c) for k, c in ((MIN, "_M"), (SEC, "_S"))),
-            pl.lit(None, i32).alias("_us"),
-            cut(COMP_AT, COMP_END).alias(s.COMPONENT),
-            line.str.slice(pl.col(f"_fl_{BODY_AT}"), pl.col(f"_fl_{HDR_END}") - pl.col(f"_fl_{BODY_AT}")).alias("_hdr"),
-        )
-        if (f[lane[taken] == VLLM, RID_AT] != -1).any():  # `_request_id` ran on some rows
-            vllm_rows = vllm_rows.with_columns(pl.when(rid_at >= 0).then(cut(RID_AT, RID_END)).alias(s.REQUEST_ID))
-        pieces.append(vllm_rows.with_columns(pl.lit("vllm").alias("_kind")))
-    uvicorn_rows = fast.filter(pl.col("_fl_lane") == UVICORN)
-    if uvicorn_rows.height:
-        uvicorn_rows = uvicorn_rows.with_columns(
-            pl.lit("uvicorn").alias(s.SOURCE),
-            pl.col(f"_fl_{LEVEL}").replace_strict(UVICORN_LEVEL, return_dtype=pl.String).alias(s.LEVEL),
-            *no_time(),
-        )
-        if (f[lane[taken] == UVICORN, METH_AT] >= 0).any():  # `uvicorn._access` ran on some rows
-            access = pl.col(f"_fl_{METH_AT}") >= 0
-            uvicorn_rows = uvicorn_rows.with_columns(
-                pl.when(access).then(cut(METH_AT, METH_END)).alias(s.HTTP_METHOD),
-                pl.when(access).then(cut(PATH_AT, PATH_END)).alias(s.HTTP_PATH),
-                pl.when(access).then(pl.col(f"_fl_{STATUS}").cast(pl.Int32)).alias(s.HTTP_STATUS),
-                pl.when(access).then(pl.lit("access")).alias(s.COMPONENT),
-            )
-        pieces.append(uvicorn_rows.with_columns(pl.lit("uvicorn").alias("_kind")))
-    out = pl.concat(pieces, how="diagonal_relaxed")
-    out = out.drop([c for c in out.columns if c.startswith("_fl_")] + ["body"]).rename({"_body": "body"})
-    return out, df.filter(pl.Series(~taken))
+    return fast, df.filter(pl.Series(~taken))
 
 
-def classify(body: pl.Series, file: np.ndarray) -> tuple[np.ndarray, ...]:
-    """`_classify` over a string column in file order (`file`: a key per row, equal for the rows of
-    one file segment): (lane, stamp µs, has stamp, stamp valid, process start and end, pid start
-    and end, the field table, CRI stream), offsets in characters (all in the line's ASCII head)."""
-    return scan_chunks(
-        body, lambda rows, *where: _classify(*where, file[rows], LEVELS, UVICORN_LEVELS, VERBS, _CLASS, _ACROSS)
-    )
+LEVEL_NAMES = tuple(LEVEL_WORDS[w.decode()] for w in _LEVELS + _UVICORN_LEVELS)
+"""Level of each code of `_classify`'s LEVEL field: vLLM's words, then uvicorn's."""
+
+
+def _values(name: str, values: np.ndarray, valid: np.ndarray, kind: pa.DataType) -> pl.Series:
+    """A column of `values` as Arrow `kind`, null where not `valid`."""
+    if kind != pa.bool_():
+        values = values.astype(np.int64 if pa.types.is_timestamp(kind) else kind.to_pandas_dtype(), copy=False)
+    return pl.Series(name, pa.array(values, type=kind, mask=None if valid.all() else ~valid))
+
+
+def _pick(name: str, table: tuple[str, ...], code: np.ndarray, valid: np.ndarray | None = None) -> pl.Series:
+    """`table[code]` for each row, null where not `valid`."""
+    at = pl.Series(pa.array(code.astype(np.int64), mask=None if valid is None or valid.all() else ~valid))
+    return pl.Series(name, table, dtype=pl.String).gather(at).alias(name)
 
 
 @njit(cache=True)

@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+from numba import njit
 
 from forensics import schema as s
+from forensics.arrow_text import Text, bytes_at
 from parsers import fastlane, folding, k8s, nccl, pylog, torch, uvicorn, vllm, wrappers
 from parsers._common import SYSLOG_LEVEL_WORDS, TIME_PARTS, level_from_word, no_time
 
@@ -108,9 +110,7 @@ continue the physically previous event of the file."""
 
 def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
     """Parse a frame of physical lines (see module docstring) into an events frame."""
-    df = lines.with_row_index("_row").with_columns(
-        (pl.col("body").str.ends_with("\r") | pl.col("body").str.ends_with("^M")).alias("_cr")
-    )
+    df = lines.with_row_index("_row").with_columns(pl.Series("_cr", _ends_in_cr(*Text(lines["body"]).where)))
     fast, df = fastlane.split(df)
     df = wrappers.peel(df)
     df, spaced = _split_glued(df)
@@ -191,6 +191,21 @@ def _split_glued(df: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
         base = row["_row"] * GLUE_STRIDE
         rows += [row | {"body": part, "_extra": i > 0, "_row": base + i} for i, part in enumerate(parts)]
     return pl.concat([rest, pl.DataFrame(rows, schema=rest.schema)], how="diagonal_relaxed"), True
+
+
+@njit(cache=True, nogil=True)
+def _ends_in_cr(address, size, buf, start, length):  # pragma: no cover - compiled
+    """Whether each line ends in `\\r` or a pasted `^M` (a line ending vLLM's NewLineFormatter
+    continues): two `str.ends_with` passes cost ~5 ms per 100,000 lines, this ~0.3."""
+    out = np.zeros(len(length), np.bool_)
+    for i in range(len(length)):
+        n = length[i]
+        if n == 0:
+            continue
+        d = bytes_at(address[buf[i]], size[buf[i]])
+        e = start[i] + n
+        out[i] = d[e - 1] == 13 or (n >= 2 and d[e - 2] == 94 and d[e - 1] == 77)
+    return out
 
 
 def _ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:

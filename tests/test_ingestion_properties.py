@@ -6,6 +6,7 @@ import re
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -520,3 +521,37 @@ def test_gunzip_pieces_keep_all_of_a_sound_stream_and_a_prefix_of_a_damaged_one(
     if notes:
         assert len(notes) == 1 and notes[0].startswith(("truncated gzip", "corrupt gzip"))
         assert f" {len(out)} " in notes[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=30),
+            st.text(max_size=30),
+            st.integers(0, 40),
+            st.integers(0, 40),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(0, 3),
+)
+def test_columns_cut_as_views_hold_the_bytes_between_the_offsets(rows, skip):
+    """Inline (<= 12 bytes) and long cuts, nulls, text after non-ASCII, a frame sliced off a larger one."""
+    from forensics.arrow_text import Text
+
+    lines = ["pad"] * skip + [head + tail for head, tail, *_ in rows]
+    body = pl.Series(lines, dtype=pl.String).slice(skip)
+    at, end, expected = [], [], []
+    for (head, _tail, a, b, to_end), line in zip(rows, lines[skip:], strict=True):
+        a = min(a, len(head))  # offsets on character boundaries: in the ASCII head, or the line's end
+        b = len(line.encode()) if to_end else max(a, min(b, len(head)))
+        null = a == b == 0 and not to_end
+        at.append(-1 if null else a)
+        end.append(b)
+        expected.append(None if null else line.encode()[a:b].decode())
+    rows_at = np.arange(len(rows))[::-1].copy()  # any order of rows
+    [cut] = Text(body).cut(rows_at, x=(np.array(at)[rows_at], np.array(end)[rows_at]))
+    assert cut.to_list() == [expected[r] for r in rows_at]
