@@ -383,13 +383,16 @@ def stream_head(f: InputFile) -> str | None:
     return _decode_utf8(head, head=True)[0]
 
 
-def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = None) -> Iterator[str]:
-    """The text of a file (gunzipped) in pieces ending at a newline, read and decoded one at a time.
+def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = None) -> Iterator[bytes]:
+    """The text of a file (gunzipped) in pieces ending at a newline, read and checked one at a time.
 
-    Each piece ends at the first newline at or after `segment_bytes` (`SEGMENT_CHARS`)
-    bytes from its start: for ASCII text, where `split_segments` cuts. Pieces end at a
-    newline, so no UTF-8 sequence is split and the pieces decode to the whole file's text.
-    Repairs are added to `notes` once all is read; a read error ends the file, with a note.
+    Each piece is valid UTF-8 (invalid bytes replaced, NULs removed, a leading byte-order
+    mark dropped), kept as bytes: the parser builds its columns from the bytes, and a
+    Python string of each piece would only be split and copied again. Each piece ends at
+    the first newline at or after `segment_bytes` (`SEGMENT_CHARS`) bytes from its start:
+    for ASCII text, where `split_segments` cuts. Pieces end at a newline, so no UTF-8
+    sequence is split and the pieces decode to the whole file's text. Repairs are added
+    to `notes` once all is read; a read error ends the file, with a note.
     """
     segment_bytes = segment_bytes or SEGMENT_CHARS
     nuls, invalid, first = 0, False, True
@@ -398,17 +401,18 @@ def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = No
     # fresh pages (page faults) cost this loop more than reading did.
     buf = bytearray()
 
-    def text(end: int) -> str:
+    def text(end: int) -> bytes:
         nonlocal nuls, invalid, first
         start = len(UTF8_BOM) if first and buf.startswith(UTF8_BOM) else 0
         n = buf.count(b"\x00", start, end)
         with memoryview(buf) as view, view[start:end] as piece:
-            data = bytes(piece).replace(b"\x00", b"") if n else piece
+            out = bytes(piece).replace(b"\x00", b"") if n else bytes(piece)
+        bad = False
+        if not out.isascii():  # (ASCII, most logs, is valid UTF-8: no need to decode it)
             try:
-                out, bad = str(data, "utf-8"), False
+                str(out, "utf-8")
             except UnicodeDecodeError:
-                out, bad = str(data, "utf-8", "replace"), True
-            del data
+                out, bad = str(out, "utf-8", "replace").encode(), True
         nuls, invalid, first = nuls + n, invalid or bad, False
         return out
 
@@ -426,7 +430,7 @@ def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = No
                 del seg
     except OSError as e:
         notes.append(f"read error ({e.strerror or e}); kept the lines read before it")
-    last = text(len(buf)) if buf else ""
+    last = text(len(buf)) if buf else b""
     if last:  # (NUL padding or a byte-order mark alone decode to nothing)
         yield last
     notes.extend(_repairs(nuls, invalid))

@@ -482,7 +482,7 @@ def test_a_file_read_a_segment_at_a_time_decodes_to_the_text_read_whole(tmp_path
     path.write_bytes(b"\xef\xbb\xbf" * bom + data)
     f = _files.InputFile(path, "f.log", path.stat().st_size, 0.0)
     notes: list[str] = []
-    pieces = list(_files.text_segments(f, notes, segment_bytes=size))
+    pieces = [p.decode() for p in _files.text_segments(f, notes, segment_bytes=size)]  # (strict: valid UTF-8)
     whole, repairs = _files.decode(path.read_bytes())
     assert "".join(pieces) == whole and notes == repairs
     assert all(p.endswith("\n") for p in pieces[:-1])
