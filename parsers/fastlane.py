@@ -72,8 +72,8 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         return df.clear(), df
     text = Text(df["body"])
     file = df.select((pl.col("_fid").cast(pl.Int64) * (1 << 32) + pl.col("_seg").cast(pl.Int64)).alias("f"))["f"]
-    lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, fields, stream = _classify(
-        *text.where, file.to_numpy(writable=True), LEVELS, UVICORN_LEVELS, VERBS, _CLASS, _ACROSS
+    lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, fields, stream, opens, cont = _classify(
+        *text.where, file.to_numpy(writable=True), LEVELS, UVICORN_LEVELS, VERBS, _CLASS, _ACROSS, _TRACEBACK, _SUFFIXES
     )
     taken = lane != SLOW
     if not taken.any():
@@ -110,6 +110,9 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         _pick(s.SOURCE, ("vllm", "uvicorn"), lane - 1),
         _pick("_kind", ("vllm", "uvicorn"), lane - 1),
         _pick(s.LEVEL, LEVEL_NAMES, f[:, LEVEL] + is_uvicorn * len(_LEVELS)),
+        pl.Series("_open", opens[rows]),
+        pl.Series("_msgcont", cont[rows]),
+        pl.Series("_prefixed", has_proc),
         *(_values(c, f[:, k], is_vllm, pa.int32()) for k, c in ((MO, "_mo"), (DAY, "_d"), (HOUR, "_H"))),
         *(_values(c, f[:, k], is_vllm, pa.int32()) for k, c in ((MIN, "_M"), (SEC, "_S"))),
         *text.cut(rows, **spans),
@@ -377,6 +380,116 @@ def _access(d, m, out):  # pragma: no cover - compiled
     return True
 
 
+@njit(cache=True)
+def _space_at(d, k, end):  # pragma: no cover - compiled
+    """Length of the White_Space character (regex `\\s`, Rust's `char::is_whitespace`) that
+    starts at `d[k]` (k < end), 0 when it is none: ASCII tab to CR and space, U+0085, U+00A0,
+    U+1680, U+2000-200A, U+2028, U+2029, U+202F, U+205F, U+3000."""
+    c = d[k]
+    if c == 32 or 9 <= c <= 13:
+        return 1
+    if c < 128:
+        return 0
+    if c == 0xC2 and k + 1 < end and (d[k + 1] == 0x85 or d[k + 1] == 0xA0):
+        return 2
+    if k + 2 >= end:
+        return 0
+    b1, b2 = d[k + 1], d[k + 2]
+    if c == 0xE1 and b1 == 0x9A and b2 == 0x80:
+        return 3
+    if c == 0xE2 and b1 == 0x80 and (0x80 <= b2 <= 0x8A or b2 == 0xA8 or b2 == 0xA9 or b2 == 0xAF):
+        return 3
+    if c == 0xE2 and b1 == 0x81 and b2 == 0x9F:
+        return 3
+    if c == 0xE3 and b1 == 0x80 and b2 == 0x80:
+        return 3
+    return 0
+
+
+@njit(cache=True)
+def _space_before(d, e, begin):  # pragma: no cover - compiled
+    """Length of the White_Space character that ends at `d[e - 1]` (e > begin), 0 when none."""
+    if _space_at(d, e - 1, e) == 1:
+        return 1
+    if e - 2 >= begin and _space_at(d, e - 2, e) == 2:
+        return 2
+    if e - 3 >= begin and _space_at(d, e - 3, e) == 3:
+        return 3
+    return 0
+
+
+@njit(cache=True)
+def _starts(d, at, word):  # pragma: no cover - compiled
+    if at + len(word) > len(d):
+        return False
+    for z in range(len(word)):
+        if d[at + z] != word[z]:
+            return False
+    return True
+
+
+_TRACEBACK = np.frombuffer(b"Traceback (most recent call last)", np.uint8).copy()
+"""`lines.CONT_MSG`'s traceback head; its first 22 bytes are the open-block test's."""
+_SUFFIXES = np.zeros((5, 16), np.uint8)  # `pylog.DETECT_EXC`'s name endings; length in the last column
+for _i, _w in enumerate((b"Error", b"Exception", b"Exit", b"Interrupt", b"Fault")):
+    _SUFFIXES[_i, : len(_w)], _SUFFIXES[_i, 15] = np.frombuffer(_w, np.uint8), len(_w)
+
+
+@njit(cache=True)
+def _block_flags(d, m, traceback, suffixes):  # pragma: no cover - compiled
+    """For a message at `d[m:]`: (opens a block, looks like a continuation, unsure) as
+    `lines._fold` computes `_open` and `_msgcont`: ends in `:` before trailing White_Space,
+    or starts a traceback; `lines.CONT_MSG` or `pylog.DETECT_EXC`. Unsure when a non-ASCII
+    byte sits where `\\w` would decide the exception-name test."""
+    n = len(d)
+    e = n
+    while e > m:
+        w = _space_before(d, e, m)
+        if w == 0:
+            break
+        e -= w
+    opens = (e > m and d[e - 1] == 58) or _starts(d, m, traceback[:22])
+    if m >= n:
+        return opens, False, False
+    if _space_at(d, m, n) or _starts(d, m, traceback):
+        return opens, True, False
+    c = d[m]
+    if c == 94:  # `^+\s*$`
+        k = m
+        while k < n and d[k] == 94:
+            k += 1
+        while k < n:
+            w = _space_at(d, k, n)
+            if w == 0:
+                return opens, False, False
+            k += w
+        return opens, True, False
+    if not ((65 <= c <= 90) or (97 <= c <= 122) or c == 95):  # DETECT_EXC starts [A-Za-z_]
+        return opens, False, False
+    k = m
+    while k < n and (_is_word_byte(d[k]) or d[k] == 46):
+        k += 1
+    if k < n and d[k] >= 128:  # maybe a letter of another script, which \w takes
+        return opens, False, True
+    if k < n and d[k] != 58:  # the name must end the message or be followed by `:`
+        return opens, False, False
+    # Dotted names, each [A-Za-z_]\w*, the last ending in a suffix after at least one character.
+    seg = m
+    for j in range(m, k + 1):
+        if j == k or d[j] == 46:
+            if j == seg or not ((65 <= d[seg] <= 90) or (97 <= d[seg] <= 122) or d[seg] == 95):
+                return opens, False, False
+            seg = j + 1
+    last = k
+    while last > m and d[last - 1] != 46:
+        last -= 1
+    for w in range(suffixes.shape[0]):
+        s_len = suffixes[w, 15]
+        if k - last > s_len and _starts(d, k - s_len, suffixes[w, :s_len]):
+            return opens, True, False
+    return opens, False, False
+
+
 _CLASS = np.zeros(256, np.uint8)
 _CLASS[[13, 27]] = 1  # CR, ESC
 _CLASS[ord("[")] = 2  # ANSI residue `[0;36m`
@@ -456,7 +569,7 @@ def _cri_tag(d, at):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)  # parse batches run on threads: let them run at once
-def _classify(addr, size, buf, start, length, file, levels, uvicorn_levels, verbs, cls, across):  # pragma: no cover
+def _classify(addr, size, buf, start, length, file, levels, uvicorn_levels, verbs, cls, across, traceback, suffixes):  # noqa: E501  # pragma: no cover
     n = len(length)
     lane = np.zeros(n, np.int8)
     us = np.zeros(n, np.int64)
@@ -468,6 +581,8 @@ def _classify(addr, size, buf, start, length, file, levels, uvicorn_levels, verb
     pid_end = np.zeros(n, np.int64)
     fields = np.full((n, N_FIELDS), -1, np.int64)
     stream = np.full(n, -1, np.int8)
+    opens = np.zeros(n, np.bool_)
+    cont = np.zeros(n, np.bool_)
     acc = np.zeros(5, np.int64)
     # CRI partial lines: a `P` line and the lines of its stream up to an `F` are one event,
     # which the general path reassembles. It must see the whole run, so an `F` line whose
@@ -584,6 +699,10 @@ def _classify(addr, size, buf, start, length, file, levels, uvicorn_levels, verb
                 f[METH_AT], f[METH_END], f[PATH_AT], f[PATH_END], f[STATUS] = acc[0], acc[1], acc[2], acc[3], acc[4]
         if _hazard(d, at, kind == VLLM, levels, cls, across):
             continue
+        o, c, unsure = _block_flags(d, f[MSG_AT], traceback, suffixes)
+        if unsure:
+            continue
+        opens[i], cont[i] = o, c
         lane[i] = kind
         proc_at[i], proc_end[i], pid_at[i], pid_end[i] = p0, p1, q0, q1
-    return lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, fields, stream
+    return lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, fields, stream, opens, cont

@@ -118,7 +118,7 @@ def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
         fast = fast.with_columns((pl.col("_row").cast(pl.UInt64) * GLUE_STRIDE).alias("_row"))
     if "_pfold" not in df.columns:
         df = df.with_columns(pl.lit(0, pl.UInt32).alias("_pfold"))
-    parts: list[pl.DataFrame] = [fast] if fast.height else []
+    parts: list[pl.DataFrame] = []
     pending = df
     for kind, detect in KINDS:
         if pending.is_empty():
@@ -163,8 +163,8 @@ def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
             )
         )
     parts.append(pending.with_columns(pl.lit("other").alias("_kind")))
-    df = pl.concat(parts, how="diagonal_relaxed").sort("_row")
-    events = k8s.node_conditions(k8s.container_states(_fold(df)))
+    slow = pl.concat(parts, how="diagonal_relaxed").sort("_row")
+    events = k8s.node_conditions(k8s.container_states(_fold(fast, slow)))
     return events.drop([c for c in WORKING_COLUMNS if c in events.columns])
 
 
@@ -213,15 +213,23 @@ def _ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:
     return df.with_columns(missing) if missing else df
 
 
-def _fold(df: pl.DataFrame) -> pl.DataFrame:
+FOLD_INPUTS = ("_kind", "_prefixed", "_sid", "_fid", "_seg", "_open", "_cr", "_hdr", "_msgcont", "_row")
+"""What `folding.fold_and_event` reads of every line."""
+
+
+def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
     """Fold continuation lines into their events; see the module docstring for the rules.
 
-    Requires `df` sorted by `_row` (file order). Un-prefixed lines look at the physically
-    previous line of the file; prefixed lines at the previous line of their own prefix
-    stream (`_sid`, a hash of the prefix key).
+    `fast`: the fast lane's lines (`fastlane.split`, which gave them `_open`, `_msgcont` and
+    `_prefixed`); `slow`: the others, parsed. Each sorted by `_row` (file order). The fold
+    scan sees both in file order, through their narrow fold inputs alone; a fast line that
+    neither folds nor is folded into (almost all of them) is then an event as it stands,
+    and only the others go through the general forming of events. Un-prefixed lines look
+    at the physically previous line of the file; prefixed lines at the previous line of
+    their own prefix stream (`_sid`, a hash of the prefix key).
     """
-    df = _ensure(
-        df, {s.MESSAGE: pl.String, s.SOURCE: pl.String, "_hdr": pl.String, **{c: pl.Int32 for c in TIME_PARTS}}
+    slow = _ensure(
+        slow, {s.MESSAGE: pl.String, s.SOURCE: pl.String, "_hdr": pl.String, **{c: pl.Int32 for c in TIME_PARTS}}
     )
     kind = pl.col("_kind")
     msg = pl.col(s.MESSAGE)
@@ -232,14 +240,61 @@ def _fold(df: pl.DataFrame) -> pl.DataFrame:
         | text.str.strip_chars_end().str.ends_with(":")
         | msg.str.starts_with("Traceback (most recent")
     )
-    df = df.with_columns(
+    slow = slow.with_columns(
         text.alias("_text"),
         is_open.alias("_open"),
         prefixed.alias("_prefixed"),
-        pl.struct(PREFIX_KEY).hash(seed=7).alias("_sid"),
         (msg.str.contains(CONT_MSG) | msg.str.contains(pylog.DETECT_EXC)).fill_null(False).alias("_msgcont"),
     )
-    fold, ev = folding.fold_and_event(df)
+    if fast.is_empty():
+        df = slow.with_columns(pl.struct(PREFIX_KEY).hash(seed=7).alias("_sid"))
+        fold, ev = folding.fold_and_event(df)
+        return _form_events(df, fold, ev)
+    fast = _ensure(fast, {"_hdr": pl.String})
+    # One hash over both parts' keys: a prefixed traceback line (slow) continues the stream of
+    # the fast line above it only if their `_sid`s are equal.
+    sid = pl.concat([fast.select(PREFIX_KEY), slow.select(PREFIX_KEY)], how="vertical_relaxed").select(
+        pl.struct(PREFIX_KEY).hash(seed=7).alias("_sid")
+    )["_sid"]
+    fast = fast.with_columns(sid.head(fast.height))
+    slow = slow.with_columns(sid.tail(slow.height))
+    narrow = pl.concat(
+        [
+            fast.select(*FOLD_INPUTS, pl.lit(True).alias("_is_fast")),
+            slow.select(*FOLD_INPUTS, pl.lit(False).alias("_is_fast")),
+        ],
+        how="vertical_relaxed",
+    ).sort("_row")
+    fold, ev = folding.fold_and_event(narrow)
+    is_fast = narrow["_is_fast"].to_numpy()
+    grouped = np.isin(ev, np.unique(ev[fold])) if fold.any() else np.zeros(len(ev), np.bool_)
+    fast_grouped = grouped[is_fast]  # (both in `_row` order: fast's rows are narrow's fast rows)
+    single = fast.filter(pl.Series(~fast_grouped)).with_columns(
+        pl.lit(1, pl.UInt32).alias(s.RAW_LINES),  # (fast lines have no CRI pieces: `_pfold` is 0)
+        pl.lit(0, pl.UInt32).alias("_nfold"),
+        pl.lit(False).alias("_orphan"),
+        pl.lit(False).alias("_drop"),
+    )
+    rest = pl.concat(
+        [
+            slow.with_columns(pl.Series("_fold", fold[~is_fast]), pl.Series("_ev", ev[~is_fast])),
+            fast.filter(pl.Series(fast_grouped)).with_columns(
+                pl.col(s.MESSAGE).alias("_text"),
+                pl.Series("_fold", fold[is_fast][fast_grouped]),
+                pl.Series("_ev", ev[is_fast][fast_grouped]),
+            ),
+        ],
+        how="diagonal_relaxed",
+    ).sort("_row")
+    events = _form_events(rest, rest["_fold"].to_numpy(), rest["_ev"].to_numpy())
+    single = single.drop(c for c in ("_sid", "_prefixed", "_msgcont") if c in single.columns)
+    out = pl.concat([single, events], how="diagonal_relaxed")  # (with `events`' columns even when it has no row)
+    return out.sort("_row") if events.height else out
+
+
+def _form_events(df: pl.DataFrame, fold: np.ndarray, ev: np.ndarray) -> pl.DataFrame:
+    """Events of `df` (sorted by `_row`, with its fold inputs) given each row's `_fold` and `_ev`."""
+    kind = pl.col("_kind")
     df = df.with_columns(pl.Series("_fold", fold), pl.Series("_ev", ev))
     # Most batches of service logs fold nothing: then no row needs splitting off or re-sorting.
     in_multi = pl.col("_ev").is_in(pl.Series(np.unique(ev[fold])).implode()) if fold.any() else None

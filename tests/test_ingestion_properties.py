@@ -555,3 +555,28 @@ def test_columns_cut_as_views_hold_the_bytes_between_the_offsets(rows, skip):
     rows_at = np.arange(len(rows))[::-1].copy()  # any order of rows
     [cut] = Text(body).cut(rows_at, x=(np.array(at)[rows_at], np.array(end)[rows_at]))
     assert cut.to_list() == [expected[r] for r in rows_at]
+
+
+BLOCK_PIECES = ["Traceback (most recent call last)", "Traceback (most recent", "RuntimeError", "Error", "x", "é", "1"]
+BLOCK_PIECES += [".", ":", " ", "\t", "\u00a0", "\u3000", "\u2007", "\u200b", "^", "Exception", "Exit", "_", "A"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(BLOCK_PIECES) | st.text(max_size=3), max_size=8))
+def test_compiled_block_flags_agree_with_the_fold_expressions(pieces):
+    """`_open` and `_msgcont` as the fast lane computes them are the general path's, or it says it is unsure."""
+    from parsers import fastlane
+    from parsers.lines import CONT_MSG
+
+    message = "".join(pieces).replace("\n", " ")
+    msg = pl.col("m")
+    row = pl.DataFrame({"m": [message]}).select(
+        (msg.str.strip_chars_end().str.ends_with(":") | msg.str.starts_with("Traceback (most recent")).alias("open"),
+        (msg.str.contains(CONT_MSG) | msg.str.contains(pylog.DETECT_EXC)).alias("cont"),
+    )
+    data = np.frombuffer(("pad " + message).encode(), np.uint8)
+    opens, cont, unsure = fastlane._block_flags(data, 4, fastlane._TRACEBACK, fastlane._SUFFIXES)
+    assert opens == row["open"][0]
+    assert unsure or cont == row["cont"][0]
+    if message.isascii():
+        assert not unsure
