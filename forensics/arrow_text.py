@@ -113,9 +113,15 @@ class Text:
         """
         at = np.stack([a for a, _ in spans.values()]).astype(np.int64)
         end = np.stack([e for _, e in spans.values()]).astype(np.int64)
-        views, valid = _cut(*self.where, rows.astype(np.int64), at, end)
+        return self.cut_spans(rows, dict(enumerate(spans)), at, end)
+
+    def cut_spans(self, rows: np.ndarray, names: dict[int, str], at: np.ndarray, end: np.ndarray) -> list[pl.Series]:
+        """`cut` with the spans as matrices (a row of `at` and `end` per kind of field), making
+        the columns `names` (row of the matrices -> column name) only."""
+        pick = np.array(list(names), dtype=np.int64)
+        views, valid = _cut(*self.where, rows.astype(np.int64), at, end, pick)
         out = []
-        for c, name in enumerate(spans):
+        for c, name in enumerate(names.values()):
             ok = valid[c]
             validity = None if ok.all() else pa.py_buffer(np.packbits(ok, bitorder="little"))
             arr = pa.Array.from_buffers(pa.string_view(), len(rows), [validity, pa.py_buffer(views[c]), *self._data])
@@ -124,8 +130,8 @@ class Text:
 
 
 @njit(cache=True, nogil=True)
-def _cut(address, size, buf, start, length, rows, at, end):  # pragma: no cover - compiled
-    n_cols, m = at.shape
+def _cut(address, size, buf, start, length, rows, at, end, pick):  # pragma: no cover - compiled
+    n_cols, m = len(pick), len(rows)
     views = np.zeros((n_cols, m, 4), np.int32)  # Arrow views: length, then inline bytes or prefix, buffer, offset
     raw = views.view(np.uint8).reshape(n_cols, m, 16)
     valid = np.ones((n_cols, m), np.bool_)
@@ -133,11 +139,11 @@ def _cut(address, size, buf, start, length, rows, at, end):  # pragma: no cover 
         r = rows[k]
         d = bytes_at(address[buf[r]], size[buf[r]])
         for c in range(n_cols):
-            a = at[c, k]
+            a = at[pick[c], k]
             if a < 0:
                 valid[c, k] = False
                 continue
-            n = end[c, k] - a
+            n = end[pick[c], k] - a
             s = start[r] + a
             views[c, k, 0] = n
             if n <= INLINE:
@@ -151,6 +157,20 @@ def _cut(address, size, buf, start, length, rows, at, end):  # pragma: no cover 
     return views, valid
 
 
+def count_lines(text: bytes) -> int:
+    """Lines in `text` as `str.split("\\n")` gives them, less the empty piece after a last
+    newline. (`bytes.count` takes ~5 ms for 16 MB; this ~0.5.)"""
+    return _count_newlines(np.frombuffer(text, np.uint8)) + (0 if text.endswith(b"\n") else 1)
+
+
+@njit(cache=True, nogil=True)
+def _count_newlines(data):  # pragma: no cover - compiled
+    n = 0
+    for k in range(len(data)):
+        n += data[k] == 10
+    return n
+
+
 def lines_column(segments: list[bytes]) -> pl.Series:
     """The lines of `segments` (UTF-8 text; a line ends at `\\n`, a segment's last one also at
     the segment's end) as one string column whose views point into one buffer of the bytes.
@@ -160,25 +180,28 @@ def lines_column(segments: list[bytes]) -> pl.Series:
     UTF-8 (the reader checked it) and fewer than 2 GiB of text (the views' offsets).
     """
     data = b"".join(seg if seg.endswith(b"\n") else seg + b"\n" for seg in segments)
-    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 10)
-    starts = np.empty_like(ends)
-    starts[:1] = 0
-    starts[1:] = ends[:-1] + 1
-    views = _line_views(np.frombuffer(data, np.uint8), starts, ends - starts)
-    buffer = pa.py_buffer(data)
-    return pl.Series(pa.Array.from_buffers(pa.string_view(), len(ends), [None, pa.py_buffer(views), buffer]))
+    raw = np.frombuffer(data, np.uint8)
+    n = _count_newlines(raw)
+    views = _line_views(raw, n)
+    return pl.Series(pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(views), pa.py_buffer(data)]))
 
 
 @njit(cache=True, nogil=True)
-def _line_views(data, starts, lengths):  # pragma: no cover - compiled
-    views = np.zeros((len(starts), 4), np.int32)
-    raw = views.view(np.uint8).reshape(len(starts), 16)
-    for i in range(len(starts)):
-        n = lengths[i]
-        s = starts[i]
-        views[i, 0] = n
-        for z in range(min(n, INLINE if n <= INLINE else 4)):
+def _line_views(data, n):  # pragma: no cover - compiled
+    """The views of the `n` lines of `data` (each ending at `\\n`), in buffer 0."""
+    views = np.zeros((n, 4), np.int32)
+    raw = views.view(np.uint8).reshape(n, 16)
+    i = 0
+    s = 0
+    for k in range(len(data)):
+        if data[k] != 10:
+            continue
+        length = k - s
+        views[i, 0] = length
+        for z in range(min(length, INLINE if length <= INLINE else 4)):
             raw[i, 4 + z] = data[s + z]
-        if n > INLINE:
-            views[i, 3] = s  # buffer 0
+        if length > INLINE:
+            views[i, 3] = s
+        i += 1
+        s = k + 1
     return views

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from forensics import _files
 from forensics import schema as s
-from forensics.arrow_text import lines_column
+from forensics.arrow_text import count_lines, lines_column
 from forensics.errors import NoInputError
 from parsers import k8s, vllm
 from parsers._common import TIME_PARTS
@@ -478,10 +478,11 @@ class _Segment:
     """Line number of its first line in the file."""
     text: bytes
 
-    @property
-    def lines(self) -> int:
-        """Lines in `text`, as `str.split("\\n")` less the empty piece after a last newline."""
-        return self.text.count(b"\n") + (0 if self.text.endswith(b"\n") else 1)
+    lines: int = field(init=False)
+    """Lines in `text` (`arrow_text.count_lines`)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lines", count_lines(self.text))
 
 
 def _parse_batch(batch: list[_Segment]) -> pl.DataFrame:

@@ -79,29 +79,15 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     if not taken.any():
         return df.clear(), df
     rows = np.flatnonzero(taken)
-    lane, f, stream, length = lane[rows], fields[rows], stream[rows], text.length[rows]
+    at, end, number = _spans(rows, lane, fields, proc_at, proc_end, pid_at, pid_end, text.length)
+    lane, stream, has_proc = lane[rows], stream[rows], pid_end[rows] > 0
     is_vllm, is_uvicorn = lane == VLLM, lane == UVICORN
-    has_proc = pid_end[rows] > 0
-
-    def span(at: np.ndarray, end: np.ndarray, when: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        return (at if when is None else np.where(when, at, -1)), end
-
-    spans = {
-        s.PROCESS: span(proc_at[rows], proc_end[rows], has_proc),
-        "_pid": span(pid_at[rows], pid_end[rows], has_proc),
-        "body": span(f[:, BODY_AT], length),
-        s.MESSAGE: span(f[:, MSG_AT], length),
-    }
-    access = is_uvicorn & (f[:, METH_AT] >= 0)
-    if is_vllm.any():
-        spans["_hdr"] = span(f[:, BODY_AT], f[:, HDR_END], is_vllm)
-        if (f[is_vllm, RID_AT] != -1).any():  # `_request_id` ran on some rows
-            spans[s.REQUEST_ID] = span(f[:, RID_AT], f[:, RID_END], is_vllm & (f[:, RID_AT] >= 0))
-    if is_vllm.any() or access.any():
-        spans[s.COMPONENT] = span(f[:, COMP_AT], f[:, COMP_END], is_vllm)
-    if access.any():  # `uvicorn._access` ran on some rows
-        spans[s.HTTP_METHOD] = span(f[:, METH_AT], f[:, METH_END], access)
-        spans[s.HTTP_PATH] = span(f[:, PATH_AT], f[:, PATH_END], access)
+    access = at[SPAN_NAMES.index(s.HTTP_METHOD)] >= 0
+    any_vllm, any_access = is_vllm.any(), access.any()
+    # Each column present exactly when the general path adds it (see `SPAN_NAMES`).
+    present = [True] * 4 + [any_vllm, any_vllm and (fields[rows[is_vllm], RID_AT] != -1).any()]
+    present += [any_vllm or any_access, any_access, any_access]
+    field = dict(zip(NUMBERS, number, strict=True))
     columns = [
         _values("_outer_ts", us[rows], ts_ok[rows], pa.timestamp("us", "UTC")),
         _values("_jiso", np.zeros(len(rows), np.bool_), has_ts[rows], pa.bool_()),
@@ -109,16 +95,16 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         _pick("_tag", ("F",), np.zeros(len(rows), np.int8), stream >= 0),
         _pick(s.SOURCE, ("vllm", "uvicorn"), lane - 1),
         _pick("_kind", ("vllm", "uvicorn"), lane - 1),
-        _pick(s.LEVEL, LEVEL_NAMES, f[:, LEVEL] + is_uvicorn * len(_LEVELS)),
+        _pick(s.LEVEL, LEVEL_NAMES, field[LEVEL] + is_uvicorn * len(_LEVELS)),
         pl.Series("_open", opens[rows]),
         pl.Series("_msgcont", cont[rows]),
         pl.Series("_prefixed", has_proc),
-        *(_values(c, f[:, k], is_vllm, pa.int32()) for k, c in ((MO, "_mo"), (DAY, "_d"), (HOUR, "_H"))),
-        *(_values(c, f[:, k], is_vllm, pa.int32()) for k, c in ((MIN, "_M"), (SEC, "_S"))),
-        *text.cut(rows, **spans),
+        *(_values(c, field[k], is_vllm, pa.int32()) for k, c in ((MO, "_mo"), (DAY, "_d"), (HOUR, "_H"))),
+        *(_values(c, field[k], is_vllm, pa.int32()) for k, c in ((MIN, "_M"), (SEC, "_S"))),
+        *text.cut_spans(rows, {i: name for i, name in enumerate(SPAN_NAMES) if present[i]}, at, end),
     ]
-    if access.any():
-        columns.append(_values(s.HTTP_STATUS, f[:, STATUS], access, pa.int32()))
+    if any_access:
+        columns.append(_values(s.HTTP_STATUS, field[STATUS], access, pa.int32()))
         columns = [c.set(pl.Series(access), "access") if c.name == s.COMPONENT else c for c in columns]
     nulls = {c: t for c, t in wrappers.WRAPPER_COLUMNS.items() if c not in {col.name for col in columns}}
     nulls |= {"_Y": pl.Int32, "_us": pl.Int32}
@@ -493,7 +479,7 @@ def _block_flags(d, m, traceback, suffixes):  # pragma: no cover - compiled
 _CLASS = np.zeros(256, np.uint8)
 _CLASS[[13, 27]] = 1  # CR, ESC
 _CLASS[ord("[")] = 2  # ANSI residue `[0;36m`
-_CLASS[ord("a")] = 3  # `across cluster]`
+_CLASS[ord("]")] = 3  # `across cluster]`
 _CLASS[[w[0] for w in _LEVELS]] = 4  # a level word: maybe a glued record
 """Bytes `_hazard` looks at; every other byte (most of a line) costs one table lookup."""
 _ACROSS = np.frombuffer(b"across cluster]", np.uint8).copy()
@@ -518,11 +504,12 @@ def _hazard(d, at, vllm_line, levels, cls, across):  # pragma: no cover - compil
                 j += 1
             if j > k + 1 and j < n and d[j] == 109:
                 return True
-        elif c == 3:
-            if k + len(across) <= n:
+        elif c == 3:  # the `]` of `across cluster]`, compared backwards (`]` is rarer than `a`)
+            m = len(across)
+            if k + 1 >= m:
                 same = True
-                for z in range(len(across)):
-                    if d[k + z] != across[z]:
+                for z in range(1, m):
+                    if d[k - z] != across[m - 1 - z]:
                         same = False
                         break
                 if same:
@@ -539,6 +526,46 @@ def _hazard(d, at, vllm_line, levels, cls, across):  # pragma: no cover - compil
 # Columns of `_classify`'s field table (character offsets into the line; -1: none).
 LEVEL, MO, DAY, HOUR, MIN, SEC, COMP_AT, COMP_END, HDR_END, MSG_AT, RID_AT, RID_END = range(12)
 METH_AT, METH_END, PATH_AT, PATH_END, STATUS, BODY_AT, N_FIELDS = range(12, 19)
+
+
+SPAN_NAMES = (s.PROCESS, "_pid", "body", s.MESSAGE, "_hdr", s.REQUEST_ID, s.COMPONENT, s.HTTP_METHOD, s.HTTP_PATH)
+"""The string fields `_spans` finds, in the order of its rows. The general path adds process,
+pid, body and message always; `_hdr` with any vLLM line; the request id when `_request_id`
+ran on some vLLM line; the component with any vLLM or access line; method and path with
+any access line."""
+
+
+NUMBERS = (LEVEL, MO, DAY, HOUR, MIN, SEC, STATUS)
+"""The numeric fields `_spans` hands on, in the order of its rows."""
+
+
+@njit(cache=True, nogil=True)
+def _spans(rows, lane, fields, proc_at, proc_end, pid_at, pid_end, length):  # pragma: no cover - compiled
+    """(at, end) of each of `SPAN_NAMES` (a matrix row each) for the taken `rows`, at -1 for
+    null; and their `NUMBERS` fields (a row each)."""
+    m = len(rows)
+    at = np.full((len(SPAN_NAMES), m), -1, np.int64)
+    end = np.zeros((len(SPAN_NAMES), m), np.int64)
+    number = np.empty((len(NUMBERS), m), np.int32)
+    for k in range(m):
+        r = rows[k]
+        f = fields[r]
+        for j in range(len(NUMBERS)):
+            number[j, k] = f[NUMBERS[j]]
+        if pid_end[r] > 0:
+            at[0, k], end[0, k] = proc_at[r], proc_end[r]
+            at[1, k], end[1, k] = pid_at[r], pid_end[r]
+        at[2, k], end[2, k] = f[BODY_AT], length[r]
+        at[3, k], end[3, k] = f[MSG_AT], length[r]
+        if lane[r] == VLLM:
+            at[4, k], end[4, k] = f[BODY_AT], f[HDR_END]
+            if f[RID_AT] >= 0:
+                at[5, k], end[5, k] = f[RID_AT], f[RID_END]
+            at[6, k], end[6, k] = f[COMP_AT], f[COMP_END]
+        elif f[METH_AT] >= 0:
+            at[7, k], end[7, k] = f[METH_AT], f[METH_END]
+            at[8, k], end[8, k] = f[PATH_AT], f[PATH_END]
+    return at, end, number
 
 
 @njit(cache=True)
