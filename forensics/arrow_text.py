@@ -33,7 +33,8 @@ def strings(col: pl.Series) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, n
     The compiled loop reads the buffers by address (`bytes_at`); the first item keeps
     them alive until the caller is done.
     """
-    arr = col.cast(pl.String).fill_null("").rechunk().to_arrow(compat_level=pl.CompatLevel.newest())
+    col = col.cast(pl.String)
+    arr = (col.fill_null("") if col.null_count() else col).rechunk().to_arrow(compat_level=pl.CompatLevel.newest())
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     n = len(arr)

@@ -85,7 +85,7 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     access = at[SPAN_NAMES.index(s.HTTP_METHOD)] >= 0
     any_vllm, any_access = is_vllm.any(), access.any()
     # Each column present exactly when the general path adds it (see `SPAN_NAMES`).
-    present = [True] * 4 + [any_vllm, any_vllm and (fields[rows[is_vllm], RID_AT] != -1).any()]
+    present = [True] * 3 + [any_vllm, any_vllm and (fields[rows[is_vllm], RID_AT] != -1).any()]
     present += [any_vllm or any_access, any_access, any_access]
     field = dict(zip(NUMBERS, number, strict=True))
     columns = [
@@ -528,9 +528,10 @@ LEVEL, MO, DAY, HOUR, MIN, SEC, COMP_AT, COMP_END, HDR_END, MSG_AT, RID_AT, RID_
 METH_AT, METH_END, PATH_AT, PATH_END, STATUS, BODY_AT, N_FIELDS = range(12, 19)
 
 
-SPAN_NAMES = (s.PROCESS, "_pid", "body", s.MESSAGE, "_hdr", s.REQUEST_ID, s.COMPONENT, s.HTTP_METHOD, s.HTTP_PATH)
+SPAN_NAMES = (s.PROCESS, "_pid", s.MESSAGE, "_hdr", s.REQUEST_ID, s.COMPONENT, s.HTTP_METHOD, s.HTTP_PATH)
 """The string fields `_spans` finds, in the order of its rows. The general path adds process,
-pid, body and message always; `_hdr` with any vLLM line; the request id when `_request_id`
+pid and message always (and `body`, the line less its wrappers, which nothing reads of a
+line this lane takes: left out); `_hdr` with any vLLM line; the request id when `_request_id`
 ran on some vLLM line; the component with any vLLM or access line; method and path with
 any access line."""
 
@@ -555,16 +556,15 @@ def _spans(rows, lane, fields, proc_at, proc_end, pid_at, pid_end, length):  # p
         if pid_end[r] > 0:
             at[0, k], end[0, k] = proc_at[r], proc_end[r]
             at[1, k], end[1, k] = pid_at[r], pid_end[r]
-        at[2, k], end[2, k] = f[BODY_AT], length[r]
-        at[3, k], end[3, k] = f[MSG_AT], length[r]
+        at[2, k], end[2, k] = f[MSG_AT], length[r]
         if lane[r] == VLLM:
-            at[4, k], end[4, k] = f[BODY_AT], f[HDR_END]
+            at[3, k], end[3, k] = f[BODY_AT], f[HDR_END]
             if f[RID_AT] >= 0:
-                at[5, k], end[5, k] = f[RID_AT], f[RID_END]
-            at[6, k], end[6, k] = f[COMP_AT], f[COMP_END]
+                at[4, k], end[4, k] = f[RID_AT], f[RID_END]
+            at[5, k], end[5, k] = f[COMP_AT], f[COMP_END]
         elif f[METH_AT] >= 0:
-            at[7, k], end[7, k] = f[METH_AT], f[METH_END]
-            at[8, k], end[8, k] = f[PATH_AT], f[PATH_END]
+            at[6, k], end[6, k] = f[METH_AT], f[METH_END]
+            at[7, k], end[7, k] = f[PATH_AT], f[PATH_END]
     return at, end, number
 
 
