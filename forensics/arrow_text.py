@@ -33,8 +33,7 @@ def strings(col: pl.Series) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, n
     The compiled loop reads the buffers by address (`bytes_at`); the first item keeps
     them alive until the caller is done.
     """
-    col = col.cast(pl.String)
-    arr = (col.fill_null("") if col.null_count() else col).rechunk().to_arrow(compat_level=pl.CompatLevel.newest())
+    arr = col.cast(pl.String).rechunk().to_arrow(compat_level=pl.CompatLevel.newest())
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     n = len(arr)
@@ -43,12 +42,14 @@ def strings(col: pl.Series) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, n
         bufs = [raw[1], *raw[2:]]
         v = np.frombuffer(raw[1], dtype=np.int32).reshape(-1, 4)[arr.offset : arr.offset + n]
         length = v[:, 0].astype(np.int64)
+        if arr.null_count:  # a null's view is not defined: read it as `` (filling the nulls in copies)
+            length[~np.asarray(arr.is_valid().to_numpy(zero_copy_only=False))] = 0
         inline = length <= INLINE
         buf = np.where(inline, 0, v[:, 2].astype(np.int64) + 1)
         rows = np.arange(arr.offset, arr.offset + n, dtype=np.int64)
         start = np.where(inline, rows * 16 + 4, v[:, 3].astype(np.int64))
     else:
-        arr = arr.cast(pa.large_string())  # an older polars: offsets and one data buffer
+        arr = arr.cast(pa.large_string()).fill_null("")  # an older polars: offsets and one data buffer
         _validity, offsets, data = arr.buffers()
         bufs = [data]
         off = np.frombuffer(offsets, dtype=np.int64)[arr.offset : arr.offset + n + 1]

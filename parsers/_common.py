@@ -94,6 +94,13 @@ def frac_to_us(expr: pl.Expr) -> pl.Expr:
     return expr.str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int32, strict=False)
 
 
+def ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:
+    """`df` with each of `cols` it lacks added as nulls (a parsed batch leaves out columns
+    no line of it has)."""
+    missing = [pl.lit(None, t).alias(c) for c, t in cols.items() if c not in df.columns]
+    return df.with_columns(missing) if missing else df
+
+
 def no_time() -> list[pl.Expr]:
     """Null time parts, for formats that carry no timestamp."""
     return [pl.lit(None, pl.Int32).alias(c) for c in TIME_PARTS]

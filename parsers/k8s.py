@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import extract_head, frac_to_us, level_from_letter, no_time, to_i32, to_i64
+from parsers._common import ensure, extract_head, frac_to_us, level_from_letter, no_time, to_i32, to_i64
 
 DETECT_KLOG = r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ "
 KLOG = (
@@ -276,10 +276,14 @@ def node_conditions(events: pl.DataFrame) -> pl.DataFrame:
         return events
     name = _field_above("Name")
     cond = pl.col("_ncond").fill_null(False)
-    return events.with_columns(
-        pl.when(cond).then(pl.coalesce(pl.col(s.HOST), name)).otherwise(pl.col(s.HOST)).alias(s.HOST),
-        pl.when(cond).then(pl.lit("node/") + name).otherwise(pl.col(s.K8S_OBJECT)).alias(s.K8S_OBJECT),
-    ).drop("_ncond")
+    return (
+        ensure(events, {s.HOST: pl.String, s.K8S_OBJECT: pl.String})
+        .with_columns(
+            pl.when(cond).then(pl.coalesce(pl.col(s.HOST), name)).otherwise(pl.col(s.HOST)).alias(s.HOST),
+            pl.when(cond).then(pl.lit("node/") + name).otherwise(pl.col(s.K8S_OBJECT)).alias(s.K8S_OBJECT),
+        )
+        .drop("_ncond")
+    )
 
 
 def parse_container_state(df: pl.DataFrame) -> pl.DataFrame:
@@ -314,6 +318,7 @@ def container_states(events: pl.DataFrame) -> pl.DataFrame:
         return events
     # Pod, node and container of the describe block, forward-filled per file over the
     # describe output alone (its `Name:` / `Node:` fields and folded container headers).
+    events = ensure(events, {s.HOST: pl.String})
     described = events.filter(pl.col(s.SOURCE) == "k8s-state").with_columns(
         _field_above("Name").alias("_dpod"),
         _field_above("Node").str.replace(r"/.*$", "").alias("_dnode"),

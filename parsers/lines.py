@@ -34,7 +34,7 @@ from numba import njit
 from forensics import schema as s
 from forensics.arrow_text import Text, bytes_at
 from parsers import fastlane, folding, k8s, nccl, pylog, torch, uvicorn, vllm, wrappers
-from parsers._common import SYSLOG_LEVEL_WORDS, TIME_PARTS, level_from_word, no_time
+from parsers._common import SYSLOG_LEVEL_WORDS, TIME_PARTS, ensure, level_from_word, no_time
 
 CONT = (
     r"^(?:\s|Traceback \(most recent call last\)|frame #\d+:|Exception raised from |terminate called |"
@@ -208,11 +208,6 @@ def _ends_in_cr(address, size, buf, start, length):  # pragma: no cover - compil
     return out
 
 
-def _ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:
-    missing = [pl.lit(None, t).alias(c) for c, t in cols.items() if c not in df.columns]
-    return df.with_columns(missing) if missing else df
-
-
 FOLD_INPUTS = ("_kind", "_prefixed", "_sid", "_fid", "_seg", "_open", "_cr", "_hdr", "_msgcont", "_row")
 """What `folding.fold_and_event` reads of every line."""
 
@@ -228,7 +223,7 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
     at the physically previous line of the file; prefixed lines at the previous line of
     their own prefix stream (`_sid`, a hash of the prefix key).
     """
-    slow = _ensure(
+    slow = ensure(
         slow, {s.MESSAGE: pl.String, s.SOURCE: pl.String, "_hdr": pl.String, **{c: pl.Int32 for c in TIME_PARTS}}
     )
     kind = pl.col("_kind")
@@ -249,8 +244,9 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
     if fast.is_empty():
         df = slow.with_columns(pl.struct(PREFIX_KEY).hash(seed=7).alias("_sid"))
         fold, ev = folding.fold_and_event(df)
-        return _form_events(df, fold, ev)
-    fast = _ensure(fast, {"_hdr": pl.String})
+        events = _form_events(df, fold, ev)
+        return events.drop(_null_columns(events))
+    fast = ensure(fast, {"_hdr": pl.String})
     # One hash over both parts' keys: a prefixed traceback line (slow) continues the stream of
     # the fast line above it only if their `_sid`s are equal.
     sid = pl.concat([fast.select(PREFIX_KEY), slow.select(PREFIX_KEY)], how="vertical_relaxed").select(
@@ -288,8 +284,27 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
     ).sort("_row")
     events = _form_events(rest, rest["_fold"].to_numpy(), rest["_ev"].to_numpy())
     single = single.drop(c for c in ("_sid", "_prefixed", "_msgcont") if c in single.columns)
-    out = pl.concat([single, events], how="diagonal_relaxed")  # (with `events`' columns even when it has no row)
+    # Merged in file order: the one pass over every column of the batch, so without the
+    # columns no line of it has (a third of them, in a batch of pod logs).
+    empty = _null_columns(single, events) & _null_columns(events, single)
+    out = pl.concat(
+        [single.drop(empty & set(single.columns)), events.drop(empty & set(events.columns))], how="diagonal_relaxed"
+    )
     return out.sort("_row") if events.height else out
+
+
+ALWAYS = frozenset(("_row", "_fid", "_seg", s.LINE, "_extra", "_kind", "_orphan", "_drop", "_nfold", "_outer_ts"))
+"""Columns `parse_lines` returns even when all null (with source and message); any other
+column of only nulls in a batch may be left out (what reads it adds it as nulls)."""
+
+
+def _null_columns(df: pl.DataFrame, other: pl.DataFrame | None = None) -> set[str]:
+    """The columns of `df` with no value (and those of `other` that `df` lacks), but those of
+    `ALWAYS`, source and message."""
+    nulls = df.null_count().row(0, named=True)
+    keep = ALWAYS | {s.SOURCE, s.MESSAGE}
+    missing = set(other.columns) - set(df.columns) if other is not None else set()
+    return {c for c, n in nulls.items() if n == df.height and c not in keep} | (missing - keep)
 
 
 def _form_events(df: pl.DataFrame, fold: np.ndarray, ev: np.ndarray) -> pl.DataFrame:
