@@ -135,8 +135,9 @@ def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
         parsed = parser(claimed)
         ok = parsed[s.SOURCE].is_not_null()
         parts.append(parsed.filter(ok).with_columns(pl.lit(kind).alias("_kind")))
-        if not ok.all():
-            pending = pl.concat([pending, claimed.filter(~ok)], how="diagonal_relaxed")
+        if not ok.all():  # (a parser may reorder its rows: `_common.apply`; `_row` says which were refused)
+            refused = claimed.join(parsed.filter(~ok).select("_row"), on="_row", how="semi")
+            pending = pl.concat([pending, refused], how="diagonal_relaxed")
     # A journald/syslog line whose body is no known producer is still a parsed syslog event
     # (kernel NVRM/Xid, containerd, systemd): the wrapper gave its time, host and ident.
     sys_hit = pending.select(

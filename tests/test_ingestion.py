@@ -146,6 +146,21 @@ def test_nccl_226_timestamp_and_230_function_layouts_are_parsed(incident_dir):
     assert fn_line[s.MESSAGE].startswith("socketProgress: Connection closed")
 
 
+def test_a_line_that_mentions_nccl_but_is_no_nccl_line_keeps_its_own_text(tmp_path):
+    # CRLF endings (a log saved on Windows) keep these lines off the fast lane: the general
+    # path's NCCL parser reads them, takes the INFO line and gives the first one back. It
+    # hands its rows back reordered, and the refused one must still be that line.
+    lines = [
+        "watchdog: NCCL INFO lines stopped at 08:00, restarting the engine",
+        "gpu-node-3:2343:2381 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.3<0>",
+    ]
+    (tmp_path / "worker.log").write_bytes("".join(f"{line}\r\n" for line in lines).encode())
+    ev = ingest(tmp_path).events.sort(s.LINE)
+    assert ev[s.LINE].to_list() == [1, 2]
+    assert ev[s.MESSAGE][0] == lines[0] and ev[s.SOURCE][0] == "unknown"
+    assert ev[s.MESSAGE][1].startswith("Bootstrap : Using eth0") and ev[s.SOURCE][1] == "nccl"
+
+
 def test_c10_watchdog_timeout_fields_and_three_digit_mmdd(incident_dir):
     ev = ingest(incident_dir).events
     row = _row(ev, file="nccl-worker.log", line=11)
