@@ -34,8 +34,8 @@ from forensics.arrow_text import Text, bytes_at
 from parsers import wrappers
 from parsers._common import LEVEL_WORDS
 
-SLOW, VLLM, UVICORN = 0, 1, 2
-"""What a line is: for the general path, a vLLM logger line, a uvicorn line."""
+SLOW, VLLM, UVICORN, NCCL = 0, 1, 2, 3
+"""What a line is: for the general path, a vLLM logger line, a uvicorn line, an NCCL INFO line."""
 
 _LEVELS = (b"DEBUG", b"INFO", b"WARNING", b"ERROR", b"CRITICAL")
 """vLLM's level words (`vllm.LEVEL_WORD`)."""
@@ -86,15 +86,15 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     any_vllm, any_access = is_vllm.any(), access.any()
     # Each column present exactly when the general path adds it (see `SPAN_NAMES`).
     present = [True] * 3 + [any_vllm, any_vllm and (fields[rows[is_vllm], RID_AT] != -1).any()]
-    present += [any_vllm or any_access, any_access, any_access]
+    present += [any_vllm or any_access, any_access, any_access, (lane == NCCL).any()]
     field = dict(zip(NUMBERS, number, strict=True))
     columns = [
         _values("_outer_ts", us[rows], ts_ok[rows], pa.timestamp("us", "UTC")),
         _values("_jiso", np.zeros(len(rows), np.bool_), has_ts[rows], pa.bool_()),
         _pick(s.STREAM, ("stdout", "stderr"), stream, stream >= 0),
         _pick("_tag", ("F",), np.zeros(len(rows), np.int8), stream >= 0),
-        _pick(s.SOURCE, ("vllm", "uvicorn"), lane - 1),
-        _pick("_kind", ("vllm", "uvicorn"), lane - 1),
+        _pick(s.SOURCE, ("vllm", "uvicorn", "nccl"), lane - 1),
+        _pick("_kind", ("vllm", "uvicorn", "nccl"), lane - 1),
         _pick(s.LEVEL, LEVEL_NAMES, field[LEVEL] + is_uvicorn * len(_LEVELS)),
         pl.Series("_open", opens[rows]),
         pl.Series("_msgcont", cont[rows]),
@@ -103,6 +103,8 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         *(_values(c, field[k], is_vllm, pa.int32()) for k, c in ((MIN, "_M"), (SEC, "_S"))),
         *text.cut_spans(rows, {i: name for i, name in enumerate(SPAN_NAMES) if present[i]}, at, end),
     ]
+    if (lane == NCCL).any():
+        columns.append(_values(s.CUDA_DEV, field[DEV], (lane == NCCL) & (field[DEV] >= 0), pa.int32()))
     if any_access:
         columns.append(_values(s.HTTP_STATUS, field[STATUS], access, pa.int32()))
         columns = [c.set(pl.Series(access), "access") if c.name == s.COMPONENT else c for c in columns]
@@ -476,6 +478,69 @@ def _block_flags(d, m, traceback, suffixes):  # pragma: no cover - compiled
     return opens, False, False
 
 
+_NCCL_INFO = np.frombuffer(b"] NCCL INFO ", np.uint8).copy()
+
+
+@njit(cache=True)
+def _nccl_info(d, at, f):  # pragma: no cover - compiled
+    """`nccl.FAST` at `d[at:]` (`host:pid:tid [dev] NCCL INFO `), the host a plain ASCII name
+    starting with a letter (any other goes the general way): host end, NCCL pid, device and
+    message start into `f`; message start -1 when the message is an error-propagation line
+    (`nccl.PROPAGATE`, which the general path reads) or may be one. False when no match."""
+    n = len(d)
+    k = at
+    if not (k < n and ((65 <= d[k] <= 90) or (97 <= d[k] <= 122))):
+        return False
+    while k < n and (_is_word_byte(d[k]) or d[k] == 46 or d[k] == 45):
+        k += 1
+    if not (k < n and d[k] == 58):
+        return False
+    f[HOST_END] = k
+    k += 1
+    f[NPID_AT] = k
+    while k < n and 48 <= d[k] <= 57:
+        k += 1
+    if k == f[NPID_AT] or not (k < n and d[k] == 58):
+        return False
+    f[NPID_END] = k
+    k += 1
+    t = k
+    while k < n and 48 <= d[k] <= 57:
+        k += 1
+    if k == t or not (k + 1 < n and d[k] == 32 and d[k + 1] == 91):
+        return False
+    k += 2
+    v = k
+    dev = 0
+    while k < n and 48 <= d[k] <= 57:
+        dev = min(dev * 10 + (d[k] - 48), 1 << 40)
+        k += 1
+    if k == v or not _starts(d, k, _NCCL_INFO):
+        return False
+    f[DEV] = dev if dev <= 2147483647 else -1  # `cast(pl.Int32, strict=False)`: null when it overflows
+    m = k + len(_NCCL_INFO)
+    f[MSG_AT] = m
+    # `nccl.PROPAGATE` (`^[\\w./\\-]+:\\d+ -> \\d+`) on the message: a match goes the general way.
+    j = m
+    while j < n and (_is_word_byte(d[j]) or d[j] == 46 or d[j] == 47 or d[j] == 45):
+        j += 1
+    if j < n and d[j] >= 128:
+        f[MSG_AT] = -1  # \\w takes other scripts' letters: unsure
+    elif j > m and j < n and d[j] == 58:
+        j += 1
+        e = j
+        while j < n and 48 <= d[j] <= 57:
+            j += 1
+        if j < n and d[j] >= 128:
+            f[MSG_AT] = -1  # another script's digit would do for \\d
+        elif j > e and _starts(d, j, _ARROW) and j + 4 < n and (48 <= d[j + 4] <= 57 or d[j + 4] >= 128):
+            f[MSG_AT] = -1
+    return True
+
+
+_ARROW = np.frombuffer(b" -> ", np.uint8).copy()
+
+
 _CLASS = np.zeros(256, np.uint8)
 _CLASS[[13, 27]] = 1  # CR, ESC
 _CLASS[ord("[")] = 2  # ANSI residue `[0;36m`
@@ -525,18 +590,20 @@ def _hazard(d, at, vllm_line, levels, cls, across):  # pragma: no cover - compil
 
 # Columns of `_classify`'s field table (character offsets into the line; -1: none).
 LEVEL, MO, DAY, HOUR, MIN, SEC, COMP_AT, COMP_END, HDR_END, MSG_AT, RID_AT, RID_END = range(12)
-METH_AT, METH_END, PATH_AT, PATH_END, STATUS, BODY_AT, N_FIELDS = range(12, 19)
+METH_AT, METH_END, PATH_AT, PATH_END, STATUS, BODY_AT = range(12, 18)
+HOST_END, NPID_AT, NPID_END, DEV, N_FIELDS = range(18, 23)
 
 
-SPAN_NAMES = (s.PROCESS, "_pid", s.MESSAGE, "_hdr", s.REQUEST_ID, s.COMPONENT, s.HTTP_METHOD, s.HTTP_PATH)
+SPAN_NAMES = (s.PROCESS, "_pid", s.MESSAGE, "_hdr", s.REQUEST_ID, s.COMPONENT, s.HTTP_METHOD, s.HTTP_PATH, s.HOST)
 """The string fields `_spans` finds, in the order of its rows. The general path adds process,
 pid and message always (and `body`, the line less its wrappers, which nothing reads of a
 line this lane takes: left out); `_hdr` with any vLLM line; the request id when `_request_id`
 ran on some vLLM line; the component with any vLLM or access line; method and path with
-any access line."""
+any access line; the host with any NCCL line (a column no line has is left out later
+anyway: see `lines.ALWAYS`)."""
 
 
-NUMBERS = (LEVEL, MO, DAY, HOUR, MIN, SEC, STATUS)
+NUMBERS = (LEVEL, MO, DAY, HOUR, MIN, SEC, STATUS, DEV)
 """The numeric fields `_spans` hands on, in the order of its rows."""
 
 
@@ -556,6 +623,9 @@ def _spans(rows, lane, fields, proc_at, proc_end, pid_at, pid_end, length):  # p
         if pid_end[r] > 0:
             at[0, k], end[0, k] = proc_at[r], proc_end[r]
             at[1, k], end[1, k] = pid_at[r], pid_end[r]
+        if lane[r] == NCCL:  # NCCL's own `host:pid:tid` (its pid replaces a prefix's, as `nccl.parse` does)
+            at[1, k], end[1, k] = f[NPID_AT], f[NPID_END]
+            at[8, k], end[8, k] = f[BODY_AT], f[HOST_END]
         at[2, k], end[2, k] = f[MSG_AT], length[r]
         if lane[r] == VLLM:
             at[3, k], end[3, k] = f[BODY_AT], f[HDR_END]
@@ -706,6 +776,11 @@ def _classify(addr, size, buf, start, length, file, levels, uvicorn_levels, verb
             f[MSG_AT] = min(close + 2, len(d))
             f[RID_AT], f[RID_END] = _request_id(d, f[MSG_AT], verbs)
             if f[RID_AT] == -2:
+                continue
+        elif _nccl_info(d, at, f):
+            kind = NCCL
+            f[LEVEL] = 1  # INFO
+            if f[MSG_AT] < 0:
                 continue
         else:
             w = _word_at(d, at, uvicorn_levels)
