@@ -176,10 +176,16 @@ GLUE_STRIDE = 1024
 def _split_glued(df: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
     """Split physical lines holding several glued vLLM records; extra records get `_extra`.
     The flag says whether `_row` was spaced out by `GLUE_STRIDE` (rows parsed apart must be too)."""
-    # Only a line starting with a vLLM record can carry a second one glued to it.
-    hit = df.select(pl.col("body").str.contains(vllm.DETECT) & pl.col("body").str.contains(vllm.GLUED)).to_series()
-    if not hit.any():
+    # Only a line starting with a vLLM record can carry a second one glued to it (the glued
+    # pattern, unanchored, is searched on those alone: on every line it cost ~20 ms a batch).
+    detected = df.select(pl.col("body").str.contains(vllm.DETECT)).to_series().to_numpy()
+    if not detected.any():
         return df, False
+    glued = df.filter(pl.Series(detected)).select(pl.col("body").str.contains(vllm.GLUED)).to_series().to_numpy()
+    if not glued.any():
+        return df, False
+    detected[detected] = glued
+    hit = pl.Series(detected)
     # `_row` identifies an event head in `_fold` and orders the batch: spacing every row by
     # GLUE_STRIDE leaves room for the split records in file order without renumbering (or
     # re-sorting) the whole batch; `_row` need not be contiguous.
