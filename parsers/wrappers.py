@@ -152,18 +152,18 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
     """Strip the outer layers of every line (see module docstring); adds wrapper columns."""
     df = df.with_columns([pl.lit(None, t).alias(c) for c, t in WRAPPER_COLUMNS.items()])
     body = pl.col("body")
-    # \r from vLLM's NewLineFormatter (`\r\n`), `^M` in pastes, tqdm's in-place redraws.
-    df = apply(
-        df,
-        body.str.contains(r"\r|\^M$"),
-        lambda d: d.with_columns(body.str.replace(r"(?:\r|\^M)+$", "").str.replace(r"^.*\r", "")),
-    )
+    # \r from vLLM's NewLineFormatter (`\r\n`) and `^M` in pastes end a line: dropped first.
+    df = apply(df, body.str.contains(r"(?:\r|\^M)$"), lambda d: d.with_columns(body.str.replace(r"(?:\r|\^M)+$", "")))
     # Collector wrappers (kubectl --prefix, JSON records, stern) are rare: one probe over every
     # row decides whether any of their four passes runs at all.
     if df.select(body.str.contains(COLLECTOR_PROBE).any()).item():
         df = _peel_collectors(df)
     df = apply(df, body.str.contains(RFC3339_PROBE), _peel_rfc3339)
     df = _reassemble_partials(df)
+    # tqdm's in-place redraws (`a\rb\rc`) show their last state: after the stamp and CRI head
+    # are read (the runtime stamps the whole line; cutting before them lost its time and
+    # stream, and a CRI line so cut no longer ended the partial run before it).
+    df = apply(df, body.str.contains("\r", literal=True), lambda d: d.with_columns(body.str.replace(r"^.*\r", "")))
     # One capture-free pass decides which rows need any of the inner layers at all.
     return apply(
         df,

@@ -161,6 +161,27 @@ def test_a_line_that_mentions_nccl_but_is_no_nccl_line_keeps_its_own_text(tmp_pa
     assert ev[s.MESSAGE][1].startswith("Bootstrap : Using eth0") and ev[s.SOURCE][1] == "nccl"
 
 
+def test_a_progress_bar_redrawn_with_carriage_returns_keeps_its_stamp_and_stream(tmp_path):
+    # tqdm redraws in place (`\r`); the runtime stamps the whole physical line. The event shows
+    # the last state, at the stamp's time, and a CRI `F` so redrawn still ends the partial run
+    # before it: the next line stays an event of its own.
+    lines = [
+        "2025-03-02T08:00:00.100000000Z stdout P INFO 03-02 08:00:00 [weight_utils.py:288] Loading safetensors",
+        "2025-03-02T08:00:01.500000000Z stdout F  shards:  10% 1/10\rLoading safetensors shards: 100% 10/10",
+        "2025-03-02T08:00:02.000000000Z stdout F INFO 03-02 08:00:02 [gpu_model_runner.py:1595] Model loading took 14.99 GiB",
+        "2025-03-02T08:00:03.000000000Z Capturing CUDA graphs:  50%|#####     | 1/2\rCapturing CUDA graphs: 100%|##########| 2/2",
+    ]
+    (tmp_path / "vllm-0.log").write_text("\n".join(lines) + "\n")
+    ev = ingest(tmp_path).events.sort(s.LINE)
+    assert ev[s.LINE].to_list() == [1, 3, 4]
+    first, loaded, graphs = ev.rows(named=True)
+    assert first[s.RAW_LINES] == 2 and first[s.STREAM] == "stdout"
+    assert first[s.MESSAGE] == "Loading safetensors shards: 100% 10/10"
+    assert loaded[s.MESSAGE] == "Model loading took 14.99 GiB" and loaded[s.RAW_LINES] == 1
+    assert graphs[s.MESSAGE] == "Capturing CUDA graphs: 100%|##########| 2/2"
+    assert graphs[s.TS] == datetime(2025, 3, 2, 8, 0, 3, tzinfo=UTC) and graphs[s.TS_QUALITY] == "exact"
+
+
 def test_c10_watchdog_timeout_fields_and_three_digit_mmdd(incident_dir):
     ev = ingest(incident_dir).events
     row = _row(ev, file="nccl-worker.log", line=11)
