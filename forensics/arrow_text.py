@@ -91,10 +91,10 @@ def bytes_at(address, size):  # pragma: no cover - compiled
 class Text:
     """One string column's bytes, held for compiled loops and for cutting columns out of it.
 
-    `strings` gives every row's (buffer, start, length); `cut` makes new string columns
-    whose views point into the same data buffers, so a field cut out of a line costs a
-    16-byte view and no copy of its bytes (`str.slice` costs ~6 ms per 100,000 lines, and
-    walks each line's characters).
+    `strings` gives every row's (buffer, start, length); `cut` makes new string columns of
+    fields of the rows, all in one compiled pass: a `str.slice` pass per field cost ~6 ms
+    per 100,000 lines (it walks each line's characters). Requires a polars that hands out
+    string views (1.x).
     """
 
     def __init__(self, col: pl.Series) -> None:
@@ -117,46 +117,102 @@ class Text:
         end = np.stack([e for _, e in spans.values()]).astype(np.int64)
         return self.cut_spans(rows, dict(enumerate(spans)), at, end)
 
-    def cut_spans(self, rows: np.ndarray, names: dict[int, str], at: np.ndarray, end: np.ndarray) -> list[pl.Series]:
+    def cut_spans(
+        self,
+        rows: np.ndarray,
+        names: dict[int, str],
+        at: np.ndarray,
+        end: np.ndarray,
+        views: frozenset[str] = frozenset(),
+    ) -> list[pl.Series]:
         """`cut` with the spans as matrices (a row of `at` and `end` per kind of field), making
-        the columns `names` (row of the matrices -> column name) only."""
+        the columns `names` (row of the matrices -> column name) only.
+
+        The columns' bytes are copied into one buffer of their own: views into the lines'
+        buffer would keep every line's whole text alive as long as any field of it is held
+        (a table of a GB of logs held ~1.2 GB more), and polars' regexes run ~2x slower on
+        strings scattered through a larger buffer. Columns named in `views` (working
+        columns, dropped with the lines) point into the lines' buffer instead.
+        """
         pick = np.array(list(names), dtype=np.int64)
-        views, valid = _cut(*self.where, rows.astype(np.int64), at, end, pick)
+        copy = np.array([name not in views for name in names.values()], dtype=np.bool_)
+        rows = rows.astype(np.int64)
+        # The new buffers are Arrow's (its memory pool), not numpy's: they outlive the parse
+        # in the table, and in glibc's heap arenas beside the batches' short-lived arrays
+        # they kept those arenas from shrinking (a held GB of logs peaked ~0.7 GB higher).
+        own = pa.allocate_buffer(max(_cut_size(at, end, pick, copy), 1))
+        view_buffers = [pa.allocate_buffer(16 * max(len(rows), 1)) for _ in names]
+        valid = _cut(
+            *self.where,
+            rows,
+            at,
+            end,
+            pick,
+            copy,
+            np.frombuffer(own, np.uint8),
+            tuple(np.frombuffer(v, np.int32).reshape(-1, 4) for v in view_buffers),
+        )
         out = []
         for c, name in enumerate(names.values()):
             ok = valid[c]
             validity = None if ok.all() else pa.py_buffer(np.packbits(ok, bitorder="little"))
-            arr = pa.Array.from_buffers(pa.string_view(), len(rows), [validity, pa.py_buffer(views[c]), *self._data])
+            data_buffers = [own] if copy[c] else self._data
+            arr = pa.Array.from_buffers(pa.string_view(), len(rows), [validity, view_buffers[c], *data_buffers])
             out.append(pl.Series(name, arr))
         return out
 
 
 @njit(cache=True, nogil=True)
-def _cut(address, size, buf, start, length, rows, at, end, pick):  # pragma: no cover - compiled
+def _cut_size(at, end, pick, copy):  # pragma: no cover - compiled
+    """Bytes of the long (not inline) strings of the columns to copy."""
+    need = 0
+    for c in range(len(pick)):
+        if copy[c]:
+            for k in range(at.shape[1]):
+                n = end[pick[c], k] - at[pick[c], k]
+                if at[pick[c], k] >= 0 and n > INLINE:
+                    need += n
+    return need
+
+
+@njit(cache=True, nogil=True)
+def _cut(address, size, buf, start, length, rows, at, end, pick, copy, data, views):  # pragma: no cover - compiled
+    """Each picked span of each row as an Arrow view in `views[c]` (a column's, m x 4 int32:
+    length, then inline bytes or prefix, buffer, offset); the long strings of the columns to
+    `copy` go into `data` (buffer 0), the others stay in their source's buffers. Returns
+    the validity."""
     n_cols, m = len(pick), len(rows)
-    views = np.zeros((n_cols, m, 4), np.int32)  # Arrow views: length, then inline bytes or prefix, buffer, offset
-    raw = views.view(np.uint8).reshape(n_cols, m, 16)
+    used = 0
     valid = np.ones((n_cols, m), np.bool_)
-    for k in range(m):
-        r = rows[k]
-        d = bytes_at(address[buf[r]], size[buf[r]])
-        for c in range(n_cols):
-            a = at[pick[c], k]
+    for c in range(n_cols):  # a column at a time: `views[c]` picked once
+        v = views[c]
+        v[:, :] = 0  # (inline strings are compared with their padding)
+        raw = v.view(np.uint8).reshape(m, 16)
+        p = pick[c]
+        for k in range(m):
+            a = at[p, k]
             if a < 0:
                 valid[c, k] = False
                 continue
-            n = end[pick[c], k] - a
+            r = rows[k]
+            d = bytes_at(address[buf[r]], size[buf[r]])
+            n = end[p, k] - a
             s = start[r] + a
-            views[c, k, 0] = n
+            v[k, 0] = n
             if n <= INLINE:
                 for z in range(n):
-                    raw[c, k, 4 + z] = d[s + z]
-            else:  # a long string is never inline in its source: buffer `buf[r] - 1` of the data buffers
-                for z in range(4):
-                    raw[c, k, 4 + z] = d[s + z]
-                views[c, k, 2] = buf[r] - 1
-                views[c, k, 3] = s
-    return views, valid
+                    raw[k, 4 + z] = d[s + z]
+                continue
+            for z in range(4):
+                raw[k, 4 + z] = d[s + z]
+            if copy[c]:  # buffer 0: the new one
+                data[used : used + n] = d[s : s + n]
+                v[k, 3] = used
+                used += n
+            else:  # a long string is never inline in its source: buffer `buf[r] - 1` of its data buffers
+                v[k, 2] = buf[r] - 1
+                v[k, 3] = s
+    return valid
 
 
 def count_lines(text: bytes) -> int:

@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from forensics import _files
 from forensics import schema as s
+from forensics._malloc import release_free_memory
 from forensics.arrow_text import count_lines, lines_column
 from forensics.errors import NoInputError
 from parsers import k8s, vllm
@@ -352,6 +353,7 @@ def ingest_files(
         pool.shutdown(wait=True, cancel_futures=True)
         for sink in sinks or ():
             sink.close()
+        release_free_memory()  # the batches' arrays, kept by the allocator for reuse until now
     if progress:
         progress(total, total, "")
     reports = tail.accounting(lines_read, notes, doc_files)

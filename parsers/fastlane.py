@@ -101,7 +101,7 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         pl.Series("_prefixed", has_proc),
         *(_values(c, field[k], is_vllm, pa.int32()) for k, c in ((MO, "_mo"), (DAY, "_d"), (HOUR, "_H"))),
         *(_values(c, field[k], is_vllm, pa.int32()) for k, c in ((MIN, "_M"), (SEC, "_S"))),
-        *text.cut_spans(rows, {i: name for i, name in enumerate(SPAN_NAMES) if present[i]}, at, end),
+        *text.cut_spans(rows, {i: name for i, name in enumerate(SPAN_NAMES) if present[i]}, at, end, VIEWS),
     ]
     if (lane == NCCL).any():
         columns.append(_values(s.CUDA_DEV, field[DEV], (lane == NCCL) & (field[DEV] >= 0), pa.int32()))
@@ -603,6 +603,8 @@ any access line; the host with any NCCL line (a column no line has is left out l
 anyway: see `lines.ALWAYS`)."""
 
 
+VIEWS = frozenset(("_hdr",))
+"""Span columns left as views into the lines (working columns, dropped with the lines)."""
 NUMBERS = (LEVEL, MO, DAY, HOUR, MIN, SEC, STATUS, DEV)
 """The numeric fields `_spans` hands on, in the order of its rows."""
 
@@ -612,8 +614,8 @@ def _spans(rows, lane, fields, proc_at, proc_end, pid_at, pid_end, length):  # p
     """(at, end) of each of `SPAN_NAMES` (a matrix row each) for the taken `rows`, at -1 for
     null; and their `NUMBERS` fields (a row each)."""
     m = len(rows)
-    at = np.full((len(SPAN_NAMES), m), -1, np.int64)
-    end = np.zeros((len(SPAN_NAMES), m), np.int64)
+    at = np.full((len(SPAN_NAMES), m), -1, np.int32)
+    end = np.zeros((len(SPAN_NAMES), m), np.int32)
     number = np.empty((len(NUMBERS), m), np.int32)
     for k in range(m):
         r = rows[k]
@@ -672,11 +674,11 @@ def _classify(addr, size, buf, start, length, file, levels, uvicorn_levels, verb
     us = np.zeros(n, np.int64)
     has_ts = np.zeros(n, np.bool_)
     ts_ok = np.zeros(n, np.bool_)
-    proc_at = np.zeros(n, np.int64)
-    proc_end = np.zeros(n, np.int64)
-    pid_at = np.zeros(n, np.int64)
-    pid_end = np.zeros(n, np.int64)
-    fields = np.full((n, N_FIELDS), -1, np.int64)
+    proc_at = np.zeros(n, np.int32)
+    proc_end = np.zeros(n, np.int32)
+    pid_at = np.zeros(n, np.int32)
+    pid_end = np.zeros(n, np.int32)
+    fields = np.full((n, N_FIELDS), -1, np.int32)  # (offsets into a line: a line is < 2 GiB)
     stream = np.full(n, -1, np.int8)
     opens = np.zeros(n, np.bool_)
     cont = np.zeros(n, np.bool_)
