@@ -552,12 +552,13 @@ _ACROSS = np.frombuffer(b"across cluster]", np.uint8).copy()
 
 @njit(cache=True)
 def _hazard(d, at, vllm_line, levels, cls, across):  # pragma: no cover - compiled
-    """Anything another layer of the general path would react to: CR, ESC, ANSI residue
-    `[0;36m`, Ray's `across cluster]`, and (vLLM lines) what could be a second glued record."""
+    """Anything in `d[at:]` another layer of the general path would react to: CR, ESC, ANSI
+    residue `[0;36m`, Ray's `across cluster]`, and (vLLM lines) what could be a second glued
+    record."""
     n = len(d)
     if n >= 2 and d[n - 2] == 94 and d[n - 1] == 77:  # `^M` at the end
         return True
-    for k in range(n):
+    for k in range(at, n):
         c = cls[d[k]]
         if c == 0:
             continue
@@ -801,7 +802,9 @@ def _classify(addr, size, buf, start, length, file, levels, uvicorn_levels, verb
                 if acc[0] == -2:
                     continue
                 f[METH_AT], f[METH_END], f[PATH_AT], f[PATH_END], f[STATUS] = acc[0], acc[1], acc[2], acc[3], acc[4]
-        if _hazard(d, at, kind == VLLM, levels, cls, across):
+        # The head up to the message was read byte by byte above (stamp, CRI head, prefix, the
+        # producer's fields): only the message can hold what another layer reacts to.
+        if _hazard(d, f[MSG_AT], kind == VLLM, levels, cls, across):
             continue
         o, c, unsure = _block_flags(d, f[MSG_AT], traceback, suffixes)
         if unsure:
