@@ -123,41 +123,38 @@ class Text:
         names: dict[int, str],
         at: np.ndarray,
         end: np.ndarray,
-        views: frozenset[str] = frozenset(),
+        held: frozenset[str] | None = None,
     ) -> list[pl.Series]:
         """`cut` with the spans as matrices (a row of `at` and `end` per kind of field), making
         the columns `names` (row of the matrices -> column name) only.
 
-        The columns' bytes are copied into one buffer of their own: views into the lines'
-        buffer would keep every line's whole text alive as long as any field of it is held
-        (a table of a GB of logs held ~1.2 GB more), and polars' regexes run ~2x slower on
-        strings scattered through a larger buffer. Columns named in `views` (working
-        columns, dropped with the lines) point into the lines' buffer instead.
+        The `held` columns (all when None), which outlive the parse in the table, get their
+        bytes copied into a buffer of their own, and it and their views come from Arrow's
+        memory pool: views into the lines' buffer would keep every line's whole text alive as
+        long as any field of it is held, and numpy's arrays live in glibc's heap arenas,
+        where held ones beside a batch's short-lived arrays kept the arenas from shrinking
+        (a held GB of logs peaked ~0.7 GB higher for each). The other columns (working
+        columns, or cast to categories before the table is held) point into the lines'
+        buffer, from numpy arrays: a fresh Arrow buffer costs page faults every batch.
         """
         pick = np.array(list(names), dtype=np.int64)
-        copy = np.array([name not in views for name in names.values()], dtype=np.bool_)
+        copy = np.array([held is None or name in held for name in names.values()], dtype=np.bool_)
         rows = rows.astype(np.int64)
-        # The new buffers are Arrow's (its memory pool), not numpy's: they outlive the parse
-        # in the table, and in glibc's heap arenas beside the batches' short-lived arrays
-        # they kept those arenas from shrinking (a held GB of logs peaked ~0.7 GB higher).
+        n = max(len(rows), 1)
         own = pa.allocate_buffer(max(_cut_size(at, end, pick, copy), 1))
-        view_buffers = [pa.allocate_buffer(16 * max(len(rows), 1)) for _ in names]
-        valid = _cut(
-            *self.where,
-            rows,
-            at,
-            end,
-            pick,
-            copy,
-            np.frombuffer(own, np.uint8),
-            tuple(np.frombuffer(v, np.int32).reshape(-1, 4) for v in view_buffers),
+        view_buffers = [pa.allocate_buffer(16 * n) if copy[c] else np.zeros((n, 4), np.int32) for c in range(len(pick))]
+        view_arrays = tuple(
+            np.frombuffer(v, np.int32).reshape(-1, 4) if copy[c] else v for c, v in enumerate(view_buffers)
         )
+        valid = _cut(*self.where, rows, at, end, pick, copy, np.frombuffer(own, np.uint8), view_arrays)
         out = []
         for c, name in enumerate(names.values()):
             ok = valid[c]
             validity = None if ok.all() else pa.py_buffer(np.packbits(ok, bitorder="little"))
             data_buffers = [own] if copy[c] else self._data
-            arr = pa.Array.from_buffers(pa.string_view(), len(rows), [validity, view_buffers[c], *data_buffers])
+            arr = pa.Array.from_buffers(
+                pa.string_view(), len(rows), [validity, pa.py_buffer(view_buffers[c]), *data_buffers]
+            )
             out.append(pl.Series(name, arr))
         return out
 
@@ -184,28 +181,32 @@ def _cut(address, size, buf, start, length, rows, at, end, pick, copy, data, vie
     n_cols, m = len(pick), len(rows)
     used = 0
     valid = np.ones((n_cols, m), np.bool_)
-    for c in range(n_cols):  # a column at a time: `views[c]` picked once
-        v = views[c]
-        v[:, :] = 0  # (inline strings are compared with their padding)
-        raw = v.view(np.uint8).reshape(m, 16)
-        p = pick[c]
-        for k in range(m):
-            a = at[p, k]
+    for c in range(n_cols):
+        if copy[c]:  # fresh from the pool (inline strings are compared with their padding)
+            views[c][:, :] = 0
+    for k in range(m):
+        r = rows[k]
+        d = bytes_at(address[buf[r]], size[buf[r]])
+        for c in range(n_cols):
+            a = at[pick[c], k]
             if a < 0:
                 valid[c, k] = False
                 continue
-            r = rows[k]
-            d = bytes_at(address[buf[r]], size[buf[r]])
-            n = end[p, k] - a
+            v = views[c]
+            n = end[pick[c], k] - a
             s = start[r] + a
             v[k, 0] = n
+            word = 0  # the first 4 bytes (of the string, or its prefix)
+            for z in range(min(n, 4)):
+                word |= np.int64(d[s + z]) << (8 * z)
+            v[k, 1] = word
             if n <= INLINE:
-                for z in range(n):
-                    raw[k, 4 + z] = d[s + z]
-                continue
-            for z in range(4):
-                raw[k, 4 + z] = d[s + z]
-            if copy[c]:  # buffer 0: the new one
+                for w in (2, 3):
+                    word = 0
+                    for z in range(4 * (w - 1), min(n, 4 * w)):
+                        word |= np.int64(d[s + z]) << (8 * (z - 4 * (w - 1)))
+                    v[k, w] = word
+            elif copy[c]:  # buffer 0: the new one
                 data[used : used + n] = d[s : s + n]
                 v[k, 3] = used
                 used += n

@@ -101,7 +101,7 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         pl.Series("_prefixed", has_proc),
         *(_values(c, field[k], is_vllm, pa.int32()) for k, c in ((MO, "_mo"), (DAY, "_d"), (HOUR, "_H"))),
         *(_values(c, field[k], is_vllm, pa.int32()) for k, c in ((MIN, "_M"), (SEC, "_S"))),
-        *text.cut_spans(rows, {i: name for i, name in enumerate(SPAN_NAMES) if present[i]}, at, end, VIEWS),
+        *text.cut_spans(rows, {i: name for i, name in enumerate(SPAN_NAMES) if present[i]}, at, end, HELD),
     ]
     if (lane == NCCL).any():
         columns.append(_values(s.CUDA_DEV, field[DEV], (lane == NCCL) & (field[DEV] >= 0), pa.int32()))
@@ -604,8 +604,9 @@ any access line; the host with any NCCL line (a column no line has is left out l
 anyway: see `lines.ALWAYS`)."""
 
 
-VIEWS = frozenset(("_hdr",))
-"""Span columns left as views into the lines (working columns, dropped with the lines)."""
+HELD = frozenset((s.MESSAGE, s.REQUEST_ID, s.HTTP_PATH, s.HOST))
+"""Span columns the table keeps as strings (`Text.cut_spans` copies them); the others are
+working columns or become categories, and stay views into the lines."""
 NUMBERS = (LEVEL, MO, DAY, HOUR, MIN, SEC, STATUS, DEV)
 """The numeric fields `_spans` hands on, in the order of its rows."""
 
