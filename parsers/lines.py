@@ -290,12 +290,13 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
         how="diagonal_relaxed",
     ).sort("_row")
     events = _form_events(rest, rest["_fold"].to_numpy(), rest["_ev"].to_numpy())
-    single = single.drop(c for c in ("_sid", "_prefixed", "_msgcont") if c in single.columns)
     # Merged in file order: the one pass over every column of the batch, so without the
-    # columns no line of it has (a third of them, in a batch of pod logs).
-    empty = _null_columns(single, events) & _null_columns(events, single)
+    # columns no line of it has (a third of them, in a batch of pod logs) nor the working
+    # columns `parse_lines` drops next (but what `k8s.container_states` reads).
+    gone = (_null_columns(single, events) & _null_columns(events, single)) | (set(WORKING_COLUMNS) - {"_cstate"})
+    gone |= {"_sid", "_prefixed", "_msgcont"}
     out = pl.concat(
-        [single.drop(empty & set(single.columns)), events.drop(empty & set(events.columns))], how="diagonal_relaxed"
+        [single.drop(gone & set(single.columns)), events.drop(gone & set(events.columns))], how="diagonal_relaxed"
     )
     return out.sort("_row") if events.height else out
 
