@@ -64,12 +64,45 @@ OWNER = np.array([NAMES.index(name) for name, _ in _ITEMS], np.int64)
 V0 = tuple(np.frombuffer(b, np.uint8).copy() for b in V0_PREFIX)
 
 
-def spans(messages: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def spans(messages: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(start, end) per message and metric of `NAMES` plus the two V0 prefix numbers (-1: no
-    match), and per message whether the scan was sure (False: use the regexes)."""
+    match), per message whether the scan was sure (False: use the regexes), and the numbers
+    themselves with their state (`NULL`, `VALUE`, or `UNSURE`: cast the span's text instead)."""
     return scan_chunks(
-        messages, lambda _rows, *where: _scan(*where, KEYS, UNITS, META, OWNER, len(NAMES), PREFIX_INDEX, *V0)
+        messages,
+        lambda _rows, *where: _scan(*where, KEYS, UNITS, META, OWNER, len(NAMES), PREFIX_INDEX, *V0, POW10),
     )
+
+
+NULL, VALUE, UNSURE = 0, 1, 2
+POW10 = np.array([10.0**k for k in range(23)])
+"""Powers of ten a double holds exactly (up to 1e22)."""
+
+
+@njit(cache=True)
+def _number(d, v, e, pow10):  # pragma: no cover - compiled
+    """The span `d[v:e]` (digits and dots) as `cast(pl.Float64, strict=False)` reads it: (value,
+    state). Up to 15 digits and 22 decimals, digits / 10**decimals is exact in doubles and
+    IEEE division rounds it correctly, as the cast's parser does; longer ones are UNSURE."""
+    dots = 0
+    digits = 0
+    decimals = 0
+    mantissa = 0
+    for j in range(v, e):
+        c = d[j]
+        if c == 46:
+            dots += 1
+            continue
+        digits += 1
+        if dots:
+            decimals += 1
+        if digits <= 18:
+            mantissa = mantissa * 10 + (c - 48)
+    if dots > 1 or digits == 0:
+        return 0.0, NULL
+    if digits > 15 or decimals > 22:
+        return 0.0, UNSURE
+    return mantissa / pow10[decimals], VALUE
 
 
 @njit(cache=True)
@@ -93,12 +126,14 @@ def _value(d, p, shape):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def _scan(
-    addr, size, buf, start, length, keys, units, meta, owner, n_names, prefix, v0_key, v0_mid, v0_end
+    addr, size, buf, start, length, keys, units, meta, owner, n_names, prefix, v0_key, v0_mid, v0_end, pow10
 ):  # pragma: no cover - compiled
     n = len(length)
     n_specs = len(owner)
     lo = np.full((n, n_names + 2), -1, np.int64)
     hi = np.full((n, n_names + 2), -1, np.int64)
+    value = np.zeros((n, n_names + 2), np.float64)
+    state = np.zeros((n, n_names + 2), np.int8)
     sure = np.ones(n, np.bool_)
     first = np.zeros(256, np.bool_)  # bytes a key starts with: other positions are skipped at once
     for r in range(n_specs):
@@ -132,6 +167,7 @@ def _scan(
                     left -= 1
                     if lo[i, m] < 0:  # alternatives of one regex: the leftmost wins (p only grows)
                         lo[i, m], hi[i, m] = v, e
+                        value[i, m], state[i, m] = _number(d, v, e, pow10)
             if not found[n_specs] and c == v0_key[0] and _at(d, p, v0_key, len(v0_key)):
                 v = p + len(v0_key)
                 e = _value(d, v, NUMBER)
@@ -142,7 +178,10 @@ def _scan(
                         found[n_specs] = True
                         left -= 1
                         lo[i, n_names], hi[i, n_names], lo[i, n_names + 1], hi[i, n_names + 1] = v, e, v2, e2
+                        value[i, n_names], state[i, n_names] = _number(d, v, e, pow10)
+                        value[i, n_names + 1], state[i, n_names + 1] = _number(d, v2, e2, pow10)
         if not sure[i]:
             lo[i, :] = -1
             hi[i, :] = -1
-    return lo, hi, sure
+            state[i, :] = NULL
+    return lo, hi, sure, value, state

@@ -14,6 +14,7 @@ No year, no zone: time parts go to `_mo _d _H _M _S` and the year is inferred la
 from __future__ import annotations
 
 import polars as pl
+import pyarrow as pa
 
 from forensics import schema as s
 from parsers import metric_scan
@@ -191,22 +192,30 @@ def metrics(events: pl.DataFrame) -> pl.DataFrame:
     )
     # Where the compiled scan is sure (ASCII messages: all real ones), the numbers are cut out at
     # the spans it found; the regexes below remain the definition and read the other lines.
-    lo, hi, sure = metric_scan.spans(base[s.MESSAGE])
-    scanned = (
-        base.filter(pl.Series(sure))
-        .with_columns(pl.Series(f"_lo{k}", lo[sure, k]) for k in range(lo.shape[1]))
-        .with_columns(pl.Series(f"_hi{k}", hi[sure, k]) for k in range(lo.shape[1]))
-    )
+    lo, hi, sure, value, state = metric_scan.spans(base[s.MESSAGE])
+    scanned = base.filter(pl.Series(sure))
+    if (state[sure] == metric_scan.UNSURE).any():  # a number too long to read exactly by hand: cast its text
+        scanned = scanned.with_columns(pl.Series(f"_lo{k}", lo[sure, k]) for k in range(lo.shape[1])).with_columns(
+            pl.Series(f"_hi{k}", hi[sure, k]) for k in range(lo.shape[1])
+        )
 
-    def cut(k: int) -> pl.Expr:
-        a = pl.col(f"_lo{k}")
-        return pl.when(a >= 0).then(msg.str.slice(a, pl.col(f"_hi{k}") - a)).cast(pl.Float64, strict=False)
+        def cut(k: int) -> pl.Expr:
+            a = pl.col(f"_lo{k}")
+            return pl.when(a >= 0).then(msg.str.slice(a, pl.col(f"_hi{k}") - a)).cast(pl.Float64, strict=False)
+    else:  # the numbers the scan read (what the cast of their spans gives)
+        scanned = scanned.with_columns(
+            pl.Series(f"_v{k}", pa.array(value[sure, k], mask=state[sure, k] != metric_scan.VALUE))
+            for k in range(lo.shape[1])
+        )
+
+        def cut(k: int) -> pl.Expr:
+            return pl.col(f"_v{k}")
 
     names = metric_scan.NAMES
     v0 = len(names)
     parts = [
         _metric_columns(scanned, {name: cut(k) for k, name in enumerate(names)}, cut(v0), cut(v0 + 1)).drop(
-            [c for c in scanned.columns if c.startswith(("_lo", "_hi"))]
+            [c for c in scanned.columns if c.startswith(("_lo", "_hi", "_v"))]
         )
     ]
     if not sure.all():

@@ -314,6 +314,26 @@ def test_v0_metrics_line_has_swapped_pending_and_cpu_cache(tmp_path):
     assert got[(2, "prefix_cache_hit_rate")] == pytest.approx(0.125)
 
 
+def test_metric_numbers_read_in_the_scan_are_the_numbers_written(tmp_path):
+    # Short numbers are read by the metrics scan itself; one too long to read exactly by hand
+    # (17 digits) sends its batch back to casting the text. Both give the value as written.
+    write(
+        tmp_path / "vllm.log",
+        "INFO 03-02 08:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 0.1 tokens/s, Avg generation "
+        "throughput: 3141.59 tokens/s, Running: 7 reqs, Waiting: 0 reqs, GPU KV cache usage: 99.9%, Prefix cache hit rate: .5%\n",
+    )
+    write(
+        tmp_path / "long" / "vllm.log",
+        "INFO 03-02 08:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 12345678901234567.5 tokens/s, "
+        "Avg generation throughput: 3141.59 tokens/s, Running: 7 reqs, Waiting: 0 reqs, GPU KV cache usage: 99.9%\n",
+    )
+    for d in (tmp_path, tmp_path / "long"):
+        got = {r[s.METRIC]: r[s.VALUE] for r in ingest(d / "vllm.log", year=2025).metrics.iter_rows(named=True)}
+        assert got["generation_tokens_per_s"] == 3141.59 and got["running"] == 7.0 and got["waiting"] == 0.0
+        assert got["gpu_kv_cache_usage"] == 99.9 * 0.01
+    assert got["prompt_tokens_per_s"] == float("12345678901234567.5")
+
+
 def test_describe_events_age_is_resolved_only_with_captured_at(tmp_path):
     write(
         tmp_path / "describe.txt",

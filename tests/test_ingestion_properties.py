@@ -367,7 +367,8 @@ METRIC_PHRASE = st.builds(
     "".join,
     st.tuples(
         st.sampled_from(METRIC_KEYS),
-        st.sampled_from(["1.5", "42", ".", "1.2.3", "7.", "", "x"]),
+        st.sampled_from(["1.5", "42", ".", "1.2.3", "7.", "", "x", ".5", "007", "0.1", "12345678901234567"])
+        | st.from_regex(r"\A[0-9]{1,17}(\.[0-9]{0,9})?\Z"),
         st.sampled_from([" tokens/s", " reqs", "%", "%, CPU: 3.5%", "", " "]),
     ),
 )
@@ -392,21 +393,26 @@ def test_compiled_metric_spans_give_what_the_metric_regexes_give(messages):
 
     assert metric_scan.NAMES == list(vllm._PAIRS)
     msgs = pl.Series(messages)
-    lo, hi, sure = metric_scan.spans(msgs)
+    lo, hi, sure, value, state = metric_scan.spans(msgs)
     assert sure.all()
     frame = pl.DataFrame({"m": msgs})
     regexes = [rx for rx, _ in vllm._PAIRS.values()] + [vllm.PREFIX_V0, vllm.PREFIX_V0]
     groups = [1] * len(vllm._PAIRS) + [1, 2]
     for k, (rx, g) in enumerate(zip(regexes, groups, strict=True)):
-        want = frame.select(pl.col("m").str.extract(rx, g)).to_series().to_list()
+        want = frame.select(pl.col("m").str.extract(rx, g)).to_series()
         got = [m[a:b] if a >= 0 else None for m, a, b in zip(messages, lo[:, k], hi[:, k], strict=True)]
-        assert got == want, (rx, messages)
+        assert got == want.to_list(), (rx, messages)
+        # The numbers read in the same pass are what casting the spans gives (or say they are not sure).
+        cast = want.cast(pl.Float64, strict=False).to_list()
+        for v, how, c in zip(value[:, k], state[:, k], cast, strict=True):
+            read = (how == metric_scan.VALUE and v == c) or (how == metric_scan.NULL and c is None)
+            assert read or how == metric_scan.UNSURE, (v, how, c)
 
 
 def test_metric_scan_leaves_non_ascii_messages_to_the_regexes():
     from parsers import metric_scan
 
-    _, _, sure = metric_scan.spans(pl.Series(["Running: 3 reqs", "Running: ٣ reqs", "Waiting: 1 reqs — ok"]))
+    _, _, sure, _, _ = metric_scan.spans(pl.Series(["Running: 3 reqs", "Running: ٣ reqs", "Waiting: 1 reqs — ok"]))
     assert sure.tolist() == [True, False, False]
 
 
