@@ -1,10 +1,12 @@
 """The common line shapes, recognised and parsed in one compiled pass instead of two dozen polars passes.
 
 Most lines of a vLLM incident are the same few shapes: an optional `kubectl --timestamps`
-or CRI stamp, an optional V1 process prefix, then a vLLM logger line or a uvicorn line::
+or CRI stamp, an optional V1 process prefix, then a vLLM logger line, a uvicorn line or an
+NCCL INFO line::
 
     2025-03-02T07:00:00.123456789Z (APIServer pid=66) INFO 03-02 07:00:00 [logger.py:41] Received ...
     2025-03-02T07:00:00.123456789Z stdout F (APIServer pid=66) INFO:     10.0.3.7:51234 - "POST ..." 200 OK
+    2025-03-02T07:00:00.123456789Z vllm-0:2343:2381 [0] NCCL INFO Channel 00/32 : 0[0] -> 1[1] via P2P/IPC
 
 The general path (`wrappers.peel`, then each producer's probe in `lines.KINDS`, then its
 parser) filters and concatenates the whole frame at every layer it tries, ~4 µs a line.
@@ -12,14 +14,16 @@ This pass reads each line's bytes in place (`forensics.arrow_text`) and takes a 
 when it is sure the general path would read it exactly so: an RFC3339 stamp with a `Z` or
 `±hh:mm` zone (not journald's `+hhmm`), optionally a CRI `stdout F ` head outside a run of
 partial `P` pieces, a process prefix of plain ASCII, then vLLM's positional layout
-(`vllm.FAST`) or a uvicorn line, and nothing any other layer reacts to (`\\r`, ANSI colour
+(`vllm.FAST`), a uvicorn line or `nccl.FAST`, and nothing any other layer reacts to (`\\r`, ANSI colour
 or its residue, Ray's `[repeated Nx across cluster]`, a second record glued on). Anything
 else, however common, goes the general way, as does any line where a non-ASCII byte would
 leave a regex class (`\\s`, `\\S`, `\\d`) in doubt. The stamp follows `parse_rfc3339`'s rules
 (impossible dates give no time; a leap second `:60` counts as the next minute); the fields
-(level, time parts, component, header, message, request id, HTTP method, path and status)
-are where `vllm.parse` and `uvicorn.parse` would cut them. Tests hold the events to the
-general path's.
+(level, time parts, component, header, message, request id, HTTP method, path and status,
+NCCL host, pid and device) are where `vllm.parse`, `uvicorn.parse` and `nccl.parse` would
+cut them, and the fold flags (`_open`, `_msgcont`) what `lines._fold` would compute. The
+columns are built from the compiled pass's offsets without a polars pass per field
+(`forensics.arrow_text.Text`). Tests hold the events to the general path's.
 """
 
 from __future__ import annotations

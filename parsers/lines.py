@@ -4,8 +4,9 @@ Input: `_fid` (file id), `_seg` (segment of a large file), `line` (1-based), `bo
 Output: one row per event with the parsers' columns, time parts and accounting flags.
 
 Common shapes first: `parsers.fastlane` takes the lines it is sure of (stamp, process
-prefix, vLLM or uvicorn line, nothing unusual) in one compiled pass and parses them with
-the producers' own functions; the general path below sees only the rest.
+prefix, vLLM, uvicorn or NCCL INFO line, nothing unusual) and parses them in one compiled
+pass, as the producers' parsers would; the general path below sees only the rest, and
+those lines meet again in `_fold`, which merges both in file order.
 
 Why partitions: every producer regex is run only on the lines classified as that
 producer, by cheap anchored `DETECT` patterns tried in order of frequency on the lines
