@@ -758,9 +758,7 @@ def _resolve_time(ev: pl.DataFrame, clock: _Clock, carry: _Carry) -> tuple[pl.Da
     if ev["_outer_ts"].null_count() == 0:
         # Every line has its wrapper's exact time (kubectl --timestamps, CRI): nothing to
         # infer, inherit or convert, the common case of pod logs.
-        times = ev.select("_fid", "_outer_ts", "_mo", pl.col("_outer_ts").alias(s.TS)) if "_mo" in ev.columns else None
-        if times is None:
-            times = ev.select("_fid", "_outer_ts", pl.lit(None, pl.Int32).alias("_mo"), pl.col("_outer_ts").alias(s.TS))
+        times = _time_columns(ev).with_columns(pl.col("_outer_ts").alias(s.TS))
         exact = pl.repeat("exact", ev.height, dtype=pl.String, eager=True).alias(s.TS_QUALITY)
         return ev.with_columns(times[s.TS], exact), _time_carry(carry, times)
     # Work on the time columns alone, each step on only the rows it concerns: adding even a
