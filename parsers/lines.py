@@ -252,7 +252,7 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
     if fast.is_empty():
         df = slow.with_columns(pl.struct(PREFIX_KEY).hash(seed=7).alias("_sid"))
         fold, ev = folding.fold_and_event(df)
-        events = _form_events(df, fold, ev)
+        events = _form_events(df.with_columns(pl.Series("_fold", fold), pl.Series("_ev", ev)))
         return events.drop(_null_columns(events))
     fast = ensure(fast, {"_hdr": pl.String})
     # One hash over both parts' keys: a prefixed traceback line (slow) continues the stream of
@@ -290,7 +290,7 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
         ],
         how="diagonal_relaxed",
     ).sort("_row")
-    events = _form_events(rest, rest["_fold"].to_numpy(), rest["_ev"].to_numpy())
+    events = _form_events(rest)
     # Merged in file order: the one pass over every column of the batch, so without the
     # columns no line of it has (a third of them, in a batch of pod logs) nor the working
     # columns `parse_lines` drops next (but what `k8s.container_states` reads).
@@ -316,10 +316,10 @@ def _null_columns(df: pl.DataFrame, other: pl.DataFrame | None = None) -> set[st
     return {c for c, n in nulls.items() if n == df.height and c not in keep} | (missing - keep)
 
 
-def _form_events(df: pl.DataFrame, fold: np.ndarray, ev: np.ndarray) -> pl.DataFrame:
-    """Events of `df` (sorted by `_row`, with its fold inputs) given each row's `_fold` and `_ev`."""
+def _form_events(df: pl.DataFrame) -> pl.DataFrame:
+    """Events of `df` (sorted by `_row`, with its fold inputs and each row's `_fold` and `_ev`)."""
     kind = pl.col("_kind")
-    df = df.with_columns(pl.Series("_fold", fold), pl.Series("_ev", ev))
+    fold, ev = df["_fold"].to_numpy(), df["_ev"].to_numpy()
     # Most batches of service logs fold nothing: then no row needs splitting off or re-sorting.
     in_multi = pl.col("_ev").is_in(pl.Series(np.unique(ev[fold])).implode()) if fold.any() else None
     singles = (df if in_multi is None else df.filter(~in_multi)).with_columns(
