@@ -5,7 +5,7 @@ length) and the buffers' addresses reads any row's bytes without a copy or a Pyt
 object per row. Used by the dedup key (`forensics.dedup`), the fold scan
 (`parsers.folding`), the ingest fast lane (`parsers.fastlane`) and the metrics scan
 (`parsers.metric_scan`). Columns are made here the same way: the lines of a batch
-(`lines_column`) and fields cut out of them (`Text.cut`).
+(`lines_column`) and fields cut out of them (`Text.cut_spans`).
 """
 
 from __future__ import annotations
@@ -91,14 +91,14 @@ def bytes_at(address, size):  # pragma: no cover - compiled
 class Text:
     """One string column's bytes, held for compiled loops and for cutting columns out of it.
 
-    `strings` gives every row's (buffer, start, length); `cut` makes new string columns of
+    `strings` gives every row's (buffer, start, length); `cut_spans` makes new string columns of
     fields of the rows, all in one compiled pass: a `str.slice` pass per field cost ~6 ms
     per 100,000 lines (it walks each line's characters). Requires a polars that hands out
     string views (1.x).
     """
 
     def __init__(self, col: pl.Series) -> None:
-        self._alive, self.address, self.size, self.buf, self.start, self.length = strings(col.rechunk())
+        self._alive, self.address, self.size, self.buf, self.start, self.length = strings(col)
         self._data = self._alive[1][1:]  # the data buffers, in the views' numbering
 
     @property
@@ -106,29 +106,22 @@ class Text:
         """(buffer addresses, buffer sizes, buffer of each row, start, length), for `bytes_at`."""
         return self.address, self.size, self.buf, self.start, self.length
 
-    def cut(self, rows: np.ndarray, **spans: tuple[np.ndarray, np.ndarray]) -> list[pl.Series]:
-        """For each `name=(at, end)`: bytes `[at[k], end[k])` of each row `rows[k]`, as a string
-        column `name`; null where `at[k] < 0`. All columns are cut in one pass over the rows.
-
-        Requires each cut to start and end on a character boundary (offsets read off ASCII
-        bytes, or the line's end): the views are not checked again as UTF-8.
-        """
-        at = np.stack([a for a, _ in spans.values()]).astype(np.int64)
-        end = np.stack([e for _, e in spans.values()]).astype(np.int64)
-        return self.cut_spans(rows, dict(enumerate(spans)), at, end)
-
     def cut_spans(
         self,
         rows: np.ndarray,
         names: dict[int, str],
         at: np.ndarray,
         end: np.ndarray,
-        held: frozenset[str] | None = None,
+        held: frozenset[str],
     ) -> list[pl.Series]:
-        """`cut` with the spans as matrices (a row of `at` and `end` per kind of field), making
-        the columns `names` (row of the matrices -> column name) only.
+        """For each `names` entry (a row of the `at` and `end` matrices -> a column name): bytes
+        `[at[i, k], end[i, k])` of each row `rows[k]`, as a string column; null where
+        `at[i, k] < 0`. All columns are cut in one pass over the rows.
 
-        The `held` columns (all when None), which outlive the parse in the table, get their
+        Requires each cut to start and end on a character boundary (offsets read off ASCII
+        bytes, or the line's end): the views are not checked again as UTF-8.
+
+        The `held` columns, which outlive the parse in the table, get their
         bytes copied into a buffer of their own, and it and their views come from Arrow's
         memory pool: views into the lines' buffer would keep every line's whole text alive as
         long as any field of it is held, and numpy's arrays live in glibc's heap arenas,
@@ -138,7 +131,7 @@ class Text:
         buffer, from numpy arrays: a fresh Arrow buffer costs page faults every batch.
         """
         pick = np.array(list(names), dtype=np.int64)
-        copy = np.array([held is None or name in held for name in names.values()], dtype=np.bool_)
+        copy = np.array([name in held for name in names.values()], dtype=np.bool_)
         rows = rows.astype(np.int64)
         n = max(len(rows), 1)
         own = pa.allocate_buffer(max(_cut_size(at, end, pick, copy), 1))

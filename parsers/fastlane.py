@@ -70,7 +70,7 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     file order. The taken rows get the wrapper columns `wrappers.peel` gives (stamp time, CRI
     stream and tag, process, pid) and the producer columns of `vllm.parse` or `uvicorn.parse`,
     each column present exactly when the general path would add it. Their fields are cut
-    out of the lines as views of the same bytes (`Text.cut`): no pass of polars per field.
+    out of the lines in one compiled pass (`Text.cut_spans`): no pass of polars per field.
     """
     if df.is_empty():
         return df.clear(), df

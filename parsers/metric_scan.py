@@ -4,9 +4,9 @@
 took one capture-group `str.extract` per metric, ~0.5 µs a line each: twelve of them over
 every metrics line were ~5 s of a 1 GB ingest, after the parallel part. This pass finds,
 for each metric, the span of the number its regex would capture (the leftmost place where
-the key is followed by the number and the unit), and `vllm.metrics` casts those spans as
-before. A message with a non-ASCII byte (where `\\d` could take another script's digit) is
-left to the regexes.
+the key is followed by the number and the unit) and reads the number there as casting
+the span's text would (`_number`). A message with a non-ASCII byte (where `\\d` could take
+another script's digit) is left to the regexes.
 """
 
 from __future__ import annotations

@@ -190,8 +190,8 @@ def metrics(events: pl.DataFrame) -> pl.DataFrame:
         .alias(s.ENGINE),
         s.MESSAGE,
     )
-    # Where the compiled scan is sure (ASCII messages: all real ones), the numbers are cut out at
-    # the spans it found; the regexes below remain the definition and read the other lines.
+    # Where the compiled scan is sure (ASCII messages: all real ones), the numbers are the ones it
+    # read at the spans it found; the regexes below remain the definition and read the other lines.
     lo, hi, sure, value, state = metric_scan.spans(base[s.MESSAGE])
     scanned = base.filter(pl.Series(sure))
     if (state[sure] == metric_scan.UNSURE).any():  # a number too long to read exactly by hand: cast its text
