@@ -12,6 +12,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from forensics import _malloc
+
+_malloc.tune()  # before polars loads: its allocator reads its settings once
+
 __version__ = "0.1.0"
 
 _LAZY = {
