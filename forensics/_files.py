@@ -232,6 +232,11 @@ def read_head(f: InputFile, limit: int) -> bytes:
     For the reference-time pass of a sharded run, which needs each file's timestamps,
     not all of its lines. Unreadable or damaged files give what could be read (maybe b"").
     """
+    return head_of(f, limit)[0]
+
+
+def head_of(f: InputFile, limit: int) -> tuple[bytes, bool]:
+    """`read_head`, and whether that is the whole of the file's text."""
     try:
         with open(f.path, "rb") as fh:
             pieces, n = [], 0
@@ -240,12 +245,13 @@ def read_head(f: InputFile, limit: int) -> bytes:
                 n += len(piece)
                 if n >= limit:
                     break
-            raw = b"".join(pieces)[:limit]
+            raw = b"".join(pieces)
     except OSError:
-        return b""
-    if len(raw) >= limit:
-        raw = raw[: raw.rfind(b"\n") + 1]
-    return raw
+        return b"", True
+    if len(raw) < limit:
+        return raw, True
+    raw = raw[:limit]
+    return raw[: raw.rfind(b"\n") + 1], False
 
 
 def _raw_pieces(fh: BinaryIO, notes: list[str], size: int) -> Iterator[bytes]:

@@ -228,6 +228,31 @@ def test_read_head_stops_at_the_last_whole_line_within_the_limit(tmp_path):
         assert _files.read_head(f, 10**9) == data
 
 
+def test_reference_pass_reads_further_into_a_log_whose_head_has_no_dated_line(tmp_path):
+    import gzip
+
+    # A vLLM log's start-up (no year, no wrapper) runs past the first head read; its first
+    # dated line (a Python logging stamp) comes after it. Gzipped: the size on disk is small.
+    undated = "".join(
+        f"INFO 12-31 23:59:{i % 60:02d} [model_runner.py:1071] Loading weights took {i} GiB\n" for i in range(6000)
+    )
+    dated = "2029-12-31 23:59:58,104 - torch.distributed.elastic - INFO - rendezvous complete\n"
+    data = (undated + dated).encode()
+    assert len(data) > ingestion.REFERENCE_HEAD_BYTES[0]
+    (tmp_path / "vllm-0.log.gz").write_bytes(gzip.compress(data))
+    refs = ingestion.reference_times(_files.discover([tmp_path])[0])
+    assert refs == {"vllm-0.log.gz": datetime(2029, 12, 31, 23, 59, 58, 104000, tzinfo=UTC)}
+
+
+def test_head_of_says_whether_it_read_the_whole_file(tmp_path):
+    data = b"".join(b"I0101 00:00:01.000000 1 x.go:1] line %d\n" % i for i in range(100))
+    (tmp_path / "a.log").write_bytes(data)
+    f = _files.InputFile(tmp_path / "a.log", "a.log", len(data), 0.0)
+    assert _files.head_of(f, len(data) + 1) == (data, True)
+    head, whole = _files.head_of(f, len(data) - 1)
+    assert not whole and data.startswith(head) and len(head) < len(data)
+
+
 def test_sixteen_contiguous_shards_and_the_second_pass_group_like_one_miner():
     # The CI-sized analogue of `bench/loghub_accuracy.py --shards 16` (Loghub data stays
     # outside the project). Each shard sees one worker name only, so its own miner keeps the
