@@ -13,6 +13,7 @@ No year, no zone: time parts go to `_mo _d _H _M _S` and the year is inferred la
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -225,21 +226,23 @@ def metrics(events: pl.DataFrame) -> pl.DataFrame:
         parts.append(
             _metric_columns(rest, extract, v0_gpu, msg.str.extract(PREFIX_V0, 2).cast(pl.Float64, strict=False))
         )
-    # Rows in (file, line, metric) order, sorted on ranks rather than on the strings, and the
-    # numbers unpivoted alone: the line's other columns are gathered once, for the values
-    # present (a line has a few of the metrics; repeating its strings for every absent one
-    # cost more memory than the whole table, and sorting millions of rows on strings ~1.5 s
-    # per GB of logs).
+    # Rows in (file, line, metric) order, sorted on ranks rather than on the strings: the
+    # line's other columns are gathered once, for the values present (a line has a few of the
+    # metrics; repeating its strings for every absent one cost more memory than the whole
+    # table, and sorting millions of rows on strings ~1.5 s per GB of logs). The values are
+    # read row by row, the metrics in name order, from a matrix: unpivoting them and sorting
+    # that cost more than the rest of the scan.
     wide = pl.concat(parts).drop(s.MESSAGE)
-    wide = wide.sort(_ranked(wide, s.FILE), s.LINE, maintain_order=True).with_row_index("_r")
-    values = (
-        wide.select("_r", *_PAIRS, "cpu_prefix_cache_hit_rate")
-        .unpivot(index="_r", variable_name=s.METRIC, value_name=s.VALUE)
-        .drop_nulls(s.VALUE)
+    wide = wide.sort(_ranked(wide, s.FILE), s.LINE, maintain_order=True)
+    names = sorted([*_PAIRS, "cpu_prefix_cache_hit_rate"])
+    matrix = wide.select(names).to_numpy().ravel()  # (a null reads as NaN: no number read is one)
+    present = ~np.isnan(matrix)
+    values = matrix[present]
+    row, metric = np.divmod(np.flatnonzero(present), len(names))
+    long = wide.select(s.TS, s.TS_QUALITY, s.HOST, s.POD, s.ENGINE, s.FILE, s.LINE)[row]
+    return s.conform(
+        long.with_columns(pl.Series(s.METRIC, names).gather(metric), pl.Series(s.VALUE, values)), s.METRIC_DTYPES
     )
-    values = values.sort("_r", _ranked(values, s.METRIC), maintain_order=True)
-    long = wide.select(s.TS, s.TS_QUALITY, s.HOST, s.POD, s.ENGINE, s.FILE, s.LINE)[values["_r"]]
-    return s.conform(long.hstack(values.select(s.METRIC, s.VALUE)), s.METRIC_DTYPES)
 
 
 def _ranked(df: pl.DataFrame, column: str) -> pl.Expr:
