@@ -86,7 +86,7 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     at, end, number = _spans(rows, lane, fields, proc_at, proc_end, pid_at, pid_end, text.length)
     lane, stream, has_proc = lane[rows], stream[rows], pid_end[rows] > 0
     is_vllm, is_uvicorn = lane == VLLM, lane == UVICORN
-    access = at[SPAN_NAMES.index(s.HTTP_METHOD)] >= 0
+    access = at[:, SPAN_NAMES.index(s.HTTP_METHOD)] >= 0
     any_vllm, any_access = is_vllm.any(), access.any()
     # Each column present exactly when the general path adds it (see `SPAN_NAMES`).
     present = [True] * 3 + [any_vllm, any_vllm and (fields[rows[is_vllm], RID_AT] != -1).any()]
@@ -617,11 +617,12 @@ NUMBERS = (LEVEL, MO, DAY, HOUR, MIN, SEC, STATUS, DEV)
 
 @njit(cache=True, nogil=True)
 def _spans(rows, lane, fields, proc_at, proc_end, pid_at, pid_end, length):  # pragma: no cover - compiled
-    """(at, end) of each of `SPAN_NAMES` (a matrix row each) for the taken `rows`, at -1 for
-    null; and their `NUMBERS` fields (a row each)."""
+    """(at, end) of each of `SPAN_NAMES` (a matrix column each, a row per taken row: how
+    `Text.cut_spans` reads them) for the taken `rows`, at -1 for null; and their `NUMBERS`
+    fields (a matrix row each)."""
     m = len(rows)
-    at = np.full((len(SPAN_NAMES), m), -1, np.int32)
-    end = np.zeros((len(SPAN_NAMES), m), np.int32)
+    at = np.full((m, len(SPAN_NAMES)), -1, np.int32)
+    end = np.zeros((m, len(SPAN_NAMES)), np.int32)
     number = np.empty((len(NUMBERS), m), np.int32)
     for k in range(m):
         r = rows[k]
@@ -629,20 +630,20 @@ def _spans(rows, lane, fields, proc_at, proc_end, pid_at, pid_end, length):  # p
         for j in range(len(NUMBERS)):
             number[j, k] = f[NUMBERS[j]]
         if pid_end[r] > 0:
-            at[0, k], end[0, k] = proc_at[r], proc_end[r]
-            at[1, k], end[1, k] = pid_at[r], pid_end[r]
+            at[k, 0], end[k, 0] = proc_at[r], proc_end[r]
+            at[k, 1], end[k, 1] = pid_at[r], pid_end[r]
         if lane[r] == NCCL:  # NCCL's own `host:pid:tid` (its pid replaces a prefix's, as `nccl.parse` does)
-            at[1, k], end[1, k] = f[NPID_AT], f[NPID_END]
-            at[8, k], end[8, k] = f[BODY_AT], f[HOST_END]
-        at[2, k], end[2, k] = f[MSG_AT], length[r]
+            at[k, 1], end[k, 1] = f[NPID_AT], f[NPID_END]
+            at[k, 8], end[k, 8] = f[BODY_AT], f[HOST_END]
+        at[k, 2], end[k, 2] = f[MSG_AT], length[r]
         if lane[r] == VLLM:
-            at[3, k], end[3, k] = f[BODY_AT], f[HDR_END]
+            at[k, 3], end[k, 3] = f[BODY_AT], f[HDR_END]
             if f[RID_AT] >= 0:
-                at[4, k], end[4, k] = f[RID_AT], f[RID_END]
-            at[5, k], end[5, k] = f[COMP_AT], f[COMP_END]
+                at[k, 4], end[k, 4] = f[RID_AT], f[RID_END]
+            at[k, 5], end[k, 5] = f[COMP_AT], f[COMP_END]
         elif f[METH_AT] >= 0:
-            at[6, k], end[6, k] = f[METH_AT], f[METH_END]
-            at[7, k], end[7, k] = f[PATH_AT], f[PATH_END]
+            at[k, 6], end[k, 6] = f[METH_AT], f[METH_END]
+            at[k, 7], end[k, 7] = f[PATH_AT], f[PATH_END]
     return at, end, number
 
 

@@ -572,8 +572,8 @@ def test_columns_cut_as_views_hold_the_bytes_between_the_offsets(rows, skip):
         end.append(b)
         expected.append(None if null else line.encode()[a:b].decode())
     rows_at = np.arange(len(rows))[::-1].copy()  # any order of rows
-    spans = np.array(at)[rows_at][None, :].repeat(2, 0), np.array(end)[rows_at][None, :].repeat(2, 0)
-    # Row 0 of the spans a held column (its bytes copied), row 1 a view into the lines.
+    spans = np.array(at)[rows_at][:, None].repeat(2, 1), np.array(end)[rows_at][:, None].repeat(2, 1)
+    # Column 0 of the spans a held column (its bytes copied), column 1 a view into the lines.
     copied, viewed = Text(body).cut_spans(rows_at, {0: "copied", 1: "viewed"}, *spans, held=frozenset({"copied"}))
     assert copied.to_list() == viewed.to_list() == [expected[r] for r in rows_at]
 
