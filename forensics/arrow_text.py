@@ -82,7 +82,7 @@ def _voidptr(typingctx, address):  # pragma: no cover - compiled
     return types.voidptr(types.int64), codegen
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def bytes_at(address, size):  # pragma: no cover - compiled
     """The `size` bytes at `address` as an array view: no copy, no reference count."""
     return carray(_voidptr(address), size, np.uint8)

@@ -66,7 +66,7 @@ def fold_and_event(df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return fold, ev
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _dense(keys, used, ids, key, next_id):  # pragma: no cover - compiled
     """The dense id of `key` in an open-addressing table (a new one is `next_id`)."""
     mask = len(keys) - 1
@@ -81,7 +81,7 @@ def _dense(keys, used, ids, key, next_id):  # pragma: no cover - compiled
     return next_id
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _same_bytes(addr, size, buf, start, length, i, j):  # pragma: no cover - compiled
     if length[i] != length[j]:
         return False

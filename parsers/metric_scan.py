@@ -79,7 +79,7 @@ POW10 = np.array([10.0**k for k in range(23)])
 """Powers of ten a double holds exactly (up to 1e22)."""
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _number(d, v, e, pow10):  # pragma: no cover - compiled
     """The span `d[v:e]` (digits and dots) as `cast(pl.Float64, strict=False)` reads it: (value,
     state). Up to 15 digits and 22 decimals, digits / 10**decimals is exact in doubles and
@@ -105,7 +105,7 @@ def _number(d, v, e, pow10):  # pragma: no cover - compiled
     return mantissa / pow10[decimals], VALUE
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _at(d, p, word, n):  # pragma: no cover - compiled
     if p + n > len(d):
         return False
@@ -115,7 +115,7 @@ def _at(d, p, word, n):  # pragma: no cover - compiled
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _value(d, p, shape):  # pragma: no cover - compiled
     """End of the maximal `\\d+` / `[\\d.]+` run at p (p itself: none)."""
     k = p
