@@ -236,37 +236,58 @@ def _count_newlines(data):  # pragma: no cover - compiled
     return n
 
 
-def lines_column(segments: list[bytes]) -> pl.Series:
+def lines_column(segments: list[bytes], lines: int | None = None) -> pl.Series:
     """The lines of `segments` (UTF-8 text; a line ends at `\\n`, a segment's last one also at
     the segment's end) as one string column whose views point into one buffer of the bytes.
+    `lines`: their count (`count_lines` of each segment, summed), when the caller has it.
 
     Splitting the text into Python strings and building a column of them cost ~24 ms per
-    16 MB (a string object per line, then a copy of each); this costs ~5. Requires valid
+    16 MB (a string object per line, then a copy of each); this costs ~4. Requires valid
     UTF-8 (the reader checked it) and fewer than 2 GiB of text (the views' offsets).
     """
     data = b"".join(seg if seg.endswith(b"\n") else seg + b"\n" for seg in segments)
     raw = np.frombuffer(data, np.uint8)
-    n = _count_newlines(raw)
+    n = _count_newlines(raw) if lines is None else lines
     views = _line_views(raw, n)
     return pl.Series(pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(views), pa.py_buffer(data)]))
 
 
+NEWLINES = np.uint64(0x0A0A0A0A0A0A0A0A)
+LOW_BITS, HIGH_BITS = np.uint64(0x0101010101010101), np.uint64(0x8080808080808080)
+
+
 @njit(cache=True, nogil=True)
 def _line_views(data, n):  # pragma: no cover - compiled
-    """The views of the `n` lines of `data` (each ending at `\\n`), in buffer 0."""
-    views = np.zeros((n, 4), np.int32)
+    """The views of the `n` lines of `data` (each ending at `\\n`), in buffer 0.
+
+    Eight bytes at a time where none is a newline (most words of a log: `(w - 0x01..) & ~w &
+    0x80..` is zero exactly when no byte of `w` is zero, here of `word ^ 0x0A..`), a byte at a
+    time in the others: 16 MB in ~4 ms instead of ~7.
+    """
+    views = np.empty((n, 4), np.int32)
     raw = views.view(np.uint8).reshape(n, 16)
+    m = len(data) // 8
+    words = data[: m * 8].view(np.uint64)
     i = 0
     s = 0
-    for k in range(len(data)):
-        if data[k] != 10:
-            continue
-        length = k - s
-        views[i, 0] = length
-        for z in range(min(length, INLINE if length <= INLINE else 4)):
-            raw[i, 4 + z] = data[s + z]
-        if length > INLINE:
-            views[i, 3] = s
-        i += 1
-        s = k + 1
+    for w in range(m + 1):
+        if w < m:
+            v = words[w] ^ NEWLINES
+            if ((v - LOW_BITS) & ~v & HIGH_BITS) == 0:
+                continue
+            first, last = w * 8, w * 8 + 8
+        else:
+            first, last = m * 8, len(data)
+        for k in range(first, last):
+            if data[k] != 10:
+                continue
+            length = k - s
+            views[i, 0] = length
+            views[i, 1] = views[i, 2] = views[i, 3] = 0  # (inline strings are zero-padded)
+            for z in range(min(length, INLINE if length <= INLINE else 4)):
+                raw[i, 4 + z] = data[s + z]
+            if length > INLINE:
+                views[i, 3] = s
+            i += 1
+            s = k + 1
     return views

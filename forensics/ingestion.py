@@ -515,7 +515,7 @@ def _parse_batch(batch: list[_Segment]) -> pl.DataFrame:
             "_fid": np.repeat(np.array([b.fid for b in batch], dtype=np.uint32), counts),
             "_seg": np.repeat(np.array([b.seg for b in batch], dtype=np.uint32), counts),
             s.LINE: np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(starts - firsts, counts),
-            "body": lines_column([b.text for b in batch]),
+            "body": lines_column([b.text for b in batch], int(counts.sum())),
             "_extra": np.zeros(int(counts.sum()), dtype=bool),
         }
     )

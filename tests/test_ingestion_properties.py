@@ -578,6 +578,18 @@ def test_columns_cut_as_views_hold_the_bytes_between_the_offsets(rows, skip):
     assert copied.to_list() == viewed.to_list() == [expected[r] for r in rows_at]
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from("ab \n\n\né\t"), max_size=40), min_size=1, max_size=4))
+def test_a_batchs_lines_column_splits_its_segments_at_newlines(segments):
+    """Lines of any length (0, inline, long) at any position of the 8-byte words the newline search reads."""
+    from forensics.arrow_text import count_lines, lines_column
+
+    data = [seg.encode() for seg in segments]
+    expected = [line for seg in segments for line in (seg[:-1] if seg.endswith("\n") else seg).split("\n")]
+    assert lines_column(data).to_list() == expected
+    assert lines_column(data, sum(count_lines(d) for d in data)).to_list() == expected
+
+
 BLOCK_PIECES = ["Traceback (most recent call last)", "Traceback (most recent", "RuntimeError", "Error", "x", "é", "1"]
 BLOCK_PIECES += [".", ":", " ", "\t", "\u00a0", "\u3000", "\u2007", "\u200b", "^", "Exception", "Exit", "_", "A"]
 
