@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
+
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
 """A UTF-8 byte-order mark (Windows editors): dropped, or it would stick to the first line."""
@@ -389,7 +391,7 @@ def stream_head(f: InputFile) -> str | None:
     return _decode_utf8(head, head=True)[0]
 
 
-def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = None) -> Iterator[bytes]:
+def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = None) -> Iterator[bytes | np.ndarray]:
     """The text of a file (gunzipped) in pieces ending at a newline, read and checked one at a time.
 
     Each piece is valid UTF-8 (invalid bytes replaced, NULs removed, a leading byte-order
@@ -399,47 +401,107 @@ def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = No
     for ASCII text, where `split_segments` cuts. Pieces end at a newline, so no UTF-8
     sequence is split and the pieces decode to the whole file's text. Repairs are added
     to `notes` once all is read; a read error ends the file, with a note.
+
+    A piece is a numpy array (uint8) when its bytes needed no repair, which is almost
+    always: a plain file is read straight into the piece's own buffer (`readinto`), and
+    only the few bytes after its last newline are copied, into the next one. Reading into
+    a buffer, joining the next read to it and copying the piece out cost ~17 ms per 16 MB,
+    three times the read itself.
     """
     segment_bytes = segment_bytes or SEGMENT_CHARS
     nuls, invalid, first = 0, False, True
-    # One buffer for the whole file, cut from the front: joining the carried tail to each
-    # read and slicing off the segment copied every segment twice into fresh memory, and
-    # fresh pages (page faults) cost this loop more than reading did.
-    buf = bytearray()
+    chunk = min(segment_bytes, 1 << 16)  # read past the segment's size until a newline
 
-    def text(end: int) -> bytes:
+    def text(piece: np.ndarray) -> bytes | np.ndarray:
         nonlocal nuls, invalid, first
-        start = len(UTF8_BOM) if first and buf.startswith(UTF8_BOM) else 0
-        n = buf.count(b"\x00", start, end)
-        with memoryview(buf) as view, view[start:end] as piece:
-            out = bytes(piece).replace(b"\x00", b"") if n else bytes(piece)
+        if first and piece[: len(UTF8_BOM)].tobytes() == UTF8_BOM:
+            piece = piece[len(UTF8_BOM) :]
+        first = False
+        if not len(piece) or (piece.min() > 0 and piece.max() < 128):  # ASCII without NULs: as it is
+            return piece
+        out = piece.tobytes()
+        n = out.count(b"\x00")
+        out = out.replace(b"\x00", b"") if n else out
         bad = False
-        if not out.isascii():  # (ASCII, most logs, is valid UTF-8: no need to decode it)
+        if not out.isascii():
             try:
                 str(out, "utf-8")
             except UnicodeDecodeError:
                 out, bad = str(out, "utf-8", "replace").encode(), True
-        nuls, invalid, first = nuls + n, invalid or bad, False
+        nuls, invalid = nuls + n, invalid or bad
         return out
 
+    buf = np.empty(segment_bytes + chunk, np.uint8)
+    filled = 0
     try:
         with open(f.path, "rb") as fh:
-            for piece in _raw_pieces(fh, notes, segment_bytes):
-                buf += piece
-                del piece
-                cut = buf.find(b"\n", segment_bytes)
-                if cut == -1:
-                    continue  # this segment's closing newline is further on
-                seg = text(cut + 1)
-                del buf[: cut + 1]
-                yield seg
+            read = _reader(fh, notes)
+            while True:
+                want = segment_bytes - filled if filled < segment_bytes else chunk
+                if filled + want > len(buf):  # a line longer than the chunk read so far: room for more
+                    buf = np.concatenate([buf[:filled], np.empty(max(want, len(buf)), np.uint8)])
+                got = read(memoryview(buf)[filled : filled + want])
+                if not got:
+                    break
+                # The segment ends at the first newline at or after `segment_bytes`.
+                seen = max(filled, segment_bytes)
+                filled += got
+                if filled <= segment_bytes:
+                    continue
+                at = np.flatnonzero(buf[seen:filled] == 10)
+                if not len(at):
+                    continue
+                cut = seen + int(at[0]) + 1
+                rest = np.empty(segment_bytes + chunk, np.uint8)
+                rest[: filled - cut] = buf[cut:filled]
+                seg = text(buf[:cut])
+                buf, filled = rest, filled - cut
+                if len(seg):  # (a byte-order mark alone, or NULs, decode to nothing)
+                    yield seg
                 del seg
     except OSError as e:
         notes.append(f"read error ({e.strerror or e}); kept the lines read before it")
-    last = text(len(buf)) if buf else b""
-    if last:  # (NUL padding or a byte-order mark alone decode to nothing)
+    last = text(buf[:filled]) if filled else b""
+    if len(last):
         yield last
     notes.extend(_repairs(nuls, invalid))
+
+
+def _reader(fh: BinaryIO, notes: list[str]) -> Callable[[memoryview], int]:
+    """`readinto` for an open file's bytes, gunzipped when it is gzip: fills as much of the
+    view as it can, returns how much (0 at the end)."""
+    gz = fh.read(len(GZIP_MAGIC)) == GZIP_MAGIC
+    fh.seek(0)
+    if not gz:
+
+        def read_plain(view: memoryview) -> int:
+            n = 0
+            while n < len(view):
+                got = fh.readinto(view[n:])
+                if not got:
+                    break
+                n += got
+            return n
+
+        return read_plain
+    pieces = gunzip_pieces(fh.read, notes)
+    held, used = b"", 0
+
+    def read_gzip(view: memoryview) -> int:
+        nonlocal held, used
+        n = 0
+        while n < len(view):
+            if used == len(held):
+                held, used = next(pieces, b""), 0
+                if not held:
+                    break
+            take = min(len(held) - used, len(view) - n)
+            view[n : n + take] = memoryview(held)[used : used + take]
+            used += take
+            n += take
+        return n
+
+    return read_gzip
 
 
 def split_segments(text: str, segment_chars: int | None = None) -> Iterator[str]:

@@ -222,10 +222,11 @@ def _cut(address, size, buf, start, length, rows, at, end, pick, copy, data, vie
     return valid
 
 
-def count_lines(text: bytes) -> int:
-    """Lines in `text` as `str.split("\\n")` gives them, less the empty piece after a last
-    newline. (`bytes.count` takes ~5 ms for 16 MB; this ~0.5.)"""
-    return _count_newlines(np.frombuffer(text, np.uint8)) + (0 if text.endswith(b"\n") else 1)
+def count_lines(text: bytes | np.ndarray) -> int:
+    """Lines in `text` (bytes, or a uint8 array) as `str.split("\\n")` gives them, less the
+    empty piece after a last newline. (`bytes.count` takes ~5 ms for 16 MB; this ~0.5.)"""
+    data = np.frombuffer(text, np.uint8)
+    return _count_newlines(data) + (0 if len(data) and data[-1] == 10 else 1)
 
 
 @njit(cache=True, nogil=True)
@@ -236,19 +237,21 @@ def _count_newlines(data):  # pragma: no cover - compiled
     return n
 
 
-def lines_column(segments: list[bytes], lines: int | None = None) -> pl.Series:
-    """The lines of `segments` (UTF-8 text; a line ends at `\\n`, a segment's last one also at
-    the segment's end) as one string column whose views point into one buffer of the bytes.
-    `lines`: their count (`count_lines` of each segment, summed), when the caller has it.
+def lines_column(segments: list[bytes | np.ndarray], lines: int | None = None) -> pl.Series:
+    """The lines of `segments` (UTF-8 text, as bytes or uint8 arrays; a line ends at `\\n`, a
+    segment's last one also at the segment's end) as one string column whose views point
+    into one buffer of the bytes. `lines`: their count (`count_lines` of each segment,
+    summed), when the caller has it.
 
     Splitting the text into Python strings and building a column of them cost ~24 ms per
     16 MB (a string object per line, then a copy of each); this costs ~4. Requires valid
     UTF-8 (the reader checked it) and fewer than 2 GiB of text (the views' offsets).
     """
-    data = b"".join(seg if seg.endswith(b"\n") else seg + b"\n" for seg in segments)
-    raw = np.frombuffer(data, np.uint8)
-    n = _count_newlines(raw) if lines is None else lines
-    views = _line_views(raw, n)
+    parts = [np.frombuffer(seg, np.uint8) for seg in segments]
+    parts = [p if len(p) and p[-1] == 10 else np.append(p, np.uint8(10)) for p in parts]
+    data = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    n = _count_newlines(data) if lines is None else lines
+    views = _line_views(data, n)
     return pl.Series(pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(views), pa.py_buffer(data)]))
 
 

@@ -281,7 +281,7 @@ def ingest_files(
             enqueue(pool.submit(_parse_batch, batch))
         batch, batch_chars = [], 0
 
-    def _batch_segments(fid: int, segments: Iterator[bytes]) -> int:
+    def _batch_segments(fid: int, segments: Iterator[bytes | np.ndarray]) -> int:
         """Queue a file's segments (UTF-8 text) for parsing; returns its line count."""
         nonlocal batch_chars
         first = 1
@@ -494,7 +494,8 @@ class _Segment:
     seg: int
     first: int
     """Line number of its first line in the file."""
-    text: bytes
+    text: bytes | np.ndarray
+    """The bytes (a uint8 array when read a segment at a time: `_files.text_segments`)."""
 
     lines: int = field(init=False)
     """Lines in `text` (`arrow_text.count_lines`)."""
