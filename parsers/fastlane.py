@@ -8,19 +8,25 @@ NCCL INFO line::
     2025-03-02T07:00:00.123456789Z stdout F (APIServer pid=66) INFO:     10.0.3.7:51234 - "POST ..." 200 OK
     2025-03-02T07:00:00.123456789Z vllm-0:2343:2381 [0] NCCL INFO Channel 00/32 : 0[0] -> 1[1] via P2P/IPC
 
+and a node's kubelet journal (`journalctl -u kubelet`) is syslog-wrapped klog lines::
+
+    Mar 02 07:00:00 gpu-node-0 kubelet[1450]: I0302 07:00:00.973429    1450 kubelet.go:2455] "SyncLoop (probe)" ...
+
 The general path (`wrappers.peel`, then each producer's probe in `lines.KINDS`, then its
 parser) filters and concatenates the whole frame at every layer it tries, ~4 µs a line.
 This pass reads each line's bytes in place (`forensics.arrow_text`) and takes a line only
 when it is sure the general path would read it exactly so: an RFC3339 stamp with a `Z` or
 `±hh:mm` zone (not journald's `+hhmm`), optionally a CRI `stdout F ` head outside a run of
 partial `P` pieces, a process prefix of plain ASCII, then vLLM's positional layout
-(`vllm.FAST`), a uvicorn line or `nccl.FAST`, and nothing any other layer reacts to (`\\r`, ANSI colour
-or its residue, Ray's `[repeated Nx across cluster]`, a second record glued on). Anything
-else, however common, goes the general way, as does any line where a non-ASCII byte would
-leave a regex class (`\\s`, `\\S`, `\\d`) in doubt. The stamp follows `parse_rfc3339`'s rules
-(impossible dates give no time; a leap second `:60` counts as the next minute); the fields
-(level, time parts, component, header, message, request id, HTTP method, path and status,
-NCCL host, pid and device) are where `vllm.parse`, `uvicorn.parse` and `nccl.parse` would
+(`vllm.FAST`), a uvicorn line or `nccl.FAST`; or, without a stamp, a syslog head of plain
+ASCII names and a klog line (`_syslog_klog`); and nothing any other layer reacts to (`\\r`,
+ANSI colour or its residue, Ray's `[repeated Nx across cluster]`, a second record glued
+on). Anything else, however common, goes the general way, as does any line where a
+non-ASCII byte would leave a regex class (`\\s`, `\\S`, `\\d`) in doubt. The stamp follows
+`parse_rfc3339`'s rules (impossible dates give no time; a leap second `:60` counts as the
+next minute); the fields (level, time parts, component, header, message, request id, HTTP
+method, path and status, NCCL host, pid and device, syslog host, ident and time) are where
+`vllm.parse`, `uvicorn.parse`, `nccl.parse`, `wrappers.peel` and `k8s.parse_klog` would
 cut them, and the fold flags (`_open`, `_msgcont`) what `lines._fold` would compute. The
 columns are built from the compiled pass's offsets without a polars pass per field
 (`forensics.arrow_text.Text`). Tests hold the events to the general path's.
@@ -38,8 +44,9 @@ from forensics.arrow_text import Text, bytes_at
 from parsers import wrappers
 from parsers._common import LEVEL_WORDS
 
-SLOW, VLLM, UVICORN, NCCL = 0, 1, 2, 3
-"""What a line is: for the general path, a vLLM logger line, a uvicorn line, an NCCL INFO line."""
+SLOW, VLLM, UVICORN, NCCL, KLOG = 0, 1, 2, 3, 4
+"""What a line is: for the general path, a vLLM logger line, a uvicorn line, an NCCL INFO line,
+a klog line (kubelet's) in a syslog/journald line (`journalctl -u kubelet`)."""
 
 _LEVELS = (b"DEBUG", b"INFO", b"WARNING", b"ERROR", b"CRITICAL")
 """vLLM's level words (`vllm.LEVEL_WORD`)."""
@@ -47,11 +54,11 @@ _UVICORN_LEVELS = (b"INFO", b"WARNING", b"ERROR", b"DEBUG", b"CRITICAL", b"TRACE
 """uvicorn's (`uvicorn.DETECT`)."""
 
 
-def _table(words: tuple[bytes, ...]) -> np.ndarray:
-    out = np.zeros((len(words), 9), np.uint8)  # word bytes, then its length in the last column
+def _table(words: tuple[bytes, ...], width: int = 8) -> np.ndarray:
+    out = np.zeros((len(words), width + 1), np.uint8)  # word bytes, then its length in the last column
     for i, w in enumerate(words):
         out[i, : len(w)] = np.frombuffer(w, np.uint8)
-        out[i, 8] = len(w)
+        out[i, width] = len(w)
     return out
 
 
@@ -77,7 +84,17 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     text = Text(df["body"])
     file = df.select((pl.col("_fid").cast(pl.Int64) * (1 << 32) + pl.col("_seg").cast(pl.Int64)).alias("f"))["f"]
     lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, fields, stream, opens, cont = _classify(
-        *text.where, file.to_numpy(writable=True), LEVELS, UVICORN_LEVELS, VERBS, _CLASS, _ACROSS, _TRACEBACK, _SUFFIXES
+        *text.where,
+        file.to_numpy(writable=True),
+        LEVELS,
+        UVICORN_LEVELS,
+        VERBS,
+        _CLASS,
+        _ACROSS,
+        _TRACEBACK,
+        _SUFFIXES,
+        MONTHS,
+        KUBELET_FILES,
     )
     taken = lane != SLOW
     if not taken.any():
@@ -85,26 +102,27 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     rows = np.flatnonzero(taken)
     at, end, number = _spans(rows, lane, fields, proc_at, proc_end, pid_at, pid_end, text.length)
     lane, stream, has_proc = lane[rows], stream[rows], pid_end[rows] > 0
-    is_vllm, is_uvicorn = lane == VLLM, lane == UVICORN
+    is_vllm, is_uvicorn, is_klog = lane == VLLM, lane == UVICORN, lane == KLOG
     access = at[:, SPAN_NAMES.index(s.HTTP_METHOD)] >= 0
-    any_vllm, any_access = is_vllm.any(), access.any()
+    any_vllm, any_access, any_klog = is_vllm.any(), access.any(), is_klog.any()
     # Each column present exactly when the general path adds it (see `SPAN_NAMES`).
     present = [True] * 3 + [any_vllm, any_vllm and (fields[rows[is_vllm], RID_AT] != -1).any()]
-    present += [any_vllm or any_access, any_access, any_access, (lane == NCCL).any()]
+    present += [any_vllm or any_access or any_klog, any_access, any_access, (lane == NCCL).any() or any_klog]
     field = dict(zip(NUMBERS, number, strict=True))
+    timed = is_vllm | is_klog
     columns = [
         _values("_outer_ts", us[rows], ts_ok[rows], pa.timestamp("us", "UTC")),
         _values("_jiso", np.zeros(len(rows), np.bool_), has_ts[rows], pa.bool_()),
         _pick(s.STREAM, ("stdout", "stderr"), stream, stream >= 0),
         _pick("_tag", ("F",), np.zeros(len(rows), np.int8), stream >= 0),
-        _pick(s.SOURCE, ("vllm", "uvicorn", "nccl"), lane - 1),
-        _pick("_kind", ("vllm", "uvicorn", "nccl"), lane - 1),
+        _pick(s.SOURCE, SOURCES, np.where(is_klog, 3 + field[SRC], lane - 1)),
+        _pick("_kind", ("vllm", "uvicorn", "nccl", "klog"), lane - 1),
         _pick(s.LEVEL, LEVEL_NAMES, field[LEVEL] + is_uvicorn * len(_LEVELS)),
         pl.Series("_open", opens[rows]),
         pl.Series("_msgcont", cont[rows]),
         pl.Series("_prefixed", has_proc),
-        *(_values(c, field[k], is_vllm, pa.int32()) for k, c in ((MO, "_mo"), (DAY, "_d"), (HOUR, "_H"))),
-        *(_values(c, field[k], is_vllm, pa.int32()) for k, c in ((MIN, "_M"), (SEC, "_S"))),
+        *(_values(c, field[k], timed, pa.int32()) for k, c in ((MO, "_mo"), (DAY, "_d"), (HOUR, "_H"))),
+        *(_values(c, field[k], timed, pa.int32()) for k, c in ((MIN, "_M"), (SEC, "_S"))),
         *text.cut_spans(rows, {i: name for i, name in enumerate(SPAN_NAMES) if present[i]}, at, end, HELD),
     ]
     if (lane == NCCL).any():
@@ -112,8 +130,11 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     if any_access:
         columns.append(_values(s.HTTP_STATUS, field[STATUS], access, pa.int32()))
         columns = [c.set(pl.Series(access), "access") if c.name == s.COMPONENT else c for c in columns]
+    if any_klog:
+        columns.append(_values("_us", field[US], is_klog, pa.int32()))
+        columns.append(_syslog_column(text, rows, fields, is_klog))
     nulls = {c: t for c, t in wrappers.WRAPPER_COLUMNS.items() if c not in {col.name for col in columns}}
-    nulls |= {"_Y": pl.Int32, "_us": pl.Int32}
+    nulls |= {c: pl.Int32 for c in ("_Y", "_us") if c not in {col.name for col in columns}}
     fast = (
         df.drop("body")
         .filter(pl.Series(taken))
@@ -138,6 +159,175 @@ def _pick(name: str, table: tuple[str, ...], code: np.ndarray, valid: np.ndarray
     """`table[code]` for each row, null where not `valid`."""
     at = pl.Series(pa.array(code.astype(np.int64), mask=None if valid is None or valid.all() else ~valid))
     return pl.Series(name, table, dtype=pl.String).gather(at).alias(name)
+
+
+def _syslog_column(text: Text, rows: np.ndarray, fields: np.ndarray, is_klog: np.ndarray) -> pl.Series:
+    """`_syslog` as `wrappers._peel_syslog` writes it (`Mon|dd|HH|MM|SS|frac`) for the klog rows."""
+    offsets, data = _syslog_texts(*text.where, rows[is_klog], fields)
+    arr = pa.Array.from_buffers(pa.string(), int(is_klog.sum()), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    at = np.cumsum(is_klog) - 1
+    return pl.Series("_syslog", arr).gather(pl.Series(pa.array(at, mask=~is_klog)))
+
+
+@njit(cache=True, nogil=True)
+def _syslog_texts(addr, size, buf, start, length, rows, fields):  # pragma: no cover - compiled
+    """The `_syslog` text of each of `rows` (offsets, bytes of an Arrow string array)."""
+    offsets = np.zeros(len(rows) + 1, np.int32)
+    for k in range(len(rows)):
+        f = fields[rows[k]]
+        offsets[k + 1] = offsets[k] + 16 + f[SY_FRAC_END] - f[SY_FRAC_AT]
+    data = np.empty(offsets[-1], np.uint8)
+    for k in range(len(rows)):
+        r = rows[k]
+        f = fields[r]
+        d = bytes_at(addr[buf[r]], size[buf[r]])[start[r] : start[r] + length[r]]
+        o = offsets[k]
+        data[o : o + 3] = d[0:3]  # the month
+        data[o + 3] = 124
+        day = f[SY_DAY_AT]
+        if f[SY_DAY_END] - day == 1:  # `str.zfill(2)`
+            data[o + 4], data[o + 5] = 48, d[day]
+        else:
+            data[o + 4], data[o + 5] = d[day], d[day + 1]
+        t = f[SY_TIME_AT]
+        for z in range(3):  # HH|MM|SS|
+            data[o + 6 + 3 * z] = 124
+            data[o + 7 + 3 * z], data[o + 8 + 3 * z] = d[t + 3 * z], d[t + 3 * z + 1]
+        data[o + 15] = 124
+        data[o + 16 : offsets[k + 1]] = d[f[SY_FRAC_AT] : f[SY_FRAC_END]]
+    return offsets, data
+
+
+MONTHS = _table(tuple(m.encode() for m in wrappers.MONTHS))
+KUBELET_FILES = _table((b"kubelet", b"pleg", b"kuberuntime", b"pod_workers", b"prober", b"eviction"), 15)
+"""File names `k8s.parse_klog` counts as kubelet's (`^(?:kubelet|pleg|...)`)."""
+_KLOG_LEVELS = np.zeros(256, np.int32) - 1
+_KLOG_LEVELS[[ord("I"), ord("W"), ord("E"), ord("F")]] = [1, 2, 3, 4]  # `_LEVELS` codes: INFO, WARNING, ...
+
+
+@njit(cache=True)
+def _syslog_klog(d, f, months, kubelet_files):  # pragma: no cover - compiled
+    """A klog line in a syslog head, as `wrappers.SYSLOG` then `k8s.KLOG` read it::
+
+        Mar  2 07:00:00[.frac] host ident[pid]: I0302 07:00:00.973429    1450 kubelet.go:2455] message
+
+    with plain ASCII names (host `[\\w.-]+`, ident and file `[\\w./-]`: what the regexes' wider
+    classes also take): its fields into `f`; returns the spans of the ident (the process) and
+    of the pid (syslog's, else klog's thread id), or -1s when the line is not one (or a
+    non-ASCII byte leaves a class in doubt: the general path decides)."""
+    no = (-1, -1, -1, -1)
+    n = len(d)
+    if n < 16:
+        return no
+    month = False
+    for m in range(months.shape[0]):
+        if d[0] == months[m, 0] and d[1] == months[m, 1] and d[2] == months[m, 2]:
+            month = True
+    if not month or d[3] != 32:
+        return no
+    j = 3
+    while j < n and d[j] == 32:  # ` +` then `\d{1,2}`
+        j += 1
+    f[SY_DAY_AT] = j
+    while j < n and 48 <= d[j] <= 57:
+        j += 1
+    if not (1 <= j - f[SY_DAY_AT] <= 2 and j < n and d[j] == 32):
+        return no
+    f[SY_DAY_END] = j
+    j += 1
+    if not (_digits(d, j, 2) and j + 8 < n and d[j + 2] == 58 and _digits(d, j + 3, 2) and d[j + 5] == 58):
+        return no
+    if not _digits(d, j + 6, 2):
+        return no
+    f[SY_TIME_AT] = j
+    j += 8
+    f[SY_FRAC_AT] = f[SY_FRAC_END] = j
+    if j < n and d[j] == 46:  # `(?:\.\d+)?`
+        j += 1
+        f[SY_FRAC_AT] = j
+        while j < n and 48 <= d[j] <= 57:
+            j += 1
+        f[SY_FRAC_END] = j
+        if j == f[SY_FRAC_AT]:
+            return no
+    if not (j < n and d[j] == 32):
+        return no
+    j += 1
+    f[BODY_AT] = j  # the host
+    while j < n and (_is_word_byte(d[j]) or d[j] == 46 or d[j] == 45):
+        j += 1
+    if j == f[BODY_AT] or not (j < n and d[j] == 32):
+        return no
+    f[HOST_END] = j
+    j += 1
+    if not (j < n and ((65 <= d[j] <= 90) or (97 <= d[j] <= 122))):
+        return no
+    p0 = j
+    while j < n and (_is_word_byte(d[j]) or d[j] == 46 or d[j] == 45 or d[j] == 47):
+        j += 1
+    p1 = j
+    q0 = q1 = -1
+    if j < n and d[j] == 91:  # `[pid]`
+        j += 1
+        q0 = j
+        while j < n and 48 <= d[j] <= 57:
+            j += 1
+        if j == q0 or not (j < n and d[j] == 93):
+            return no
+        q1 = j
+        j += 1
+    if not (j < n and d[j] == 58):
+        return no
+    j += 1 + (1 if j + 1 < n and d[j + 1] == 32 else 0)  # `: ?`
+    # klog: `[IWEF]MMDD HH:MM:SS.uuuuuu +tid file:line] message`
+    if j + 22 > n or _KLOG_LEVELS[d[j]] < 0 or not _digits(d, j + 1, 4) or d[j + 5] != 32:
+        return no
+    if not (_digits(d, j + 6, 2) and d[j + 8] == 58 and _digits(d, j + 9, 2) and d[j + 11] == 58):
+        return no
+    if not (_digits(d, j + 12, 2) and d[j + 14] == 46 and _digits(d, j + 15, 6) and d[j + 21] == 32):
+        return no
+    f[LEVEL] = _KLOG_LEVELS[d[j]]
+    f[MO], f[DAY] = _num(d, j + 1, 2), _num(d, j + 3, 2)
+    f[HOUR], f[MIN], f[SEC], f[US] = _num(d, j + 6, 2), _num(d, j + 9, 2), _num(d, j + 12, 2), _num(d, j + 15, 6)
+    k = j + 21
+    while k < n and d[k] == 32:
+        k += 1
+    t0 = k
+    while k < n and 48 <= d[k] <= 57:
+        k += 1
+    if k == t0 or not (k < n and d[k] == 32):
+        return no
+    t1 = k
+    k += 1
+    f[COMP_AT] = k
+    while k < n and (_is_word_byte(d[k]) or d[k] == 46 or d[k] == 45 or d[k] == 47):
+        k += 1
+    if k == f[COMP_AT] or not (k < n and d[k] == 58):
+        return no
+    f[COMP_END] = k
+    k += 1
+    m = k
+    while k < n and 48 <= d[k] <= 57:
+        k += 1
+    if k == m or not (k + 1 < n and d[k] == 93 and d[k + 1] == 32):
+        return no
+    f[MSG_AT] = k + 2
+    # `k8s.parse_klog`'s source: kubelet by ident or file, torch by a C++ file, else klog.
+    a, e = f[COMP_AT], f[COMP_END]
+    src = 2
+    if e - a >= 4 and d[e - 4] == 46 and d[e - 3] == 99 and d[e - 2] == 112 and d[e - 1] == 112:  # `.cpp`
+        src = 1
+    elif e - a >= 3 and d[e - 3] == 46 and d[e - 2] == 99 and d[e - 1] == 99:  # `.cc`
+        src = 1
+    elif e - a >= 2 and d[e - 2] == 46 and d[e - 1] == 104:  # `.h`
+        src = 1
+    for w in range(kubelet_files.shape[0]):
+        if _starts(d, a, kubelet_files[w, : kubelet_files[w, 15]]):
+            src = 0
+    if p1 - p0 == 7 and _starts(d, p0, kubelet_files[0, :7]):  # the ident `kubelet`
+        src = 0
+    f[SRC] = src
+    return (p0, p1, q0, q1) if q0 >= 0 else (p0, p1, t0, t1)
 
 
 @njit(cache=True, inline="always")  # per byte: a call each cost ~15% of `_classify`
@@ -596,7 +786,8 @@ def _hazard(d, at, vllm_line, levels, cls, across):  # pragma: no cover - compil
 # Columns of `_classify`'s field table (character offsets into the line; -1: none).
 LEVEL, MO, DAY, HOUR, MIN, SEC, COMP_AT, COMP_END, HDR_END, MSG_AT, RID_AT, RID_END = range(12)
 METH_AT, METH_END, PATH_AT, PATH_END, STATUS, BODY_AT = range(12, 18)
-HOST_END, NPID_AT, NPID_END, DEV, N_FIELDS = range(18, 23)
+HOST_END, NPID_AT, NPID_END, DEV, US, SRC = range(18, 24)
+SY_DAY_AT, SY_DAY_END, SY_TIME_AT, SY_FRAC_AT, SY_FRAC_END, N_FIELDS = range(24, 30)
 
 
 SPAN_NAMES = (s.PROCESS, "_pid", s.MESSAGE, "_hdr", s.REQUEST_ID, s.COMPONENT, s.HTTP_METHOD, s.HTTP_PATH, s.HOST)
@@ -611,8 +802,10 @@ anyway: see `lines.ALWAYS`)."""
 HELD = frozenset((s.MESSAGE, s.REQUEST_ID, s.HTTP_PATH, s.HOST))
 """Span columns the table keeps as strings (`Text.cut_spans` copies them); the others are
 working columns or become categories, and stay views into the lines."""
-NUMBERS = (LEVEL, MO, DAY, HOUR, MIN, SEC, STATUS, DEV)
+NUMBERS = (LEVEL, MO, DAY, HOUR, MIN, SEC, STATUS, DEV, US, SRC)
 """The numeric fields `_spans` hands on, in the order of its rows."""
+SOURCES = ("vllm", "uvicorn", "nccl", "kubelet", "torch", "klog")
+"""Source of each code: a lane's (`lane - 1`), or for a klog line `k8s.parse_klog`'s choice (`3 + SRC`)."""
 
 
 @njit(cache=True, nogil=True)
@@ -635,6 +828,9 @@ def _spans(rows, lane, fields, proc_at, proc_end, pid_at, pid_end, length):  # p
         if lane[r] == NCCL:  # NCCL's own `host:pid:tid` (its pid replaces a prefix's, as `nccl.parse` does)
             at[k, 1], end[k, 1] = f[NPID_AT], f[NPID_END]
             at[k, 8], end[k, 8] = f[BODY_AT], f[HOST_END]
+        if lane[r] == KLOG:  # the syslog host, and klog's file as the component
+            at[k, 8], end[k, 8] = f[BODY_AT], f[HOST_END]
+            at[k, 5], end[k, 5] = f[COMP_AT], f[COMP_END]
         at[k, 2], end[k, 2] = f[MSG_AT], length[r]
         if lane[r] == VLLM:
             at[k, 3], end[k, 3] = f[BODY_AT], f[HDR_END]
@@ -675,7 +871,23 @@ def _cri_tag(d, at):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)  # parse batches run on threads: let them run at once
-def _classify(addr, size, buf, start, length, file, levels, uvicorn_levels, verbs, cls, across, traceback, suffixes):  # noqa: E501  # pragma: no cover
+def _classify(
+    addr,
+    size,
+    buf,
+    start,
+    length,
+    file,
+    levels,
+    uvicorn_levels,
+    verbs,
+    cls,
+    across,
+    traceback,
+    suffixes,
+    months,
+    kubelet_files,
+):  # noqa: E501  # pragma: no cover
     n = len(length)
     lane = np.zeros(n, np.int8)
     us = np.zeros(n, np.int64)
@@ -729,6 +941,20 @@ def _classify(addr, size, buf, start, length, file, levels, uvicorn_levels, verb
             has_ts[i] = True
             ts_ok[i] = ok
             us[i] = t
+        f = fields[i]
+        if at == 0 and len(d) and 65 <= d[0] <= 90:  # a month name: maybe `journalctl -u kubelet`
+            p0, p1, q0, q1 = _syslog_klog(d, f, months, kubelet_files)
+            if p0 >= 0:
+                if _hazard(d, f[MSG_AT], False, levels, cls, across):
+                    continue
+                o, c, unsure = _block_flags(d, f[MSG_AT], traceback, suffixes)
+                if unsure:
+                    continue
+                opens[i], cont[i] = o, c
+                lane[i] = KLOG
+                proc_at[i], proc_end[i], pid_at[i], pid_end[i] = p0, p1, q0, q1
+                continue
+            f[:] = -1  # (what it wrote before it found no such line)
         p0 = p1 = q0 = q1 = 0
         if at < len(d) and d[at] == 40:  # `(Name[ rank=N] pid=N[, ip=a.b.c.d])`
             j = at + 1
@@ -769,7 +995,6 @@ def _classify(addr, size, buf, start, length, file, levels, uvicorn_levels, verb
             if not (j < len(d) and d[j] == 41):  # `)`
                 continue
             at = j + 1 + (1 if j + 1 < len(d) and d[j + 1] == 32 else 0)
-        f = fields[i]
         f[BODY_AT] = at
         f_at, colon, close = _vllm_fast(d, at, levels)
         if close >= 0:

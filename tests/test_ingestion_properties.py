@@ -346,6 +346,63 @@ def test_fast_lane_gives_the_events_the_general_path_gives(parts):
     assert fast.select(cols).equals(general.select(cols))
 
 
+SYSLOG_KLOG_LINES = [
+    "Mar 13 16:02:43 vk-prod4-node kubelet[1450]: I0313 16:02:43.934473    1450 kubelet.go:1778] skipping pod sync",
+    "Mar  2 07:00:00 gpu-node-0 kubelet[1450]: W0302 07:00:00.973429 1450 pod_workers.go:12] ends with a colon:",
+    "Dec 31 23:59:59.123456 node-1 kubelet: E1231 23:59:59.999999    77 kuberuntime_manager.go:9] no syslog pid",
+    "Jan  1 00:00:00 node-1 containerd[9]: I0101 00:00:00.000001 12 server.cc:1] a C++ file",
+    "Jan  1 00:00:00 node-1 containerd[9]: I0101 00:00:00.000001 12 server.go:1] neither kubelet nor C++",
+    "Feb 29 12:00:00 node-1 kubelet[1]:I0229 12:00:00.000000 1 kubelet.go:1] no space after the colon",
+    "Mar 02 07:00:00 node-1 kubelet[1]:  I0302 07:00:00.000000 1 kubelet.go:1] two spaces after it",
+    "Mar 02 07:00:00 nöde kubelet[1]: I0302 07:00:00.000000 1 kubelet.go:1] non-ASCII host",
+    "Mar 02 07:00:00 node_1.x kubelet[1]: I0302 07:00:00.000000 1 kubelet.go:1]",
+    "Mar 02 07:00:00 node-1 kubelet[1]: I0302 07:00:00.000000 1 kubelet.go:1] ",
+    "Mar 02 07:00:00 node-1 kubelet[1]: F0302 07:00:00.000000 1 kubelet.go:1] Traceback (most recent call last):",
+    "Mar 02 07:00:00 node-1 kubelet[1]: I0302 07:00:00.000000 1 kubelet.go:1] \x1b[31mred\x1b[0m",
+    "Mar 02 07:00:00 node-1 kubelet[1]: I0302 07:00:00.0000001 1 kubelet.go:1] seven fraction digits",
+    "Mar 02 07:00:00 node-1 kubelet[١]: I0302 07:00:00.000000 1 kubelet.go:1] another script's digit",
+    "Mar 02 07:00:00 node-1 kubelet[1]: I0302 07:00:00.000000 1 k8s.io/kubelet/x.go:1] a path, kubelet by ident",
+    "Mar 02 07:00:00 node-1 k3s[1]: I0302 07:00:00.000000 1 prober.go:116] kubelet by file",
+    'Mar 02 07:00:00 node-1 kubelet[1]: I0302 07:00:00.000000 1 kubelet.go:1]   File "x.py", line 1, in f',
+    "Mar 02 07:00:00 node-1 kubelet[1]: I0302 07:00:00.000000 1 kubelet.go:1] RuntimeError: boom",
+    "Mar 02 07:00:00 node-1 kubelet[1]: I0302 07:00:00.000000 1 kubelet.go:1] hi [repeated 3x across cluster]",
+    "Mar 02 07:00:00 node-1 sshd[12]: Accepted publickey for root",
+    "Mar 32 07:00:00 node-1 kubelet[1]: I0302 07:00:00.000000 1 kubelet.go:1] day 32",
+    "Mar 2 07:00:00 node-1 kubelet[1]: I1302 25:61:61.000000 1 kubelet.go:1] impossible klog time",
+    "Mab 02 07:00:00 node-1 kubelet[1]: I0302 07:00:00.000000 1 kubelet.go:1] no such month",
+    "  goroutine 1 [running]:",
+    "Mar 02 07:00:00 node-1 kubelet[1]: I0302 07:00:00.000000 1 kubelet.go:1] ends in a caret-M^M",
+    "",
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(SYSLOG_KLOG_LINES + FAST_BODIES[:3]), min_size=1, max_size=30))
+def test_fast_lane_reads_journald_klog_lines_as_the_general_path(lines):
+    import parsers.lines as lines_mod
+
+    frame = _lines_frame(lines)
+    fast = lines_mod.parse_lines(frame)
+    taken = lines_mod.fastlane.split
+    try:
+        lines_mod.fastlane.split = lambda df: (df.clear(), df)
+        general = lines_mod.parse_lines(frame)
+    finally:
+        lines_mod.fastlane.split = taken
+    cols = sorted(general.columns)
+    assert sorted(fast.columns) == cols
+    assert fast.select(cols).equals(general.select(cols))
+
+
+def test_the_fast_lane_takes_plain_journald_klog_lines():
+    from parsers import fastlane
+
+    frame = _lines_frame(SYSLOG_KLOG_LINES[:6]).with_row_index("_row")
+    taken, rest = fastlane.split(frame.with_columns(pl.lit(False).alias("_cr")))
+    assert taken["_kind"].to_list() == ["klog"] * 6 and rest.is_empty()
+    assert taken[s.SOURCE].to_list() == ["kubelet", "kubelet", "kubelet", "torch", "klog", "kubelet"]
+
+
 METRIC_KEYS = [
     "Engine 000: ",
     "Avg prompt throughput: ",
