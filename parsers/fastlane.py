@@ -8,8 +8,10 @@ NCCL INFO line::
     2025-03-02T07:00:00.123456789Z stdout F (APIServer pid=66) INFO:     10.0.3.7:51234 - "POST ..." 200 OK
     2025-03-02T07:00:00.123456789Z vllm-0:2343:2381 [0] NCCL INFO Channel 00/32 : 0[0] -> 1[1] via P2P/IPC
 
-and a node's kubelet journal (`journalctl -u kubelet`) is syslog-wrapped klog lines::
+a KV store beside the engine (LMCache) logs every store, and a node's kubelet journal
+(`journalctl -u kubelet`) is syslog-wrapped klog lines::
 
+    [2025-05-04 05:25:03,029] LMCache INFO: Storing KV cache for 321 out of 4096 tokens (cache_engine.py:190:lmcache)
     Mar 02 07:00:00 gpu-node-0 kubelet[1450]: I0302 07:00:00.973429    1450 kubelet.go:2455] "SyncLoop (probe)" ...
 
 The general path (`wrappers.peel`, then each producer's probe in `lines.KINDS`, then its
@@ -18,16 +20,16 @@ This pass reads each line's bytes in place (`forensics.arrow_text`) and takes a 
 when it is sure the general path would read it exactly so: an RFC3339 stamp with a `Z` or
 `±hh:mm` zone (not journald's `+hhmm`), optionally a CRI `stdout F ` head outside a run of
 partial `P` pieces, a process prefix of plain ASCII, then vLLM's positional layout
-(`vllm.FAST`), a uvicorn line or `nccl.FAST`; or, without a stamp, a syslog head of plain
-ASCII names and a klog line (`_syslog_klog`); and nothing any other layer reacts to (`\\r`,
+(`vllm.FAST`), a uvicorn line, `nccl.FAST` or `pylog.FAST_KV` (`_lmcache`); or, without a
+stamp, a syslog head of plain ASCII names and a klog line (`_syslog_klog`); and nothing any other layer reacts to (`\\r`,
 ANSI colour or its residue, Ray's `[repeated Nx across cluster]`, a second record glued
 on). Anything else, however common, goes the general way, as does any line where a
 non-ASCII byte would leave a regex class (`\\s`, `\\S`, `\\d`) in doubt. The stamp follows
 `parse_rfc3339`'s rules (impossible dates give no time; a leap second `:60` counts as the
 next minute); the fields (level, time parts, component, header, message, request id, HTTP
-method, path and status, NCCL host, pid and device, syslog host, ident and time) are where
-`vllm.parse`, `uvicorn.parse`, `nccl.parse`, `wrappers.peel` and `k8s.parse_klog` would
-cut them, and the fold flags (`_open`, `_msgcont`) what `lines._fold` would compute. The
+method, path and status, NCCL host, pid and device, syslog host, ident and time, LMCache's
+file) are where `vllm.parse`, `uvicorn.parse`, `nccl.parse`, `pylog.parse`, `wrappers.peel`
+and `k8s.parse_klog` would cut them, and the fold flags (`_open`, `_msgcont`) what `lines._fold` would compute. The
 columns are built from the compiled pass's offsets without a polars pass per field
 (`forensics.arrow_text.Text`). Tests hold the events to the general path's.
 """
@@ -44,9 +46,9 @@ from forensics.arrow_text import Text, bytes_at
 from parsers import wrappers
 from parsers._common import LEVEL_WORDS
 
-SLOW, VLLM, UVICORN, NCCL, KLOG = 0, 1, 2, 3, 4
+SLOW, VLLM, UVICORN, NCCL, KLOG, KV = 0, 1, 2, 3, 4, 5
 """What a line is: for the general path, a vLLM logger line, a uvicorn line, an NCCL INFO line,
-a klog line (kubelet's) in a syslog/journald line (`journalctl -u kubelet`)."""
+a klog line (kubelet's) in a syslog/journald line (`journalctl -u kubelet`), an LMCache line."""
 
 _LEVELS = (b"DEBUG", b"INFO", b"WARNING", b"ERROR", b"CRITICAL")
 """vLLM's level words (`vllm.LEVEL_WORD`)."""
@@ -95,6 +97,7 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         _SUFFIXES,
         MONTHS,
         KUBELET_FILES,
+        KV_LEVELS,
     )
     taken = lane != SLOW
     if not taken.any():
@@ -102,21 +105,22 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     rows = np.flatnonzero(taken)
     at, end, number = _spans(rows, lane, fields, proc_at, proc_end, pid_at, pid_end, text.length)
     lane, stream, has_proc = lane[rows], stream[rows], pid_end[rows] > 0
-    is_vllm, is_uvicorn, is_klog = lane == VLLM, lane == UVICORN, lane == KLOG
+    is_vllm, is_uvicorn, is_klog, is_kv = lane == VLLM, lane == UVICORN, lane == KLOG, lane == KV
     access = at[:, SPAN_NAMES.index(s.HTTP_METHOD)] >= 0
-    any_vllm, any_access, any_klog = is_vllm.any(), access.any(), is_klog.any()
+    any_vllm, any_access, any_klog, any_kv = is_vllm.any(), access.any(), is_klog.any(), is_kv.any()
     # Each column present exactly when the general path adds it (see `SPAN_NAMES`).
     present = [True] * 3 + [any_vllm, any_vllm and (fields[rows[is_vllm], RID_AT] != -1).any()]
-    present += [any_vllm or any_access or any_klog, any_access, any_access, (lane == NCCL).any() or any_klog]
+    present += [any_vllm or any_access or any_klog or any_kv, any_access, any_access]
+    present += [(lane == NCCL).any() or any_klog]
     field = dict(zip(NUMBERS, number, strict=True))
-    timed = is_vllm | is_klog
+    timed = is_vllm | is_klog | is_kv
     columns = [
         _values("_outer_ts", us[rows], ts_ok[rows], pa.timestamp("us", "UTC")),
         _values("_jiso", np.zeros(len(rows), np.bool_), has_ts[rows], pa.bool_()),
         _pick(s.STREAM, ("stdout", "stderr"), stream, stream >= 0),
         _pick("_tag", ("F",), np.zeros(len(rows), np.int8), stream >= 0),
-        _pick(s.SOURCE, SOURCES, np.where(is_klog, 3 + field[SRC], lane - 1)),
-        _pick("_kind", ("vllm", "uvicorn", "nccl", "klog"), lane - 1),
+        _pick(s.SOURCE, SOURCES, np.where(is_klog, 3 + field[SRC], np.where(is_kv, 6, lane - 1))),
+        _pick("_kind", KINDS, lane - 1),
         _pick(s.LEVEL, LEVEL_NAMES, field[LEVEL] + is_uvicorn * len(_LEVELS)),
         pl.Series("_open", opens[rows]),
         pl.Series("_msgcont", cont[rows]),
@@ -130,9 +134,12 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     if any_access:
         columns.append(_values(s.HTTP_STATUS, field[STATUS], access, pa.int32()))
         columns = [c.set(pl.Series(access), "access") if c.name == s.COMPONENT else c for c in columns]
+    if any_klog or any_kv:
+        columns.append(_values("_us", field[US], is_klog | is_kv, pa.int32()))
     if any_klog:
-        columns.append(_values("_us", field[US], is_klog, pa.int32()))
         columns.append(_syslog_column(text, rows, fields, is_klog))
+    if any_kv:
+        columns.append(_values("_Y", field[YEAR], is_kv, pa.int32()))
     nulls = {c: t for c, t in wrappers.WRAPPER_COLUMNS.items() if c not in {col.name for col in columns}}
     nulls |= {c: pl.Int32 for c in ("_Y", "_us") if c not in {col.name for col in columns}}
     fast = (
@@ -328,6 +335,87 @@ def _syslog_klog(d, f, months, kubelet_files):  # pragma: no cover - compiled
         src = 0
     f[SRC] = src
     return (p0, p1, q0, q1) if q0 >= 0 else (p0, p1, t0, t1)
+
+
+KV_LEVELS = _table((b"DEBUG", b"INFO", b"WARNING", b"WARN", b"ERROR", b"CRITICAL"))
+"""`pylog.FAST_KV`'s level words, WARNING before WARN."""
+_KV_LEVEL_CODES = np.array([0, 1, 2, 2, 3, 4], np.int32)  # as `_LEVELS` codes (WARN is WARNING)
+_LMCACHE = np.frombuffer(b"LMCache ", np.uint8).copy()
+
+
+@njit(cache=True)
+def _lmcache(d, at, f, kv_levels):  # pragma: no cover - compiled
+    """`pylog.FAST_KV` at `d[at:]` (`[YYYY-MM-DD HH:MM:SS,mmm] LMCache LEVEL: `), read as
+    `pylog._parse_kv_fast` reads it: the time, the level, the message after the whitespace
+    that follows `LEVEL:`, and LMCache's ` (file.py:N[:logger])` tail (`pylog.KV_TAIL`),
+    whose file is the component; without one the message ends before its trailing
+    whitespace. Message start -1 when a non-ASCII byte leaves the whitespace or the tail's
+    `\\w` in doubt. False when no match."""
+    n = len(d)
+    j = at
+    if j + 36 > n:
+        return False
+    if not (_digits(d, j + 1, 4) and d[j + 5] == 45 and _digits(d, j + 6, 2) and d[j + 8] == 45):
+        return False
+    if not (_digits(d, j + 9, 2) and d[j + 11] == 32 and _digits(d, j + 12, 2) and d[j + 14] == 58):
+        return False
+    if not (_digits(d, j + 15, 2) and d[j + 17] == 58 and _digits(d, j + 18, 2) and d[j + 20] == 44):
+        return False
+    if not (_digits(d, j + 21, 3) and d[j + 24] == 93 and d[j + 25] == 32 and _starts(d, j + 26, _LMCACHE)):
+        return False
+    k = j + 34
+    w = 0
+    for code in range(kv_levels.shape[0]):  # the first word followed by `: `
+        z = kv_levels[code, 8]
+        if w == 0 and _starts(d, k, kv_levels[code, :z]) and k + z + 1 < n and d[k + z] == 58:
+            if d[k + z + 1] == 32:
+                w = z
+                f[LEVEL] = _KV_LEVEL_CODES[code]
+    if w == 0:
+        return False
+    f[YEAR], f[MO], f[DAY] = _num(d, j + 1, 4), _num(d, j + 6, 2), _num(d, j + 9, 2)
+    f[HOUR], f[MIN], f[SEC] = _num(d, j + 12, 2), _num(d, j + 15, 2), _num(d, j + 18, 2)
+    f[US] = _num(d, j + 21, 3) * 1000
+    m = k + w + 2
+    for z in range(m, n):
+        if d[z] >= 128:
+            f[MSG_AT] = -1
+            return True
+    while m < n and _is_space(d[m]):  # `str.strip_chars_start()`
+        m += 1
+    e = n
+    while e > m and _is_space(d[e - 1]):
+        e -= 1
+    f[MSG_AT], f[MSG_END] = m, e
+    # The tail: ` (` + `[\w./-]+\.py` + `:\d+` + `(?::[\w.]+)?` + `)`, then only whitespace.
+    if not (e - m >= 2 and d[e - 1] == 41):
+        return True
+    p = e - 2
+    while p >= m and d[p] != 40:  # its `(`: none of the tail's classes has one
+        p -= 1
+    if not (p - 1 >= m and d[p - 1] == 32):
+        return True
+    q = p + 1
+    while q < e and (_is_word_byte(d[q]) or d[q] == 46 or d[q] == 47 or d[q] == 45):
+        q += 1
+    if not (q - (p + 1) >= 4 and d[q - 3] == 46 and d[q - 2] == 112 and d[q - 1] == 121 and q < e and d[q] == 58):
+        return True
+    r = q + 1
+    while r < e and 48 <= d[r] <= 57:
+        r += 1
+    if r == q + 1:
+        return True
+    if r < e and d[r] == 58:  # `:logger`
+        r += 1
+        g = r
+        while r < e and (_is_word_byte(d[r]) or d[r] == 46):
+            r += 1
+        if r == g:
+            return True
+    if r != e - 1:  # the `)` that ends the text
+        return True
+    f[COMP_AT], f[COMP_END], f[MSG_END] = p + 1, q, p - 1
+    return True
 
 
 @njit(cache=True, inline="always")  # per byte: a call each cost ~15% of `_classify`
@@ -787,7 +875,7 @@ def _hazard(d, at, vllm_line, levels, cls, across):  # pragma: no cover - compil
 LEVEL, MO, DAY, HOUR, MIN, SEC, COMP_AT, COMP_END, HDR_END, MSG_AT, RID_AT, RID_END = range(12)
 METH_AT, METH_END, PATH_AT, PATH_END, STATUS, BODY_AT = range(12, 18)
 HOST_END, NPID_AT, NPID_END, DEV, US, SRC = range(18, 24)
-SY_DAY_AT, SY_DAY_END, SY_TIME_AT, SY_FRAC_AT, SY_FRAC_END, N_FIELDS = range(24, 30)
+SY_DAY_AT, SY_DAY_END, SY_TIME_AT, SY_FRAC_AT, SY_FRAC_END, YEAR, MSG_END, N_FIELDS = range(24, 32)
 
 
 SPAN_NAMES = (s.PROCESS, "_pid", s.MESSAGE, "_hdr", s.REQUEST_ID, s.COMPONENT, s.HTTP_METHOD, s.HTTP_PATH, s.HOST)
@@ -802,10 +890,13 @@ anyway: see `lines.ALWAYS`)."""
 HELD = frozenset((s.MESSAGE, s.REQUEST_ID, s.HTTP_PATH, s.HOST))
 """Span columns the table keeps as strings (`Text.cut_spans` copies them); the others are
 working columns or become categories, and stay views into the lines."""
-NUMBERS = (LEVEL, MO, DAY, HOUR, MIN, SEC, STATUS, DEV, US, SRC)
+NUMBERS = (LEVEL, MO, DAY, HOUR, MIN, SEC, STATUS, DEV, US, SRC, YEAR)
 """The numeric fields `_spans` hands on, in the order of its rows."""
-SOURCES = ("vllm", "uvicorn", "nccl", "kubelet", "torch", "klog")
-"""Source of each code: a lane's (`lane - 1`), or for a klog line `k8s.parse_klog`'s choice (`3 + SRC`)."""
+SOURCES = ("vllm", "uvicorn", "nccl", "kubelet", "torch", "klog", "kv-store")
+"""Source of each code: a lane's (`lane - 1`; an LMCache line's, 6), or for a klog line
+`k8s.parse_klog`'s choice (`3 + SRC`)."""
+KINDS = ("vllm", "uvicorn", "nccl", "klog", "pylog")
+"""`lines.KINDS`' name of each lane (`lane - 1`)."""
 
 
 @njit(cache=True, nogil=True)
@@ -831,7 +922,9 @@ def _spans(rows, lane, fields, proc_at, proc_end, pid_at, pid_end, length):  # p
         if lane[r] == KLOG:  # the syslog host, and klog's file as the component
             at[k, 8], end[k, 8] = f[BODY_AT], f[HOST_END]
             at[k, 5], end[k, 5] = f[COMP_AT], f[COMP_END]
-        at[k, 2], end[k, 2] = f[MSG_AT], length[r]
+        if lane[r] == KV and f[COMP_AT] >= 0:  # the ` (file.py:N:logger)` tail's file
+            at[k, 5], end[k, 5] = f[COMP_AT], f[COMP_END]
+        at[k, 2], end[k, 2] = f[MSG_AT], (f[MSG_END] if f[MSG_END] >= 0 else length[r])
         if lane[r] == VLLM:
             at[k, 3], end[k, 3] = f[BODY_AT], f[HDR_END]
             if f[RID_AT] >= 0:
@@ -887,7 +980,8 @@ def _classify(
     suffixes,
     months,
     kubelet_files,
-):  # noqa: E501  # pragma: no cover
+    kv_levels,
+):  # pragma: no cover
     n = len(length)
     lane = np.zeros(n, np.int8)
     us = np.zeros(n, np.int64)
@@ -1016,6 +1110,10 @@ def _classify(
             f[LEVEL] = 1  # INFO
             if f[MSG_AT] < 0:
                 continue
+        elif at < len(d) and d[at] == 91 and _lmcache(d, at, f, kv_levels):
+            kind = KV
+            if f[MSG_AT] < 0:
+                continue
         else:
             w = _word_at(d, at, uvicorn_levels)
             if not (w and at + w + 1 < len(d) and d[at + w] == 58 and d[at + w + 1] == 32):
@@ -1037,7 +1135,8 @@ def _classify(
         # producer's fields): only the message can hold what another layer reacts to.
         if _hazard(d, f[MSG_AT], kind == VLLM, levels, cls, across):
             continue
-        o, c, unsure = _block_flags(d, f[MSG_AT], traceback, suffixes)
+        # (the message ends before LMCache's ` (file.py:N)` tail)
+        o, c, unsure = _block_flags(d[: f[MSG_END]] if f[MSG_END] >= 0 else d, f[MSG_AT], traceback, suffixes)
         if unsure:
             continue
         opens[i], cont[i] = o, c

@@ -376,9 +376,39 @@ SYSLOG_KLOG_LINES = [
 ]
 
 
+KV = "[2025-05-04 05:25:03,029] LMCache "
+LMCACHE_LINES = [
+    KV + "ERROR: Cache corruption detected in block 88123 (storage.py:88:lmcache.storage)",
+    KV + "INFO: Storing KV cache for 321 out of 4096 tokens (cache_engine.py:190:lmcache.v1.cache_engine)",
+    KV + "WARN: short level (a.py:1)",
+    KV + "WARNING:   leading and trailing spaces   ",
+    KV + "DEBUG: no tail at all",
+    KV + "DEBUG: two (x.py:1) (y.py:2)",
+    KV + "DEBUG: not a py tail (x.c:1)",
+    KV + "DEBUG: tail then spaces (x.py:1:a.b)   ",
+    KV + "DEBUG: tail without a space(x.py:1)",
+    KV + "DEBUG: no line number (x.py:)",
+    KV + "DEBUG: an empty logger (x.py:1:)",
+    KV + "DEBUG: (x.py:1)",
+    KV + "INFO: ends with a colon:",
+    KV + "INFO: Traceback (most recent call last):",
+    KV + "INFO: ",
+    KV + "INFO:",
+    KV + "INFO: non-ASCII é (a.py:1)",
+    KV + "INFO: \x1b[32mgreen\x1b[0m (a.py:1)",
+    KV + "INFO: a tab\t(a.py:1)",
+    KV + "FATAL: not one of its levels",
+    KV + " INFO: two spaces",
+    "[2025-05-04 05:25:03.029] LMCache INFO: a dot, not a comma",
+    "[2025-13-45 25:61:61,999] LMCache INFO: an impossible date",
+    "2025-03-02T08:00:00.1Z [2025-05-04 05:25:03,029] LMCache INFO: stamped (a.py:1)",
+    "(EngineCore_DP0 pid=120) [2025-05-04 05:25:03,029] LMCache INFO: prefixed (a.py:1)",
+]
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(SYSLOG_KLOG_LINES + FAST_BODIES[:3]), min_size=1, max_size=30))
-def test_fast_lane_reads_journald_klog_lines_as_the_general_path(lines):
+@given(st.lists(st.sampled_from(SYSLOG_KLOG_LINES + LMCACHE_LINES + FAST_BODIES[:3]), min_size=1, max_size=30))
+def test_fast_lane_reads_journald_klog_and_lmcache_lines_as_the_general_path(lines):
     import parsers.lines as lines_mod
 
     frame = _lines_frame(lines)
@@ -401,6 +431,16 @@ def test_the_fast_lane_takes_plain_journald_klog_lines():
     taken, rest = fastlane.split(frame.with_columns(pl.lit(False).alias("_cr")))
     assert taken["_kind"].to_list() == ["klog"] * 6 and rest.is_empty()
     assert taken[s.SOURCE].to_list() == ["kubelet", "kubelet", "kubelet", "torch", "klog", "kubelet"]
+
+
+def test_the_fast_lane_takes_lmcache_lines():
+    from parsers import fastlane
+
+    lines = [LMCACHE_LINES[i] for i in (0, 1, 2, 3, 4)] + LMCACHE_LINES[-2:]
+    taken, rest = fastlane.split(_lines_frame(lines).with_row_index("_row").with_columns(pl.lit(False).alias("_cr")))
+    assert rest.is_empty() and set(taken["_kind"]) == {"pylog"} and set(taken[s.SOURCE]) == {"kv-store"}
+    assert taken[s.COMPONENT].to_list() == ["storage.py", "cache_engine.py", "a.py", None, None, "a.py", "a.py"]
+    assert taken[s.MESSAGE][3] == "leading and trailing spaces"
 
 
 METRIC_KEYS = [
