@@ -8,10 +8,12 @@ NCCL INFO line::
     2025-03-02T07:00:00.123456789Z stdout F (APIServer pid=66) INFO:     10.0.3.7:51234 - "POST ..." 200 OK
     2025-03-02T07:00:00.123456789Z vllm-0:2343:2381 [0] NCCL INFO Channel 00/32 : 0[0] -> 1[1] via P2P/IPC
 
-a KV store beside the engine (LMCache) logs every store, and a node's kubelet journal
-(`journalctl -u kubelet`) is syslog-wrapped klog lines::
+a KV store beside the engine (LMCache) logs every store, PyTorch's c10d watchdog floods the
+workers' logs in an incident, and a node's kubelet journal (`journalctl -u kubelet`) is
+syslog-wrapped klog lines::
 
     [2025-05-04 05:25:03,029] LMCache INFO: Storing KV cache for 321 out of 4096 tokens (cache_engine.py:190:lmcache)
+    [rank1]:[E302 07:13:53.307279509 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation ...
     Mar 02 07:00:00 gpu-node-0 kubelet[1450]: I0302 07:00:00.973429    1450 kubelet.go:2455] "SyncLoop (probe)" ...
 
 The general path (`wrappers.peel`, then each producer's probe in `lines.KINDS`, then its
@@ -20,7 +22,8 @@ This pass reads each line's bytes in place (`forensics.arrow_text`) and takes a 
 when it is sure the general path would read it exactly so: an RFC3339 stamp with a `Z` or
 `±hh:mm` zone (not journald's `+hhmm`), optionally a CRI `stdout F ` head outside a run of
 partial `P` pieces, a process prefix of plain ASCII, then vLLM's positional layout
-(`vllm.FAST`), a uvicorn line, `nccl.FAST` or `pylog.FAST_KV` (`_lmcache`); or, without a
+(`vllm.FAST`), a uvicorn line, `nccl.FAST`, `pylog.FAST_KV` (`_lmcache`) or a c10d line
+(`_c10d`, its watchdog fields by `torch.collective_fields` on those lines alone); or, without a
 stamp, a syslog head of plain ASCII names and a klog line (`_syslog_klog`); and nothing any other layer reacts to (`\\r`,
 ANSI colour or its residue, Ray's `[repeated Nx across cluster]`, a second record glued
 on). Anything else, however common, goes the general way, as does any line where a
@@ -28,8 +31,8 @@ non-ASCII byte would leave a regex class (`\\s`, `\\S`, `\\d`) in doubt. The sta
 `parse_rfc3339`'s rules (impossible dates give no time; a leap second `:60` counts as the
 next minute); the fields (level, time parts, component, header, message, request id, HTTP
 method, path and status, NCCL host, pid and device, syslog host, ident and time, LMCache's
-file) are where `vllm.parse`, `uvicorn.parse`, `nccl.parse`, `pylog.parse`, `wrappers.peel`
-and `k8s.parse_klog` would cut them, and the fold flags (`_open`, `_msgcont`) what `lines._fold` would compute. The
+file, c10d's rank) are where `vllm.parse`, `uvicorn.parse`, `nccl.parse`, `pylog.parse`,
+`torch.parse`, `wrappers.peel` and `k8s.parse_klog` would cut them, and the fold flags (`_open`, `_msgcont`) what `lines._fold` would compute. The
 columns are built from the compiled pass's offsets without a polars pass per field
 (`forensics.arrow_text.Text`). Tests hold the events to the general path's.
 """
@@ -43,12 +46,13 @@ from numba import njit
 
 from forensics import schema as s
 from forensics.arrow_text import Text, bytes_at
-from parsers import wrappers
+from parsers import torch, wrappers
 from parsers._common import LEVEL_WORDS
 
-SLOW, VLLM, UVICORN, NCCL, KLOG, KV = 0, 1, 2, 3, 4, 5
+SLOW, VLLM, UVICORN, NCCL, KLOG, KV, TORCH = 0, 1, 2, 3, 4, 5, 6
 """What a line is: for the general path, a vLLM logger line, a uvicorn line, an NCCL INFO line,
-a klog line (kubelet's) in a syslog/journald line (`journalctl -u kubelet`), an LMCache line."""
+a klog line (kubelet's) in a syslog/journald line (`journalctl -u kubelet`), an LMCache line,
+a PyTorch c10d line with its `[rankN]:` prefix."""
 
 _LEVELS = (b"DEBUG", b"INFO", b"WARNING", b"ERROR", b"CRITICAL")
 """vLLM's level words (`vllm.LEVEL_WORD`)."""
@@ -106,25 +110,29 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     at, end, number = _spans(rows, lane, fields, proc_at, proc_end, pid_at, pid_end, text.length)
     lane, stream, has_proc = lane[rows], stream[rows], pid_end[rows] > 0
     is_vllm, is_uvicorn, is_klog, is_kv = lane == VLLM, lane == UVICORN, lane == KLOG, lane == KV
+    is_torch = lane == TORCH
+    any_torch = is_torch.any()
     access = at[:, SPAN_NAMES.index(s.HTTP_METHOD)] >= 0
     any_vllm, any_access, any_klog, any_kv = is_vllm.any(), access.any(), is_klog.any(), is_kv.any()
     # Each column present exactly when the general path adds it (see `SPAN_NAMES`).
     present = [True] * 3 + [any_vllm, any_vllm and (fields[rows[is_vllm], RID_AT] != -1).any()]
-    present += [any_vllm or any_access or any_klog or any_kv, any_access, any_access]
-    present += [(lane == NCCL).any() or any_klog]
+    present += [any_vllm or any_access or any_klog or any_kv or any_torch, any_access, any_access]
+    present += [(lane == NCCL).any() or any_klog, any_torch]
     field = dict(zip(NUMBERS, number, strict=True))
-    timed = is_vllm | is_klog | is_kv
+    timed = (is_vllm | is_klog | is_kv | is_torch) & (field[MO] >= 0)  # (an old c10d line has no date)
     columns = [
         _values("_outer_ts", us[rows], ts_ok[rows], pa.timestamp("us", "UTC")),
         _values("_jiso", np.zeros(len(rows), np.bool_), has_ts[rows], pa.bool_()),
         _pick(s.STREAM, ("stdout", "stderr"), stream, stream >= 0),
         _pick("_tag", ("F",), np.zeros(len(rows), np.int8), stream >= 0),
-        _pick(s.SOURCE, SOURCES, np.where(is_klog, 3 + field[SRC], np.where(is_kv, 6, lane - 1))),
+        _pick(
+            s.SOURCE, SOURCES, np.where(is_klog, 3 + field[SRC], np.where(is_kv, 6, np.where(is_torch, 4, lane - 1)))
+        ),
         _pick("_kind", KINDS, lane - 1),
         _pick(s.LEVEL, LEVEL_NAMES, field[LEVEL] + is_uvicorn * len(_LEVELS)),
         pl.Series("_open", opens[rows]),
         pl.Series("_msgcont", cont[rows]),
-        pl.Series("_prefixed", has_proc),
+        pl.Series("_prefixed", has_proc | is_torch),
         *(_values(c, field[k], timed, pa.int32()) for k, c in ((MO, "_mo"), (DAY, "_d"), (HOUR, "_H"))),
         *(_values(c, field[k], timed, pa.int32()) for k, c in ((MIN, "_M"), (SEC, "_S"))),
         *text.cut_spans(rows, {i: name for i, name in enumerate(SPAN_NAMES) if present[i]}, at, end, HELD),
@@ -140,6 +148,13 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         columns.append(_syslog_column(text, rows, fields, is_klog))
     if any_kv:
         columns.append(_values("_Y", field[YEAR], is_kv, pa.int32()))
+    if any_torch:  # the watchdog's fields, by `torch.collective_fields`' regexes on these lines alone
+        message = next(c for c in columns if c.name == s.MESSAGE)
+        fields_of = pl.DataFrame({"m": message.filter(pl.Series(is_torch))}).select(
+            torch.collective_fields(pl.col("m"))
+        )
+        at_torch = pl.Series(pa.array(np.cumsum(is_torch) - 1, mask=~is_torch))
+        columns.extend(fields_of[c].gather(at_torch) for c in fields_of.columns)
     nulls = {c: t for c, t in wrappers.WRAPPER_COLUMNS.items() if c not in {col.name for col in columns}}
     nulls |= {c: pl.Int32 for c in ("_Y", "_us") if c not in {col.name for col in columns}}
     fast = (
@@ -335,6 +350,79 @@ def _syslog_klog(d, f, months, kubelet_files):  # pragma: no cover - compiled
         src = 0
     f[SRC] = src
     return (p0, p1, q0, q1) if q0 >= 0 else (p0, p1, t0, t1)
+
+
+_TORCH_LEVELS = np.zeros(256, np.int32) - 1
+_TORCH_LEVELS[[ord("V"), ord("I"), ord("W"), ord("E"), ord("F")]] = [0, 1, 2, 3, 4]  # as `_LEVELS` codes
+_RANK = np.frombuffer(b"[rank", np.uint8).copy()
+
+
+@njit(cache=True)
+def _c10d(d, at, f):  # pragma: no cover - compiled
+    """A PyTorch c10d line with its rank prefix at `d[at:]`, as `wrappers.RANK` then
+    `torch.PATTERN` read it::
+
+        [rank1]:[E302 07:13:53.307279509 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught ...
+        [rank4]: [E ProcessGroupNCCL.cpp:475] ...                                    (torch <= 2.3)
+
+    ASCII digits and file name (`[\\w.-]`) only: its fields into `f` (time parts -1 without
+    a date; the monotonic fraction is not a time). False when no match."""
+    n = len(d)
+    if not _starts(d, at, _RANK):
+        return False
+    j = at + 5
+    f[RANK_AT] = j
+    while j < n and 48 <= d[j] <= 57:
+        j += 1
+    if j == f[RANK_AT] or not (j + 1 < n and d[j] == 93 and d[j + 1] == 58):  # `]:`
+        return False
+    f[RANK_END] = j
+    j += 2
+    if j < n and d[j] == 32:  # `: ?`
+        j += 1
+    if not (j + 1 < n and d[j] == 91 and _TORCH_LEVELS[d[j + 1]] >= 0):
+        return False
+    f[LEVEL] = _TORCH_LEVELS[d[j + 1]]
+    j += 2
+    if j < n and 48 <= d[j] <= 57:  # `MMDD HH:MM:SS.frac` (3 or 4 digits of MMDD)
+        m = j
+        while j < n and 48 <= d[j] <= 57:
+            j += 1
+        if not (3 <= j - m <= 4 and j < n and d[j] == 32):
+            return False
+        mmdd = _num(d, m, j - m)
+        j += 1
+        if not (_digits(d, j, 2) and j + 8 < n and d[j + 2] == 58 and _digits(d, j + 3, 2) and d[j + 5] == 58):
+            return False
+        if not (_digits(d, j + 6, 2) and d[j + 8] == 46):
+            return False
+        f[MO], f[DAY] = mmdd // 100, mmdd % 100
+        f[HOUR], f[MIN], f[SEC] = _num(d, j, 2), _num(d, j + 3, 2), _num(d, j + 6, 2)
+        j += 9
+        m = j
+        while j < n and 48 <= d[j] <= 57:
+            j += 1
+        if j == m:
+            return False
+    else:
+        f[MO] = f[DAY] = f[HOUR] = f[MIN] = f[SEC] = -1
+    if not (j < n and d[j] == 32):
+        return False
+    j += 1
+    f[COMP_AT] = j
+    while j < n and (_is_word_byte(d[j]) or d[j] == 46 or d[j] == 45):
+        j += 1
+    if j == f[COMP_AT] or not (j < n and d[j] == 58):
+        return False
+    f[COMP_END] = j
+    j += 1
+    m = j
+    while j < n and 48 <= d[j] <= 57:
+        j += 1
+    if j == m or not (j + 1 < n and d[j] == 93 and d[j + 1] == 32):  # `torch.DETECT` ends in `\] `
+        return False
+    f[MSG_AT] = j + 2
+    return True
 
 
 KV_LEVELS = _table((b"DEBUG", b"INFO", b"WARNING", b"WARN", b"ERROR", b"CRITICAL"))
@@ -875,10 +963,22 @@ def _hazard(d, at, vllm_line, levels, cls, across):  # pragma: no cover - compil
 LEVEL, MO, DAY, HOUR, MIN, SEC, COMP_AT, COMP_END, HDR_END, MSG_AT, RID_AT, RID_END = range(12)
 METH_AT, METH_END, PATH_AT, PATH_END, STATUS, BODY_AT = range(12, 18)
 HOST_END, NPID_AT, NPID_END, DEV, US, SRC = range(18, 24)
-SY_DAY_AT, SY_DAY_END, SY_TIME_AT, SY_FRAC_AT, SY_FRAC_END, YEAR, MSG_END, N_FIELDS = range(24, 32)
+SY_DAY_AT, SY_DAY_END, SY_TIME_AT, SY_FRAC_AT, SY_FRAC_END, YEAR, MSG_END, RANK_AT, RANK_END = range(24, 33)
+N_FIELDS = 33
 
 
-SPAN_NAMES = (s.PROCESS, "_pid", s.MESSAGE, "_hdr", s.REQUEST_ID, s.COMPONENT, s.HTTP_METHOD, s.HTTP_PATH, s.HOST)
+SPAN_NAMES = (
+    s.PROCESS,
+    "_pid",
+    s.MESSAGE,
+    "_hdr",
+    s.REQUEST_ID,
+    s.COMPONENT,
+    s.HTTP_METHOD,
+    s.HTTP_PATH,
+    s.HOST,
+    "_rank",
+)
 """The string fields `_spans` finds, in the order of its rows. The general path adds process,
 pid and message always (and `body`, the line less its wrappers, which nothing reads of a
 line this lane takes: left out); `_hdr` with any vLLM line; the request id when `_request_id`
@@ -893,9 +993,9 @@ working columns or become categories, and stay views into the lines."""
 NUMBERS = (LEVEL, MO, DAY, HOUR, MIN, SEC, STATUS, DEV, US, SRC, YEAR)
 """The numeric fields `_spans` hands on, in the order of its rows."""
 SOURCES = ("vllm", "uvicorn", "nccl", "kubelet", "torch", "klog", "kv-store")
-"""Source of each code: a lane's (`lane - 1`; an LMCache line's, 6), or for a klog line
-`k8s.parse_klog`'s choice (`3 + SRC`)."""
-KINDS = ("vllm", "uvicorn", "nccl", "klog", "pylog")
+"""Source of each code: a lane's (`lane - 1`; an LMCache line's 6, a c10d line's 4), or for a
+klog line `k8s.parse_klog`'s choice (`3 + SRC`)."""
+KINDS = ("vllm", "uvicorn", "nccl", "klog", "pylog", "torch")
 """`lines.KINDS`' name of each lane (`lane - 1`)."""
 
 
@@ -924,6 +1024,9 @@ def _spans(rows, lane, fields, proc_at, proc_end, pid_at, pid_end, length):  # p
             at[k, 5], end[k, 5] = f[COMP_AT], f[COMP_END]
         if lane[r] == KV and f[COMP_AT] >= 0:  # the ` (file.py:N:logger)` tail's file
             at[k, 5], end[k, 5] = f[COMP_AT], f[COMP_END]
+        if lane[r] == TORCH:  # the `[rankN]:` prefix's rank, and the c10 file as the component
+            at[k, 5], end[k, 5] = f[COMP_AT], f[COMP_END]
+            at[k, 9], end[k, 9] = f[RANK_AT], f[RANK_END]
         at[k, 2], end[k, 2] = f[MSG_AT], (f[MSG_END] if f[MSG_END] >= 0 else length[r])
         if lane[r] == VLLM:
             at[k, 3], end[k, 3] = f[BODY_AT], f[HDR_END]
@@ -1110,6 +1213,8 @@ def _classify(
             f[LEVEL] = 1  # INFO
             if f[MSG_AT] < 0:
                 continue
+        elif at + 1 < len(d) and d[at] == 91 and d[at + 1] == 114 and _c10d(d, at, f):  # `[r`
+            kind = TORCH
         elif at < len(d) and d[at] == 91 and _lmcache(d, at, f, kv_levels):
             kind = KV
             if f[MSG_AT] < 0:

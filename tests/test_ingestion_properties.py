@@ -406,9 +406,42 @@ LMCACHE_LINES = [
 ]
 
 
+WATCHDOG = (
+    "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+    "Timeout(ms)=600000) ran for 600003 milliseconds before timing out."
+)
+C10D_LINES = [
+    "[rank1]:[E302 07:13:53.307279509 ProcessGroupNCCL.cpp:632] [Rank 1] " + WATCHDOG,
+    "[rank12]:[E1012 22:31:22.267261276 ProcessGroupNCCL.cpp:607] [PG ID 0 PG GUID 0(default_pg) Rank 12] " + WATCHDOG,
+    "[rank0]: [W302 07:13:53.1 ProcessGroupNCCL.cpp:1] one space, a short fraction",
+    "[rank0]:  [W302 07:13:53.1 ProcessGroupNCCL.cpp:1] two spaces",
+    "[rank4]:[E ProcessGroupNCCL.cpp:475] [Rank 4] an old line without a date",
+    "[rank4]:[I ProcessGroupNCCL.cpp:850]no space before the message",
+    "[rank4]:[V302 07:13:53.307279509 socket.cpp:1]",
+    "[rank4]:[F302 07:13:53.307279509 ProcessGroupNCCL.cpp:1] ends with a colon:",
+    "[rank4]:[X302 07:13:53.307279509 ProcessGroupNCCL.cpp:1] no such severity",
+    "[rank4]:[E30212 07:13:53.307279509 ProcessGroupNCCL.cpp:1] five digits of date",
+    "[rank4]:[E302 07:13:53 ProcessGroupNCCL.cpp:1] no fraction",
+    "[rank4]:[E302 07:13:53.307279509 Process/Group.cpp:1] a slash in the file",
+    "[rank4]:[E302 07:13:53.307279509 ProcessGroupNCCL.cpp:1] \x1b[31mred\x1b[0m",
+    "[rank٤]:[E302 07:13:53.307279509 ProcessGroupNCCL.cpp:1] another script's digit",
+    "[rank4]: Traceback (most recent call last):",
+    '[rank4]:   File "x.py", line 1, in f',
+    "rank4]:[E302 07:13:53.307279509 ProcessGroupNCCL.cpp:1] no bracket before rank",
+    "2025-03-02T08:00:00.1Z [rank3]:[E302 07:13:53.307279509 ProcessGroupNCCL.cpp:632] stamped",
+    "(VllmWorker rank=3 pid=265) [rank3]:[E302 07:13:53.307279509 ProcessGroupNCCL.cpp:632] prefixed",
+    "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f in libc10.so)",
+]
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(SYSLOG_KLOG_LINES + LMCACHE_LINES + FAST_BODIES[:3]), min_size=1, max_size=30))
-def test_fast_lane_reads_journald_klog_and_lmcache_lines_as_the_general_path(lines):
+@given(
+    st.lists(st.sampled_from(SYSLOG_KLOG_LINES + LMCACHE_LINES + C10D_LINES + FAST_BODIES[:3]), min_size=1, max_size=30)
+)
+@example(lines=[C10D_LINES[4], "x", C10D_LINES[15]])  # the rank's stream: its File line folds into it
+@example(lines=[SYSLOG_KLOG_LINES[1], "  goroutine 1 [running]:", SYSLOG_KLOG_LINES[16]])
+@example(lines=[LMCACHE_LINES[12], '  File "x.py", line 1, in f', LMCACHE_LINES[0]])
+def test_fast_lane_reads_journald_klog_lmcache_and_c10d_lines_as_the_general_path(lines):
     import parsers.lines as lines_mod
 
     frame = _lines_frame(lines)
@@ -431,6 +464,17 @@ def test_the_fast_lane_takes_plain_journald_klog_lines():
     taken, rest = fastlane.split(frame.with_columns(pl.lit(False).alias("_cr")))
     assert taken["_kind"].to_list() == ["klog"] * 6 and rest.is_empty()
     assert taken[s.SOURCE].to_list() == ["kubelet", "kubelet", "kubelet", "torch", "klog", "kubelet"]
+
+
+def test_the_fast_lane_takes_c10d_lines_with_their_watchdog_fields():
+    from parsers import fastlane
+
+    lines = [C10D_LINES[i] for i in (0, 1, 2, 4, 7)] + C10D_LINES[-3:-1]
+    taken, rest = fastlane.split(_lines_frame(lines).with_row_index("_row").with_columns(pl.lit(False).alias("_cr")))
+    assert rest.is_empty() and set(taken["_kind"]) == {"torch"} and set(taken[s.SOURCE]) == {"torch"}
+    assert taken["_rank"].to_list() == ["1", "12", "0", "4", "4", "3", "3"]
+    assert taken[s.COLL_SEQ].to_list()[:2] == [12, 12] and taken[s.COLL_TIMEOUT_MS][0] == 600000
+    assert taken["_mo"].to_list()[:4] == [3, 10, 3, None]
 
 
 def test_the_fast_lane_takes_lmcache_lines():
