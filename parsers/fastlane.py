@@ -179,6 +179,8 @@ def _values(name: str, values: np.ndarray, valid: np.ndarray, kind: pa.DataType)
 
 def _pick(name: str, table: tuple[str, ...], code: np.ndarray, valid: np.ndarray | None = None) -> pl.Series:
     """`table[code]` for each row, null where not `valid`."""
+    if valid is not None and not valid.any():  # (the CRI columns of kubectl or plain logs)
+        return pl.repeat(None, len(code), dtype=pl.String, eager=True).alias(name)
     at = pl.Series(pa.array(code.astype(np.int64), mask=None if valid is None or valid.all() else ~valid))
     return pl.Series(name, table, dtype=pl.String).gather(at).alias(name)
 
