@@ -395,8 +395,8 @@ def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = No
     """The text of a file (gunzipped) in pieces ending at a newline, read and checked one at a time.
 
     Each piece is valid UTF-8 (invalid bytes replaced, NULs removed, a leading byte-order
-    mark dropped), kept as bytes: the parser builds its columns from the bytes, and a
-    Python string of each piece would only be split and copied again. Each piece ends at
+    mark dropped), kept as bytes, not decoded: the parser builds its columns from the bytes,
+    and a Python string of each piece would only be split and copied again. Each piece ends at
     the first newline at or after `segment_bytes` (`SEGMENT_CHARS`) bytes from its start:
     for ASCII text, where `split_segments` cuts. Pieces end at a newline, so no UTF-8
     sequence is split and the pieces decode to the whole file's text. Repairs are added

@@ -17,23 +17,24 @@ syslog-wrapped klog lines::
     Mar 02 07:00:00 gpu-node-0 kubelet[1450]: I0302 07:00:00.973429    1450 kubelet.go:2455] "SyncLoop (probe)" ...
 
 The general path (`wrappers.peel`, then each producer's probe in `lines.KINDS`, then its
-parser) filters and concatenates the whole frame at every layer it tries, ~4 µs a line.
-This pass reads each line's bytes in place (`forensics.arrow_text`) and takes a line only
-when it is sure the general path would read it exactly so: an RFC3339 stamp with a `Z` or
-`±hh:mm` zone (not journald's `+hhmm`), optionally a CRI `stdout F ` head outside a run of
-partial `P` pieces, a process prefix of plain ASCII, then vLLM's positional layout
-(`vllm.FAST`), a uvicorn line, `nccl.FAST`, `pylog.FAST_KV` (`_lmcache`) or a c10d line
-(`_c10d`, its watchdog fields by `torch.collective_fields` on those lines alone); or, without a
-stamp, a syslog head of plain ASCII names and a klog line (`_syslog_klog`); and nothing any other layer reacts to (`\\r`,
-ANSI colour or its residue, Ray's `[repeated Nx across cluster]`, a second record glued
-on). Anything else, however common, goes the general way, as does any line where a
-non-ASCII byte would leave a regex class (`\\s`, `\\S`, `\\d`) in doubt. The stamp follows
-`parse_rfc3339`'s rules (impossible dates give no time; a leap second `:60` counts as the
-next minute); the fields (level, time parts, component, header, message, request id, HTTP
-method, path and status, NCCL host, pid and device, syslog host, ident and time, LMCache's
-file, c10d's rank) are where `vllm.parse`, `uvicorn.parse`, `nccl.parse`, `pylog.parse`,
-`torch.parse`, `wrappers.peel` and `k8s.parse_klog` would cut them, and the fold flags (`_open`, `_msgcont`) what `lines._fold` would compute. The
-columns are built from the compiled pass's offsets without a polars pass per field
+parser) filters and concatenates the whole frame at every layer it tries, ~4 µs a line. This
+pass reads each line's bytes in place (`forensics.arrow_text`) and takes a line only when it
+is sure the general path would read it exactly so: an RFC3339 stamp with a `Z` or `±hh:mm`
+zone (not journald's `+hhmm`), optionally a CRI `stdout F ` head outside a run of partial
+`P` pieces, a process prefix of plain ASCII, then vLLM's positional layout (`vllm.FAST`), a
+uvicorn line, `nccl.FAST`, `pylog.FAST_KV` (`_lmcache`) or a c10d line (`_c10d`, its
+watchdog fields by `torch.collective_fields` on those lines alone); or, without a stamp, a
+syslog head of plain ASCII names and a klog line (`_syslog_klog`); and nothing any other
+layer reacts to (`\\r`, ANSI colour or its residue, Ray's `[repeated Nx across cluster]`, a
+second record glued on). Anything else, however common, goes the general way, as does any
+line where a non-ASCII byte would leave a regex class (`\\s`, `\\S`, `\\d`) in doubt. The
+stamp follows `parse_rfc3339`'s rules (impossible dates give no time; a leap second `:60`
+counts as the next minute); the fields (level, time parts, component, header, message,
+request id, HTTP method, path and status, NCCL host, pid and device, syslog host, ident and
+time, LMCache's file, c10d's rank) are where `vllm.parse`, `uvicorn.parse`, `nccl.parse`,
+`pylog.parse`, `torch.parse`, `wrappers.peel` and `k8s.parse_klog` would cut them, and the
+fold flags (`_open`, `_msgcont`) what `lines._fold` would compute. The columns are built
+from the compiled pass's offsets without a polars pass per field
 (`forensics.arrow_text.Text`). Tests hold the events to the general path's.
 """
 
@@ -81,8 +82,9 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 
     `df` is the working frame of `lines.parse_lines` (`_row`, `_fid`, `_seg`, `body`, ...), in
     file order. The taken rows get the wrapper columns `wrappers.peel` gives (stamp time, CRI
-    stream and tag, process, pid) and the producer columns of `vllm.parse` or `uvicorn.parse`,
-    each column present exactly when the general path would add it. Their fields are cut
+    stream and tag, process, pid, rank, syslog host and time) and the producer columns of the
+    parser the general path would use (`vllm`, `uvicorn`, `nccl`, `k8s.parse_klog`, `pylog`,
+    `torch`), each column present exactly when the general path would add it. Their fields are cut
     out of the lines in one compiled pass (`Text.cut_spans`): no pass of polars per field.
     """
     if df.is_empty():
