@@ -47,7 +47,7 @@ from numba import njit
 
 from forensics import schema as s
 from forensics.arrow_text import Text, bytes_at
-from parsers import torch, wrappers
+from parsers import folding, torch, wrappers
 from parsers._common import LEVEL_WORDS
 
 SLOW, VLLM, UVICORN, NCCL, KLOG, KV, TORCH = 0, 1, 2, 3, 4, 5, 6
@@ -135,6 +135,7 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         pl.Series("_open", opens[rows]),
         pl.Series("_msgcont", cont[rows]),
         pl.Series("_prefixed", has_proc | is_torch),
+        pl.Series("_kcode", np.where(is_vllm, folding.VLLM, folding.PRODUCER).astype(np.int8)),
         *(_values(c, field[k], timed, pa.int32()) for k, c in ((MO, "_mo"), (DAY, "_d"), (HOUR, "_H"))),
         *(_values(c, field[k], timed, pa.int32()) for k, c in ((MIN, "_M"), (SEC, "_S"))),
         *text.cut_spans(rows, {i: name for i, name in enumerate(SPAN_NAMES) if present[i]}, at, end, HELD),

@@ -100,6 +100,7 @@ WORKING_COLUMNS = (
     "_structure",
     "_pfold",
     "_cstate",
+    "_kcode",
 )
 """Per-line working state dropped once events are formed: keeping `body` and `_text` would
 hold a second and third copy of every line until the end of ingest."""
@@ -216,7 +217,7 @@ def _ends_in_cr(address, size, buf, start, length):  # pragma: no cover - compil
     return out
 
 
-FOLD_INPUTS = ("_kind", "_prefixed", "_sid", "_fid", "_seg", "_open", "_cr", "_hdr", "_msgcont", "_row")
+FOLD_INPUTS = ("_kcode", "_prefixed", "_sid", "_fid", "_seg", "_open", "_cr", "_hdr", "_msgcont", "_row")
 """What `folding.fold_and_event` reads of every line."""
 
 
@@ -244,6 +245,7 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
         | msg.str.starts_with("Traceback (most recent")
     )
     slow = slow.with_columns(
+        folding.kind_code(kind).alias("_kcode"),
         text.alias("_text"),
         is_open.alias("_open"),
         prefixed.alias("_prefixed"),

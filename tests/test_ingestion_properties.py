@@ -238,6 +238,7 @@ def test_compiled_fold_scan_agrees_with_the_window_expressions(rows):
     ).with_columns(
         pl.col(s.PROCESS).is_not_null().alias("_prefixed"),
         pl.struct("_fid", "_seg", s.PROCESS).hash(seed=7).alias("_sid"),
+        folding.kind_code(pl.col("_kind")).alias("_kcode"),
     )
     fold, ev = folding.fold_and_event(df)
     assert (fold.tolist(), ev.tolist()) == _fold_by_windows(df)
