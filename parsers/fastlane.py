@@ -48,7 +48,7 @@ from numba import njit
 from forensics import schema as s
 from forensics.arrow_text import Text, bytes_at
 from parsers import folding, torch, wrappers
-from parsers._common import LEVEL_WORDS
+from parsers._common import LEVEL_LETTERS, LEVEL_WORDS
 
 SLOW, VLLM, UVICORN, NCCL, KLOG, KV, TORCH = 0, 1, 2, 3, 4, 5, 6
 """What a line is: for the general path, a vLLM logger line, a uvicorn line, an NCCL INFO line,
@@ -112,14 +112,14 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     at, end, number = _spans(rows, lane, fields, proc_at, proc_end, pid_at, pid_end, text.length)
     lane, stream, has_proc = lane[rows], stream[rows], pid_end[rows] > 0
     is_vllm, is_uvicorn, is_klog, is_kv = lane == VLLM, lane == UVICORN, lane == KLOG, lane == KV
-    is_torch = lane == TORCH
+    is_torch, is_nccl = lane == TORCH, lane == NCCL
     any_torch = is_torch.any()
     access = at[:, SPAN_NAMES.index(s.HTTP_METHOD)] >= 0
     any_vllm, any_access, any_klog, any_kv = is_vllm.any(), access.any(), is_klog.any(), is_kv.any()
     # Each column present exactly when the general path adds it (see `SPAN_NAMES`).
     present = [True] * 3 + [any_vllm, any_vllm and (fields[rows[is_vllm], RID_AT] != -1).any()]
     present += [any_vllm or any_access or any_klog or any_kv or any_torch, any_access, any_access]
-    present += [(lane == NCCL).any() or any_klog, any_torch]
+    present += [is_nccl.any() or any_klog, any_torch]
     field = dict(zip(NUMBERS, number, strict=True))
     timed = (is_vllm | is_klog | is_kv | is_torch) & (field[MO] >= 0)  # (an old c10d line has no date)
     columns = [
@@ -140,8 +140,8 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         *(_values(c, field[k], timed, pa.int32()) for k, c in ((MIN, "_M"), (SEC, "_S"))),
         *text.cut_spans(rows, {i: name for i, name in enumerate(SPAN_NAMES) if present[i]}, at, end, HELD),
     ]
-    if (lane == NCCL).any():
-        columns.append(_values(s.CUDA_DEV, field[DEV], (lane == NCCL) & (field[DEV] >= 0), pa.int32()))
+    if is_nccl.any():
+        columns.append(_values(s.CUDA_DEV, field[DEV], is_nccl & (field[DEV] >= 0), pa.int32()))
     if any_access:
         columns.append(_values(s.HTTP_STATUS, field[STATUS], access, pa.int32()))
         columns = [c.set(pl.Series(access), "access") if c.name == s.COMPONENT else c for c in columns]
@@ -156,8 +156,7 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         fields_of = pl.DataFrame({"m": message.filter(pl.Series(is_torch))}).select(
             torch.collective_fields(pl.col("m"))
         )
-        at_torch = pl.Series(pa.array(np.cumsum(is_torch) - 1, mask=~is_torch))
-        columns.extend(fields_of[c].gather(at_torch) for c in fields_of.columns)
+        columns.extend(_spread(fields_of[c], is_torch) for c in fields_of.columns)
     nulls = {c: t for c, t in wrappers.WRAPPER_COLUMNS.items() if c not in {col.name for col in columns}}
     nulls |= {c: pl.Int32 for c in ("_Y", "_us") if c not in {col.name for col in columns}}
     fast = (
@@ -188,12 +187,16 @@ def _pick(name: str, table: tuple[str, ...], code: np.ndarray, valid: np.ndarray
     return pl.Series(name, table, dtype=pl.String).gather(at).alias(name)
 
 
+def _spread(values: pl.Series, rows: np.ndarray) -> pl.Series:
+    """`values`, one for each True of `rows`, as a column of all the rows (null elsewhere)."""
+    return values.gather(pl.Series(pa.array(np.cumsum(rows) - 1, mask=~rows)))
+
+
 def _syslog_column(text: Text, rows: np.ndarray, fields: np.ndarray, is_klog: np.ndarray) -> pl.Series:
     """`_syslog` as `wrappers._peel_syslog` writes it (`Mon|dd|HH|MM|SS|frac`) for the klog rows."""
     offsets, data = _syslog_texts(*text.where, rows[is_klog], fields)
     arr = pa.Array.from_buffers(pa.string(), int(is_klog.sum()), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-    at = np.cumsum(is_klog) - 1
-    return pl.Series("_syslog", arr).gather(pl.Series(pa.array(at, mask=~is_klog)))
+    return _spread(pl.Series("_syslog", arr), is_klog)
 
 
 @njit(cache=True, nogil=True)
@@ -228,8 +231,18 @@ def _syslog_texts(addr, size, buf, start, length, rows, fields):  # pragma: no c
 MONTHS = _table(tuple(m.encode() for m in wrappers.MONTHS))
 KUBELET_FILES = _table((b"kubelet", b"pleg", b"kuberuntime", b"pod_workers", b"prober", b"eviction"), 15)
 """File names `k8s.parse_klog` counts as kubelet's (`^(?:kubelet|pleg|...)`)."""
-_KLOG_LEVELS = np.zeros(256, np.int32) - 1
-_KLOG_LEVELS[[ord("I"), ord("W"), ord("E"), ord("F")]] = [1, 2, 3, 4]  # `_LEVELS` codes: INFO, WARNING, ...
+
+
+def _letter_codes(letters: str) -> np.ndarray:
+    """Each byte's `LEVEL_NAMES` code as a severity letter of `letters` (the general path's
+    `LEVEL_LETTERS` level), -1 for the other bytes."""
+    out = np.full(256, -1, np.int32)
+    for c in letters:
+        out[ord(c)] = LEVEL_NAMES.index(LEVEL_LETTERS[c])
+    return out
+
+
+_KLOG_LEVELS = _letter_codes("IWEF")  # `k8s.KLOG`'s severities
 
 
 @njit(cache=True)
@@ -352,8 +365,7 @@ def _syslog_klog(d, f, months, kubelet_files):  # pragma: no cover - compiled
     return (p0, p1, q0, q1) if q0 >= 0 else (p0, p1, t0, t1)
 
 
-_TORCH_LEVELS = np.zeros(256, np.int32) - 1
-_TORCH_LEVELS[[ord("V"), ord("I"), ord("W"), ord("E"), ord("F")]] = [0, 1, 2, 3, 4]  # as `_LEVELS` codes
+_TORCH_LEVELS = _letter_codes("FEWIV")  # `torch.PATTERN`'s
 _RANK = np.frombuffer(b"[rank", np.uint8).copy()
 
 
@@ -421,9 +433,10 @@ def _c10d(d, at, f):  # pragma: no cover - compiled
     return True
 
 
-KV_LEVELS = _table((b"DEBUG", b"INFO", b"WARNING", b"WARN", b"ERROR", b"CRITICAL"))
+_KV_WORDS = (b"DEBUG", b"INFO", b"WARNING", b"WARN", b"ERROR", b"CRITICAL")
+KV_LEVELS = _table(_KV_WORDS)
 """`pylog.FAST_KV`'s level words, WARNING before WARN."""
-_KV_LEVEL_CODES = np.array([0, 1, 2, 2, 3, 4], np.int32)  # as `_LEVELS` codes (WARN is WARNING)
+_KV_LEVEL_CODES = np.array([LEVEL_NAMES.index(LEVEL_WORDS[w.decode()]) for w in _KV_WORDS], np.int32)
 _LMCACHE = np.frombuffer(b"LMCache ", np.uint8).copy()
 
 

@@ -251,19 +251,18 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
         prefixed.alias("_prefixed"),
         (msg.str.contains(CONT_MSG) | msg.str.contains(pylog.DETECT_EXC)).fill_null(False).alias("_msgcont"),
     )
+    sid = pl.struct(PREFIX_KEY).hash(seed=7).alias("_sid")
     if fast.is_empty():
-        df = slow.with_columns(pl.struct(PREFIX_KEY).hash(seed=7).alias("_sid"))
+        df = slow.with_columns(sid)
         fold, ev = folding.fold_and_event(df)
         events = _form_events(df.with_columns(pl.Series("_fold", fold), pl.Series("_ev", ev)))
         return events.drop(_null_columns(events))
     fast = ensure(fast, {"_hdr": pl.String})
     # One hash over both parts' keys: a prefixed traceback line (slow) continues the stream of
     # the fast line above it only if their `_sid`s are equal.
-    sid = pl.concat([fast.select(PREFIX_KEY), slow.select(PREFIX_KEY)], how="vertical_relaxed").select(
-        pl.struct(PREFIX_KEY).hash(seed=7).alias("_sid")
-    )["_sid"]
-    fast = fast.with_columns(sid.head(fast.height))
-    slow = slow.with_columns(sid.tail(slow.height))
+    sids = pl.concat([fast.select(PREFIX_KEY), slow.select(PREFIX_KEY)], how="vertical_relaxed").select(sid)["_sid"]
+    fast = fast.with_columns(sids.head(fast.height))
+    slow = slow.with_columns(sids.tail(slow.height))
     narrow = pl.concat(
         [
             fast.select(*FOLD_INPUTS, pl.lit(True).alias("_is_fast")),

@@ -234,14 +234,14 @@ def metrics(events: pl.DataFrame) -> pl.DataFrame:
     # that cost more than the rest of the scan.
     wide = pl.concat(parts).drop(s.MESSAGE)
     wide = wide.sort(_ranked(wide, s.FILE), s.LINE, maintain_order=True)
-    names = sorted([*_PAIRS, "cpu_prefix_cache_hit_rate"])
-    matrix = wide.select(names).to_numpy().ravel()  # (a null reads as NaN: no number read is one)
+    in_order = sorted([*_PAIRS, "cpu_prefix_cache_hit_rate"])
+    matrix = wide.select(in_order).to_numpy().ravel()  # (a null reads as NaN: no number read is one)
     present = ~np.isnan(matrix)
     values = matrix[present]
-    row, metric = np.divmod(np.flatnonzero(present), len(names))
+    row, metric = np.divmod(np.flatnonzero(present), len(in_order))
     long = wide.select(s.TS, s.TS_QUALITY, s.HOST, s.POD, s.ENGINE, s.FILE, s.LINE)[row]
     return s.conform(
-        long.with_columns(pl.Series(s.METRIC, names).gather(metric), pl.Series(s.VALUE, values)), s.METRIC_DTYPES
+        long.with_columns(pl.Series(s.METRIC, in_order).gather(metric), pl.Series(s.VALUE, values)), s.METRIC_DTYPES
     )
 
 
