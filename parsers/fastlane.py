@@ -77,7 +77,7 @@ VERBS = _table((b"Received", b"Added", b"Finished", b"Aborted"))
 """The verbs of `vllm.REQUEST_PROBE`."""
 
 
-def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def split(df: pl.DataFrame, text: Text | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the rows this lane takes, parsed as the general path parses them, with `_kind`; the rest).
 
     `df` is the working frame of `lines.parse_lines` (`_row`, `_fid`, `_seg`, `body`, ...), in
@@ -86,10 +86,11 @@ def split(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     parser the general path would use (`vllm`, `uvicorn`, `nccl`, `k8s.parse_klog`, `pylog`,
     `torch`), each column present exactly when the general path would add it. Their fields are cut
     out of the lines in one compiled pass (`Text.cut_spans`): no pass of polars per field.
+    `text`: the `body` column's `Text`, when the caller has made it.
     """
     if df.is_empty():
         return df.clear(), df
-    text = Text(df["body"])
+    text = Text(df["body"]) if text is None else text
     file = df.select((pl.col("_fid").cast(pl.Int64) * (1 << 32) + pl.col("_seg").cast(pl.Int64)).alias("f"))["f"]
     lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, fields, stream, opens, cont = _classify(
         *text.where,

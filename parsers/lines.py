@@ -112,8 +112,9 @@ continue the physically previous event of the file."""
 
 def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
     """Parse a frame of physical lines (see module docstring) into an events frame."""
-    df = lines.with_row_index("_row").with_columns(pl.Series("_cr", _ends_in_cr(*Text(lines["body"]).where)))
-    fast, df = fastlane.split(df)
+    body = Text(lines["body"])  # (read by both compiled passes)
+    df = lines.with_row_index("_row").with_columns(pl.Series("_cr", _ends_in_cr(*body.where)))
+    fast, df = fastlane.split(df, body)
     df = wrappers.peel(df)
     df, spaced = _split_glued(df)
     if spaced:

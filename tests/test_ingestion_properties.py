@@ -331,7 +331,7 @@ def _assert_fast_lane_gives_the_general_events(lines: list[str]) -> None:
     fast = lines_mod.parse_lines(frame)
     taken = lines_mod.fastlane.split
     try:
-        lines_mod.fastlane.split = lambda df: (df.clear(), df)
+        lines_mod.fastlane.split = lambda df, *_: (df.clear(), df)
         general = lines_mod.parse_lines(frame)
     finally:
         lines_mod.fastlane.split = taken
