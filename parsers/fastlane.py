@@ -23,7 +23,7 @@ is sure the general path would read it exactly so: an RFC3339 stamp with a `Z` o
 zone (not journald's `+hhmm`), optionally a CRI `stdout F ` head outside a run of partial
 `P` pieces, a process prefix of plain ASCII, then vLLM's positional layout (`vllm.FAST`), a
 uvicorn line, `nccl.FAST`, `pylog.FAST_KV` (`_lmcache`) or a c10d line (`_c10d`, its
-watchdog fields by `torch.collective_fields` on those lines alone); or, without a stamp, a
+watchdog and PG-prefix fields by `_collectives`, the regexes left the lines it is unsure of); or, without a stamp, a
 syslog head of plain ASCII names and a klog line (`_syslog_klog`); and nothing any other
 layer reacts to (`\\r`, ANSI colour or its residue, Ray's `[repeated Nx across cluster]`, a
 second record glued on). Anything else, however common, goes the general way, as does any
@@ -152,12 +152,9 @@ def split(df: pl.DataFrame, text: Text | None = None) -> tuple[pl.DataFrame, pl.
         columns.append(_syslog_column(text, rows, fields, is_klog))
     if any_kv:
         columns.append(_values("_Y", field[YEAR], is_kv, pa.int32()))
-    if any_torch:  # the watchdog's fields, by `torch.collective_fields`' regexes on these lines alone
+    if any_torch:
         message = next(c for c in columns if c.name == s.MESSAGE)
-        fields_of = pl.DataFrame({"m": message.filter(pl.Series(is_torch))}).select(
-            torch.collective_fields(pl.col("m"))
-        )
-        columns.extend(_spread(fields_of[c], is_torch) for c in fields_of.columns)
+        columns.extend(_collective_columns(text, rows, is_torch, at[:, _MSG], end[:, _MSG], message))
     nulls = {c: t for c, t in wrappers.WRAPPER_COLUMNS.items() if c not in {col.name for col in columns}}
     nulls |= {c: pl.Int32 for c in ("_Y", "_us") if c not in {col.name for col in columns}}
     fast = (
@@ -167,6 +164,30 @@ def split(df: pl.DataFrame, text: Text | None = None) -> tuple[pl.DataFrame, pl.
         .with_columns([pl.lit(None, t).alias(c) for c, t in nulls.items()] + [pl.lit(0, pl.UInt32).alias("_pfold")])
     )
     return fast, df.filter(pl.Series(~taken))
+
+
+def _collective_columns(
+    text: Text, rows: np.ndarray, is_torch: np.ndarray, msg_at: np.ndarray, msg_end: np.ndarray, message: pl.Series
+) -> list[pl.Series]:
+    """`torch.collective_fields` of the c10d rows' messages (the watchdog's op, seq, timeout and
+    run time; the PG prefix's pg and rank), read by `_collectives`; the lines it is unsure of
+    by the regexes themselves."""
+    number, at, end, unsure = _collectives(*text.where, rows, is_torch, msg_at, msg_end)
+    sure = is_torch & ~unsure
+    columns = [
+        _values(name, number[i], sure & (number[i] >= 0), pa.int32() if name == "_line_rank" else pa.int64())
+        for i, name in enumerate(COLLECTIVE_NUMBERS)
+    ]
+    op, pg = text.cut_spans(rows, {0: s.COLL_OP, 1: s.PG}, at, end, frozenset())
+    columns = [op, *columns[:3], pg, columns[3]]  # (`torch.collective_fields`' order)
+    if unsure.any():
+        by_regex = pl.DataFrame({"m": message.filter(pl.Series(unsure))}).select(torch.collective_fields(pl.col("m")))
+        take = pl.Series(unsure)
+        columns = [
+            pl.select(pl.when(take).then(_spread(by_regex[c.name], unsure)).otherwise(c)).to_series().alias(c.name)
+            for c in columns
+        ]
+    return columns
 
 
 LEVEL_NAMES = tuple(LEVEL_WORDS[w.decode()] for w in _LEVELS + _UVICORN_LEVELS)
@@ -432,6 +453,175 @@ def _c10d(d, at, f):  # pragma: no cover - compiled
         return False
     f[MSG_AT] = j + 2
     return True
+
+
+def _bytes(text: bytes) -> np.ndarray:
+    return np.frombuffer(text, np.uint8).copy()
+
+
+_WATCHDOG = _bytes(b"Watchdog caught collective operation timeout: WorkNCCL(")
+_SEQ, _OP, _NUMEL_IN, _NUMEL_OUT = _bytes(b"SeqNum="), _bytes(b"OpType="), _bytes(b", NumelIn="), _bytes(b", NumelOut=")
+_SHAPE, _TIMEOUT = _bytes(b", TensorShape=["), _bytes(b", Timeout(ms)=")
+_RAN, _MILLIS = _bytes(b" ran for "), _bytes(b" milliseconds")
+_BRACKET, _PG, _ID, _GUID = _bytes(b"["), _bytes(b"PG "), _bytes(b"ID "), _bytes(b" PG GUID ")
+_RANK_WORD = _bytes(b"Rank ")
+COLLECTIVE_NUMBERS = (s.COLL_SEQ, s.COLL_TIMEOUT_MS, s.COLL_RAN_MS, "_line_rank")
+"""The numeric fields `_collectives` reads, in the order of its rows; then its spans: op, pg."""
+_DIGITS_SURE = 18
+"""A run of more digits might not fit the column's integer (the general path's cast gives null
+then): such a line is left to the regexes."""
+
+
+@njit(cache=True, inline="always")
+def _find(d, at, word):  # pragma: no cover - compiled
+    """Where `word` first occurs in `d[at:]`, or -1."""
+    for k in range(at, len(d) - len(word) + 1):
+        if d[k] == word[0] and _starts(d, k, word):
+            return k
+    return -1
+
+
+@njit(cache=True)
+def _watchdog(d, number, span):  # pragma: no cover - compiled
+    """`torch.WATCHDOG` in message `d`: its seq, timeout, ran into `number[0:3]` and its op into
+    `span[0:2]`. False when unsure (the regex decides): the first occurrence of its literal head
+    does not match (a later one might), or a digit run too long to be sure of its value.
+
+    Sure without backtracking: every optional group starts with a literal the text after it
+    cannot also start with, and each run (`\\d+`, `\\w+`, `[^\\]]*`) ends where the next
+    literal must begin. A non-ASCII byte ends a run and so fails the next literal: unsure."""
+    j = _find(d, 0, _WATCHDOG)
+    if j < 0:
+        return True  # no match anywhere: the fields are null
+    n = len(d)
+    j += len(_WATCHDOG)
+    if _starts(d, j, _SEQ):
+        a = j + len(_SEQ)
+        j = _digits_end(d, a)
+        if j == a or j - a > _DIGITS_SURE or not (j + 1 < n and d[j] == 44 and d[j + 1] == 32):
+            return False
+        number[0] = _num(d, a, j - a)
+        j += 2
+    if not _starts(d, j, _OP):
+        return False
+    j += len(_OP)
+    span[0] = j
+    while j < n and _is_word_byte(d[j]):
+        j += 1
+    if j == span[0]:
+        return False
+    span[1] = j
+    if _starts(d, j, _NUMEL_IN):
+        k = _digits_end(d, j + len(_NUMEL_IN))
+        if k > j + len(_NUMEL_IN) and _starts(d, k, _NUMEL_OUT):
+            e = _digits_end(d, k + len(_NUMEL_OUT))
+            if e > k + len(_NUMEL_OUT):
+                j = e
+    if _starts(d, j, _SHAPE):
+        k = j + len(_SHAPE)
+        while k < n and d[k] != 93:
+            k += 1
+        if k < n:
+            j = k + 1
+    if not _starts(d, j, _TIMEOUT):
+        return False
+    a = j + len(_TIMEOUT)
+    j = _digits_end(d, a)
+    if j == a or j - a > _DIGITS_SURE or not (j < n and d[j] == 41):
+        return False
+    number[1] = _num(d, a, j - a)
+    j += 1
+    if _starts(d, j, _RAN):
+        a = j + len(_RAN)
+        k = _digits_end(d, a)
+        if k > a and _starts(d, k, _MILLIS):
+            if k - a > _DIGITS_SURE:
+                return False
+            number[2] = _num(d, a, k - a)
+        elif k < n and d[k] >= 128:  # a digit outside ASCII would be the regex's `\d`
+            return False
+    return True
+
+
+@njit(cache=True)
+def _pg_prefix(d, number, span):  # pragma: no cover - compiled
+    """`torch.PG_PREFIX` in message `d`, tried at its first `[` (`[Rank 3]`, `[PG ID 0 PG GUID
+    0(default_pg) Rank 3]`): its rank into `number[3]`, its pg into `span[2:4]`. False when
+    unsure (no match at the first `[`: a later one might match; a GUID with a non-ASCII byte,
+    which the regex's `\\s` might stop at; a rank too long)."""
+    j = _find(d, 0, _BRACKET)
+    if j < 0:
+        return True
+    n = len(d)
+    j += 1
+    if _starts(d, j, _PG):
+        j += len(_PG)
+        if _starts(d, j, _ID):
+            j += len(_ID)
+        a = j
+        j = _digits_end(d, a)
+        if j == a:
+            return False
+        span[2], span[3] = a, j
+        if _starts(d, j, _GUID):
+            a = j + len(_GUID)
+            k = a
+            while k < n and not (d[k] == 32 or 9 <= d[k] <= 13 or d[k] == 40 or d[k] == 93):
+                if d[k] >= 128:
+                    return False
+                k += 1
+            if k == a:
+                return False
+            j = k
+        if (j < n and d[j] == 40) or (j + 1 < n and d[j] == 32 and d[j + 1] == 40):
+            k = j + (1 if d[j] == 40 else 2)
+            while k < n and d[k] != 41:
+                k += 1
+            if k == n:
+                return False
+            j = k + 1
+        if not (j < n and d[j] == 32):
+            return False
+        j += 1
+    if not _starts(d, j, _RANK_WORD):
+        return False
+    a = j + len(_RANK_WORD)
+    j = _digits_end(d, a)
+    if j == a or j - a > _DIGITS_SURE or not (j < n and d[j] == 93):
+        return False
+    v = _num(d, a, j - a)
+    number[3] = v if v < 2**31 else -1  # (the general path's cast to Int32 gives null)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _collectives(addr, size, buf, start, length, rows, which, msg_at, msg_end):  # pragma: no cover - compiled
+    """For each taken row `rows[k]` where `which[k]` (c10d lines): `torch.collective_fields` of
+    its message `[msg_at[k], msg_end[k])`: (numbers, a `COLLECTIVE_NUMBERS` row each, -1 for
+    null; op and pg spans as line offsets, at -1 for null, in `Text.cut_spans`' layout; unsure
+    rows, for the regexes)."""
+    m = len(rows)
+    number = np.full((len(COLLECTIVE_NUMBERS), m), -1, np.int64)
+    at = np.full((m, 2), -1, np.int32)
+    end = np.zeros((m, 2), np.int32)
+    unsure = np.zeros(m, np.bool_)
+    num = np.empty(len(COLLECTIVE_NUMBERS), np.int64)
+    span = np.empty(4, np.int32)
+    for k in range(m):
+        if not which[k]:
+            continue
+        r = rows[k]
+        d = bytes_at(addr[buf[r]], size[buf[r]])[start[r] + msg_at[k] : start[r] + msg_end[k]]
+        num[:] = -1
+        span[:] = -1
+        if not (_watchdog(d, num, span) and _pg_prefix(d, num, span)):
+            unsure[k] = True
+            continue
+        number[:, k] = num
+        for z in range(2):
+            if span[2 * z] >= 0:
+                at[k, z], end[k, z] = msg_at[k] + span[2 * z], msg_at[k] + span[2 * z + 1]
+    return number, at, end, unsure
 
 
 _KV_WORDS = (b"DEBUG", b"INFO", b"WARNING", b"WARN", b"ERROR", b"CRITICAL")
@@ -1002,6 +1192,7 @@ any access line; the host with any NCCL line (a column no line has is left out l
 anyway: see `lines.ALWAYS`)."""
 
 
+_MSG = SPAN_NAMES.index(s.MESSAGE)
 HELD = frozenset((s.MESSAGE, s.REQUEST_ID, s.HTTP_PATH, s.HOST))
 """Span columns the table keeps as strings (`Text.cut_spans` copies them); the others are
 working columns or become categories, and stay views into the lines."""

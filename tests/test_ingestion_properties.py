@@ -471,6 +471,81 @@ def test_the_fast_lane_takes_c10d_lines_with_their_watchdog_fields():
     assert taken["_mo"].to_list()[:4] == [3, 10, 3, None]
 
 
+_C10D_HEAD = "[rank1]:[E302 07:13:53.307279509 ProcessGroupNCCL.cpp:632] "
+_PG_HEADS = (
+    "",
+    "[Rank 3] ",
+    "[PG ID 0 PG GUID 0(default_pg) Rank 12] ",
+    "[PG 1 Rank 2] ",
+    "[PG ID 5 PG GUID abc Rank 7] ",
+    "[PG ID 0 PG GUID 0 (x) Rank 1] ",
+    "[PG ID 0 PG GUID (x) Rank 1] ",
+    "[PG ID 0 PG GUID 0(open Rank 1] ",
+    "[Rank 99999999999] ",
+    "[Rank 1234567890123456789012] ",
+    "[Rank 3 ] ",
+    "[x] [Rank 3] ",
+    "[Rank \u0663] ",
+    "[PG ID 0 PG GUID g\u00fc Rank 1] ",
+    "[PG ID 0 PG GUID g\u00a0 Rank 1] ",
+    "[PG ID x Rank 1] ",
+    "[PG 1 Rank 2]",
+)
+_WATCHDOG_PARTS = (
+    ("", "SeqNum=12, ", "SeqNum=, ", "SeqNum=12,", "SeqNum=1234567890123456789012, ", "SeqNum=1\u0663, "),
+    ("ALLREDUCE", "_ALLGATHER_BASE", "", "ALLR\u00c9DUCE"),
+    ("", ", NumelIn=1048576, NumelOut=1048576", ", NumelIn=1, NumelOut=", ", NumelIn=1"),
+    ("", ", TensorShape=[1, 2048]", ", TensorShape=[]", ", TensorShape=[1, 2"),
+    (", Timeout(ms)=600000)", ", Timeout(ms)=)", ", Timeout(ms)=600000", ", Timeout(ms)=99999999999999999999)"),
+    ("", " ran for 600071 milliseconds before timing out.", " ran for milliseconds", " ran for 600071 ms",
+     " ran for 6\u0663 milliseconds", " ran for 99999999999999999999 milliseconds"),
+    ("", " then Watchdog caught collective operation timeout: WorkNCCL(OpType=BARRIER, Timeout(ms)=5)", " [Rank 9]"),
+)  # fmt: skip
+
+
+@st.composite
+def _c10d_messages(draw) -> str:
+    """A c10d message: a PG prefix, then the watchdog's timeout (or other text), each part drawn
+    from its real shapes and near misses (the regexes' optional groups half there, other
+    scripts' digits and letters, numbers too long for their column, a second occurrence)."""
+    head = draw(st.sampled_from(_PG_HEADS))
+    if draw(st.booleans()):
+        seq, op, numel, shape, timeout, ran, tail = (draw(st.sampled_from(p)) for p in _WATCHDOG_PARTS)
+        body = f"Watchdog caught collective operation timeout: WorkNCCL({seq}OpType={op}{numel}{shape}{timeout}{ran}"
+        return head + body + tail
+    return head + draw(st.sampled_from(("ProcessGroupNCCL initialization options: size: 8", "", "[PG 1 Rank 2]")))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_c10d_messages(), min_size=1, max_size=12))
+@example(messages=["[Rank 3] " + WATCHDOG, "[x] [Rank 3] " + WATCHDOG])
+def test_fast_lane_reads_the_watchdog_and_pg_fields_as_the_regexes(messages):
+    from parsers import fastlane
+
+    frame = (
+        _lines_frame([_C10D_HEAD + m for m in messages]).with_row_index("_row").with_columns(pl.lit(False).alias("_cr"))
+    )
+    taken, _ = fastlane.split(frame)
+    expected = taken.select(torch.collective_fields(pl.col(s.MESSAGE)))
+    assert taken.select(expected.columns).equals(expected, null_equal=True)
+    assert taken.height == len(messages)
+
+
+def test_the_fast_lane_reads_common_watchdog_lines_without_the_regexes(monkeypatch):
+    from parsers import fastlane
+
+    def refuse(_msg):
+        raise AssertionError("the regexes were used")
+
+    monkeypatch.setattr(fastlane.torch, "collective_fields", refuse)
+    lines = [*C10D_LINES[:2], _C10D_HEAD + "[PG 1 Rank 2] ProcessGroupNCCL initialization options: size: 8"]
+    taken, _ = fastlane.split(_lines_frame(lines).with_row_index("_row").with_columns(pl.lit(False).alias("_cr")))
+    assert taken[s.COLL_OP].to_list() == ["ALLREDUCE", "ALLREDUCE", None]
+    assert taken[s.COLL_SEQ].to_list() == [12, 12, None] and taken[s.COLL_RAN_MS].to_list() == [600003, 600003, None]
+    assert taken[s.COLL_TIMEOUT_MS].to_list() == [600000, 600000, None]
+    assert taken[s.PG].to_list() == [None, "0", "1"] and taken["_line_rank"].to_list() == [1, 12, 2]
+
+
 def test_the_fast_lane_takes_lmcache_lines():
     from parsers import fastlane
 
