@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from forensics import schema as s
 from parsers import metric_scan
@@ -148,13 +147,21 @@ PREFIX_V0 = r"Prefix cache hit rate: GPU: ([\d.]+)%, CPU: ([\d.]+)%"
 ENGINE = r"^(?:Engine (\d+)|(\d+) Engines Aggregated):"
 
 
-def _metric_columns(base: pl.DataFrame, raw: dict[str, pl.Expr], v0_gpu: pl.Expr, v0_cpu: pl.Expr) -> pl.DataFrame:
-    """`base` with one column per metric: the raw numbers scaled (`%` to a fraction), V0's
-    `Prefix cache hit rate: GPU: x%, CPU: y%` filling the prefix hit rate V1 lines give plainly."""
-    cols = {name: raw[name] * scale for name, (_, scale) in _PAIRS.items()}
-    cols["prefix_cache_hit_rate"] = pl.coalesce(cols["prefix_cache_hit_rate"], v0_gpu * 0.01)
-    cols["cpu_prefix_cache_hit_rate"] = v0_cpu * 0.01
-    return base.with_columns(**cols)
+IN_ORDER = sorted([*_PAIRS, "cpu_prefix_cache_hit_rate"])
+"""The metrics of the table, in the order a line's rows are in."""
+
+
+def _scaled(raw: np.ndarray) -> np.ndarray:
+    """The metric values (a row per line, `IN_ORDER` columns, NaN where none) from the raw
+    numbers (columns: `_PAIRS`' metrics, then V0's `Prefix cache hit rate: GPU: x%, CPU: y%`;
+    NaN where none: no number read is NaN): `%` to a fraction, V0's GPU rate filling the
+    prefix hit rate V1 lines give plainly."""
+    cols = {name: raw[:, k] * scale for k, (name, (_, scale)) in enumerate(_PAIRS.items())}
+    v0 = len(_PAIRS)
+    prefix = cols["prefix_cache_hit_rate"]
+    cols["prefix_cache_hit_rate"] = np.where(np.isnan(prefix), raw[:, v0] * 0.01, prefix)
+    cols["cpu_prefix_cache_hit_rate"] = raw[:, v0 + 1] * 0.01
+    return np.column_stack([cols[name] for name in IN_ORDER]) if len(raw) else np.empty((0, len(IN_ORDER)))
 
 
 def metrics(events: pl.DataFrame) -> pl.DataFrame:
@@ -192,56 +199,33 @@ def metrics(events: pl.DataFrame) -> pl.DataFrame:
         s.MESSAGE,
     )
     # Where the compiled scan is sure (ASCII messages: all real ones), the numbers are the ones it
-    # read at the spans it found; the regexes below remain the definition and read the other lines.
-    lo, hi, sure, value, state = metric_scan.spans(base[s.MESSAGE])
-    scanned = base.filter(pl.Series(sure))
-    if (state[sure] == metric_scan.UNSURE).any():  # a number too long to read exactly by hand: cast its text
-        scanned = scanned.with_columns(pl.Series(f"_lo{k}", lo[sure, k]) for k in range(lo.shape[1])).with_columns(
-            pl.Series(f"_hi{k}", hi[sure, k]) for k in range(lo.shape[1])
-        )
-
-        def cut(k: int) -> pl.Expr:
-            a = pl.col(f"_lo{k}")
-            return pl.when(a >= 0).then(msg.str.slice(a, pl.col(f"_hi{k}") - a)).cast(pl.Float64, strict=False)
-    else:  # the numbers the scan read (what the cast of their spans gives)
-        scanned = scanned.with_columns(
-            pl.Series(f"_v{k}", pa.array(value[sure, k], mask=state[sure, k] != metric_scan.VALUE))
-            for k in range(lo.shape[1])
-        )
-
-        def cut(k: int) -> pl.Expr:
-            return pl.col(f"_v{k}")
-
-    names = metric_scan.NAMES
-    v0 = len(names)
-    parts = [
-        _metric_columns(scanned, {name: cut(k) for k, name in enumerate(names)}, cut(v0), cut(v0 + 1)).drop(
-            [c for c in scanned.columns if c.startswith(("_lo", "_hi", "_v"))]
-        )
-    ]
+    # read at the spans it found; the regexes remain the definition and read the other lines
+    # (and those with a number too long to read exactly by hand: at the same spans).
+    _, _, sure, value, state = metric_scan.spans(base[s.MESSAGE])
+    sure &= ~(state == metric_scan.UNSURE).any(axis=1)
+    matrix = np.empty((base.height, len(IN_ORDER)))
+    matrix[sure] = _scaled(np.where(state[sure] == metric_scan.VALUE, value[sure], np.nan))
     if not sure.all():
-        rest = base.filter(pl.Series(~sure))
-        extract = {name: msg.str.extract(rx, 1).cast(pl.Float64, strict=False) for name, (rx, _) in _PAIRS.items()}
-        v0_gpu = msg.str.extract(PREFIX_V0, 1).cast(pl.Float64, strict=False)
-        parts.append(
-            _metric_columns(rest, extract, v0_gpu, msg.str.extract(PREFIX_V0, 2).cast(pl.Float64, strict=False))
-        )
-    # Rows in (file, line, metric) order, sorted on ranks rather than on the strings: the
+        extract = [msg.str.extract(rx, 1).cast(pl.Float64, strict=False) for rx, _ in _PAIRS.values()]
+        extract += [msg.str.extract(PREFIX_V0, g).cast(pl.Float64, strict=False) for g in (1, 2)]
+        raw = base.filter(pl.Series(~sure)).select(e.alias(str(k)) for k, e in enumerate(extract)).to_numpy()
+        matrix[~sure] = _scaled(raw.astype(np.float64))  # (a null reads as NaN)
+    # Rows in (file, line, metric) order (the scanned lines before the others where a glued
+    # line's records share a line number), sorted on ranks rather than on the strings: the
     # line's other columns are gathered once, for the values present (a line has a few of the
     # metrics; repeating its strings for every absent one cost more memory than the whole
-    # table, and sorting millions of rows on strings ~1.5 s per GB of logs). The values are
-    # read row by row, the metrics in name order, from a matrix: unpivoting them and sorting
-    # that cost more than the rest of the scan.
-    wide = pl.concat(parts).drop(s.MESSAGE)
-    wide = wide.sort(_ranked(wide, s.FILE), s.LINE, maintain_order=True)
-    in_order = sorted([*_PAIRS, "cpu_prefix_cache_hit_rate"])
-    matrix = wide.select(in_order).to_numpy().ravel()  # (a null reads as NaN: no number read is one)
+    # table). The values are read row by row, the metrics in name order, from the matrix:
+    # unpivoting them and sorting that cost more than the rest of the scan.
+    at = np.concatenate([np.flatnonzero(sure), np.flatnonzero(~sure)])
+    keys = base.select(_ranked(base, s.FILE), s.LINE)
+    at = at[np.lexsort((keys[s.LINE].to_numpy()[at], keys[s.FILE].to_numpy()[at]))]
+    matrix = matrix[at].ravel()
     present = ~np.isnan(matrix)
     values = matrix[present]
-    row, metric = np.divmod(np.flatnonzero(present), len(in_order))
-    long = wide.select(s.TS, s.TS_QUALITY, s.HOST, s.POD, s.ENGINE, s.FILE, s.LINE)[row]
+    row, metric = np.divmod(np.flatnonzero(present), len(IN_ORDER))
+    long = base.select(s.TS, s.TS_QUALITY, s.HOST, s.POD, s.ENGINE, s.FILE, s.LINE)[at[row]]
     return s.conform(
-        long.with_columns(pl.Series(s.METRIC, in_order).gather(metric), pl.Series(s.VALUE, values)), s.METRIC_DTYPES
+        long.with_columns(pl.Series(s.METRIC, IN_ORDER).gather(metric), pl.Series(s.VALUE, values)), s.METRIC_DTYPES
     )
 
 

@@ -334,6 +334,26 @@ def test_metric_numbers_read_in_the_scan_are_the_numbers_written(tmp_path):
     assert got["prompt_tokens_per_s"] == float("12345678901234567.5")
 
 
+def test_metric_rows_stay_in_line_order_when_some_lines_are_read_by_the_regexes(tmp_path):
+    # Every other line has a non-ASCII byte, which leaves it to the regexes rather than the scan.
+    write(
+        tmp_path / "vllm.log",
+        "".join(
+            f"INFO 03-02 08:00:0{i} [loggers.py:123] Engine 000: Avg prompt throughput: {i}.5 tokens/s, Avg generation "
+            f"throughput: 1.0 tokens/s, Running: {i} reqs, Waiting: 0 reqs, GPU KV cache usage: 5{i}.0%"
+            + (" \u2014 ok\n" if i % 2 else "\n")
+            for i in range(6)
+        ),
+    )
+    metrics = ingest(tmp_path, year=2025).metrics
+    assert metrics.select(s.LINE, s.METRIC).rows() == sorted(metrics.select(s.LINE, s.METRIC).rows())
+    per_line = metrics.group_by(s.LINE, maintain_order=True).len()["len"].to_list()
+    assert per_line == [5] * 6
+    assert metrics.filter(pl.col(s.METRIC) == "running")[s.VALUE].to_list() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    usage = metrics.filter(pl.col(s.METRIC) == "gpu_kv_cache_usage")[s.VALUE].to_list()
+    assert usage == [(50.0 + i) * 0.01 for i in range(6)]
+
+
 def test_describe_events_age_is_resolved_only_with_captured_at(tmp_path):
     write(
         tmp_path / "describe.txt",
