@@ -727,8 +727,12 @@ class _ParquetSink:
         if self._writer is None:
             repeated = [c for c, t in df.schema.items() if t == pl.Categorical or c in s.REPEATED_STRINGS]
             # Snappy (pyarrow's default), not polars' zstd: zstd halves the file but costs ~20% more
-            # time to write, and the writer is a sixth of the CPU of a streamed ingest.
-            self._writer = pq.ParquetWriter(self.path, table.schema, write_statistics=False, use_dictionary=repeated)
+            # time to write, and the writer is a quarter of the CPU of a streamed ingest. The
+            # ascending integers (time, line) delta-encoded: 14% less file, and a little faster.
+            deltas = {c: "DELTA_BINARY_PACKED" for c in (s.TS, s.LINE) if c in df.columns}
+            self._writer = pq.ParquetWriter(
+                self.path, table.schema, write_statistics=False, use_dictionary=repeated, column_encoding=deltas
+            )
         self._writer.write_table(table)
 
     def close(self) -> None:
