@@ -124,18 +124,24 @@ def _scan(
     f_first = np.empty(n, np.int64)
     n_s = 0
     n_f = 0
+    f = -1
+    last_sid, last_s = np.uint64(0), -1  # (a run of lines of one stream looks it up once)
     for i in range(n):
-        fkey = np.uint64(file[i])
-        f = _dense(f_keys, f_used, f_ids, fkey, n_f)
-        if f == n_f:
-            n_f += 1
-            f_open[f] = -1
-            f_head[f] = NONE
-            f_first[f] = row[i]
         same_file = i > 0 and file[i] == file[i - 1]
+        if not same_file:
+            f = _dense(f_keys, f_used, f_ids, np.uint64(file[i]), n_f)
+            if f == n_f:
+                n_f += 1
+                f_open[f] = -1
+                f_head[f] = NONE
+                f_first[f] = row[i]
         s = -1
         if pre[i]:
-            s = _dense(s_keys, s_used, s_ids, sid[i], n_s)
+            if last_s != -1 and sid[i] == last_sid:
+                s = last_s
+            else:
+                s = _dense(s_keys, s_used, s_ids, sid[i], n_s)
+                last_sid, last_s = sid[i], s
             if s == n_s:
                 n_s += 1
                 s_last[s] = -1
