@@ -40,14 +40,9 @@ def strings(col: pl.Series) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, n
     if pa.types.is_string_view(arr.type):
         raw = arr.buffers()
         bufs = [raw[1], *raw[2:]]
-        v = np.frombuffer(raw[1], dtype=np.int32).reshape(-1, 4)[arr.offset : arr.offset + n]
-        length = v[:, 0].astype(np.int64)
-        if arr.null_count:  # a null's view is not defined: read it as `` (filling the nulls in copies)
-            length[~np.asarray(arr.is_valid().to_numpy(zero_copy_only=False))] = 0
-        inline = length <= INLINE
-        buf = np.where(inline, 0, v[:, 2].astype(np.int64) + 1)
-        rows = np.arange(arr.offset, arr.offset + n, dtype=np.int64)
-        start = np.where(inline, rows * 16 + 4, v[:, 3].astype(np.int64))
+        views = np.frombuffer(raw[1], dtype=np.int32).reshape(-1, 4)
+        valid = np.frombuffer(raw[0], np.uint8) if arr.null_count else np.zeros(0, np.uint8)
+        buf, start, length = _view_rows(views, valid, arr.offset, n)
     else:
         arr = arr.cast(pa.large_string()).fill_null("")  # an older polars: offsets and one data buffer
         _validity, offsets, data = arr.buffers()
@@ -57,6 +52,27 @@ def strings(col: pl.Series) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, n
     address = np.array([b.address if b is not None else 0 for b in bufs], dtype=np.int64)
     size = np.array([b.size if b is not None else 0 for b in bufs], dtype=np.int64)
     return [arr, bufs], address, size, buf, start, length
+
+
+@njit(cache=True, nogil=True)
+def _view_rows(views, valid, offset, n):  # pragma: no cover - compiled
+    """(buffer, start, length) of rows `offset..offset+n` from their 16-byte views (int32
+    length, then 12 inline bytes, or prefix, buffer index, offset). A null's view is not
+    defined: read as `` (`valid`: the validity bitmap, empty when none is null)."""
+    buf = np.empty(n, np.int64)
+    start = np.empty(n, np.int64)
+    length = np.empty(n, np.int64)
+    for i in range(n):
+        r = offset + i
+        size = views[r, 0]
+        if len(valid) and not (valid[r >> 3] >> (r & 7)) & 1:
+            size = 0
+        length[i] = size
+        if size <= INLINE:
+            buf[i], start[i] = 0, r * 16 + 4
+        else:
+            buf[i], start[i] = views[r, 2] + 1, views[r, 3]
+    return buf, start, length
 
 
 def scan_chunks(col: pl.Series, scan: Callable[..., tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
