@@ -75,6 +75,41 @@ def _view_rows(views, valid, offset, n):  # pragma: no cover - compiled
     return buf, start, length
 
 
+def categories_as_arrow(col: pl.Series) -> pa.DictionaryArray:
+    """A Categorical column as `to_arrow()` gives it (indices into a dictionary of the values it
+    holds, in order of first appearance), built from its codes and its categories: polars' own
+    conversion cost ~0.6 ms per 100,000 rows and column, ten times this."""
+    codes = col.to_physical().rechunk().to_arrow()
+    validity, data = codes.buffers()
+    at, n = codes.offset, len(codes)
+    valid = np.frombuffer(validity, np.uint8) if codes.null_count else np.zeros(0, np.uint8)
+    every = col.dtype.categories.to_series()  # (each category at its code; read after the codes)
+    indices, seen = _first_seen(np.frombuffer(data, np.uint32), valid, at, n, len(every))
+    keys = pa.Array.from_buffers(pa.uint32(), n, [validity, pa.py_buffer(indices)], codes.null_count, at)
+    return pa.DictionaryArray.from_arrays(keys, every.to_arrow().take(pa.array(seen)))
+
+
+@njit(cache=True, nogil=True)
+def _first_seen(codes, valid, at, n, n_categories):  # pragma: no cover - compiled
+    """(each of rows `at..at+n`'s index into the categories they use, at the same positions;
+    those categories' codes in order of first appearance). A null row (its bit clear in the
+    validity bitmap `valid`; empty: none is null) gets 0, which its validity hides."""
+    where = np.full(n_categories, -1, np.int64)
+    seen = np.empty(min(n_categories, n), np.int64)
+    indices = np.zeros(at + n, np.uint32)
+    k = 0
+    for r in range(at, at + n):
+        if len(valid) and not (valid[r >> 3] >> (r & 7)) & 1:
+            continue
+        c = codes[r]
+        if where[c] < 0:
+            where[c] = k
+            seen[k] = c
+            k += 1
+        indices[r] = where[c]
+    return indices, seen[:k]
+
+
 def scan_chunks(col: pl.Series, scan: Callable[..., tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
     """`scan(rows, address, size, buf, start, length)` on each chunk of `col` in turn (`rows`:
     the chunk's slice of the column), its arrays joined. A chunk at a time because joining

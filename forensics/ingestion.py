@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from forensics import _files
 from forensics import schema as s
 from forensics._malloc import release_free_memory
-from forensics.arrow_text import count_lines, lines_column
+from forensics.arrow_text import categories_as_arrow, count_lines, lines_column
 from forensics.errors import NoInputError
 from parsers import k8s, vllm
 from parsers._common import TIME_PARTS
@@ -751,12 +751,11 @@ class _ParquetSink:
 def _arrow(df: pl.DataFrame) -> pa.Table:
     """`df` as Arrow for the Parquet writer: text as string views, the columns polars holds, not
     copied (`to_arrow()` copies every string into a new buffer of offsets: a sixth of the
-    writer's time); categories as dictionaries of plain strings, which the writer takes and
-    string views are not."""
-    cats = [c for c, t in df.schema.items() if t == pl.Categorical]
+    writer's time); categories as dictionaries of plain strings (which the writer takes, and
+    string views it does not), as `to_arrow()` gives them but built from the codes."""
+    cats = {c for c, t in df.schema.items() if t == pl.Categorical}
     views = df.drop(cats).to_arrow(compat_level=pl.CompatLevel.newest())
-    plain = df.select(cats).to_arrow()
-    return pa.table([plain[c] if c in cats else views[c] for c in df.columns], names=df.columns)
+    return pa.table([categories_as_arrow(df[c]) if c in cats else views[c] for c in df.columns], names=df.columns)
 
 
 def _concat_columns(parts: list[pl.DataFrame]) -> pl.DataFrame:

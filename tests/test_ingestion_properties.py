@@ -793,6 +793,28 @@ def test_columns_cut_as_views_hold_the_bytes_between_the_offsets(rows, skip):
     assert copied.to_list() == viewed.to_list() == [expected[r] for r in rows_at]
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.none(), st.sampled_from(["INFO", "WARNING", "loggers.py", "é", "", "APIServer"])), max_size=30
+    ),
+    st.lists(st.text(max_size=5), max_size=5),
+    st.integers(0, 3),
+    st.booleans(),
+)
+def test_categories_convert_to_arrow_as_polars_converts_them(values, seen_before, skip, chunked):
+    """Nulls, an all-null or empty column, categories other columns made first (their codes are
+    not this column's), a sliced or multi-chunk column: the same dictionary and indices."""
+    from forensics.arrow_text import categories_as_arrow
+
+    pl.Series(seen_before, dtype=pl.Categorical)
+    col = pl.Series(values, dtype=pl.Categorical)
+    if chunked and len(values) > 2:
+        col = pl.concat([col[: len(values) // 2], col[len(values) // 2 :]], rechunk=False)
+    col = col[skip:]
+    assert categories_as_arrow(col).equals(col.to_arrow())
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(alphabet=st.sampled_from("ab \n\n\né\t"), max_size=40), min_size=1, max_size=4))
 def test_a_batchs_lines_column_splits_its_segments_at_newlines(segments):
