@@ -61,6 +61,12 @@ _ITEMS = [(name, spec) for name in NAMES for spec in SPECS[name]]
 KEYS, UNITS, META = _pack([spec for _, spec in _ITEMS])
 OWNER = np.array([NAMES.index(name) for name, _ in _ITEMS], np.int64)
 """The metric each (key, shape, unit) row belongs to."""
+BY_FIRST = np.zeros((256, len(_ITEMS) + 1), np.int64)
+"""For each byte: how many key rows start with it, then those rows in order (a position is
+tried against these alone: most of a message's capitals start no key)."""
+for _r, _first in enumerate(KEYS[:, 0]):
+    BY_FIRST[_first, 0] += 1
+    BY_FIRST[_first, BY_FIRST[_first, 0]] = _r
 V0 = tuple(np.frombuffer(b, np.uint8).copy() for b in V0_PREFIX)
 
 
@@ -70,7 +76,7 @@ def spans(messages: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     themselves with their state (`NULL`, `VALUE`, or `UNSURE`: cast the span's text instead)."""
     return scan_chunks(
         messages,
-        lambda _rows, *where: _scan(*where, KEYS, UNITS, META, OWNER, len(NAMES), PREFIX_INDEX, *V0, POW10),
+        lambda _rows, *where: _scan(*where, KEYS, UNITS, META, OWNER, BY_FIRST, len(NAMES), PREFIX_INDEX, *V0, POW10),
     )
 
 
@@ -126,7 +132,7 @@ def _value(d, p, shape):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def _scan(
-    addr, size, buf, start, length, keys, units, meta, owner, n_names, prefix, v0_key, v0_mid, v0_end, pow10
+    addr, size, buf, start, length, keys, units, meta, owner, by_first, n_names, prefix, v0_key, v0_mid, v0_end, pow10
 ):  # pragma: no cover - compiled
     n = len(length)
     n_specs = len(owner)
@@ -135,9 +141,7 @@ def _scan(
     value = np.zeros((n, n_names + 2), np.float64)
     state = np.zeros((n, n_names + 2), np.int8)
     sure = np.ones(n, np.bool_)
-    first = np.zeros(256, np.bool_)  # bytes a key starts with: other positions are skipped at once
-    for r in range(n_specs):
-        first[keys[r, 0]] = True
+    first = by_first[:, 0] > 0  # bytes a key starts with: other positions are skipped at once
     first[v0_key[0]] = True
     found = np.zeros(n_specs + 1, np.bool_)
     for i in range(n):
@@ -152,8 +156,9 @@ def _scan(
                 break
             if left == 0 or not first[c]:
                 continue
-            for r in range(n_specs):  # one pass: each spec keeps its leftmost valid match
-                if found[r] or keys[r, 0] != c:
+            for q in range(1, by_first[c, 0] + 1):  # one pass: each spec keeps its leftmost valid match
+                r = by_first[c, q]
+                if found[r]:
                     continue
                 m = owner[r]
                 if m == prefix and not (p == 0 or (p >= 2 and d[p - 1] == 32 and d[p - 2] != 108)):
