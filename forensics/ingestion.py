@@ -753,9 +753,9 @@ def _arrow(df: pl.DataFrame) -> pa.Table:
     copied (`to_arrow()` copies every string into a new buffer of offsets: a sixth of the
     writer's time); categories as dictionaries of plain strings (which the writer takes, and
     string views it does not), as `to_arrow()` gives them but built from the codes."""
-    cats = {c for c, t in df.schema.items() if t == pl.Categorical}
+    cats = categories_as_arrow(df)
     views = df.drop(cats).to_arrow(compat_level=pl.CompatLevel.newest())
-    return pa.table([categories_as_arrow(df[c]) if c in cats else views[c] for c in df.columns], names=df.columns)
+    return pa.table([cats[c] if c in cats else views[c] for c in df.columns], names=df.columns)
 
 
 def _concat_columns(parts: list[pl.DataFrame]) -> pl.DataFrame:

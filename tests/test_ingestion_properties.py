@@ -812,7 +812,9 @@ def test_categories_convert_to_arrow_as_polars_converts_them(values, seen_before
     if chunked and len(values) > 2:
         col = pl.concat([col[: len(values) // 2], col[len(values) // 2 :]], rechunk=False)
     col = col[skip:]
-    assert categories_as_arrow(col).equals(col.to_arrow())
+    frame = pl.DataFrame({"c": col, "text": pl.Series([None] * len(col), dtype=pl.String), "same": col})
+    arrays = categories_as_arrow(frame)
+    assert set(arrays) == {"c", "same"} and arrays["c"].equals(col.to_arrow()) and arrays["same"].equals(col.to_arrow())
 
 
 @settings(max_examples=300, deadline=None)
