@@ -275,7 +275,7 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
     is_fast = narrow["_is_fast"].to_numpy()
     grouped = np.isin(ev, np.unique(ev[fold])) if fold.any() else np.zeros(len(ev), np.bool_)
     fast_grouped = grouped[is_fast]  # (both in `_row` order: fast's rows are narrow's fast rows)
-    single = fast.filter(pl.Series(~fast_grouped)).with_columns(
+    single = (fast.filter(pl.Series(~fast_grouped)) if fast_grouped.any() else fast).with_columns(
         pl.lit(1, pl.UInt32).alias(s.RAW_LINES),  # (fast lines have no CRI pieces: `_pfold` is 0)
         pl.lit(0, pl.UInt32).alias("_nfold"),
         pl.lit(False).alias("_orphan"),
