@@ -481,6 +481,19 @@ def _find(d, at, word):  # pragma: no cover - compiled
     return -1
 
 
+@njit(cache=True, inline="always")
+def _number_after(d, j, word, close):  # pragma: no cover - compiled
+    """(value, where `close` is) when `d[j:]` is `word`, a run of ASCII digits short enough to be
+    sure of its value, then the byte `close`; else (-1, -1)."""
+    if not _starts(d, j, word):
+        return -1, -1
+    a = j + len(word)
+    e = _digits_end(d, a)
+    if e == a or e - a > _DIGITS_SURE or not (e < len(d) and d[e] == close):
+        return -1, -1
+    return _num(d, a, e - a), e
+
+
 @njit(cache=True)
 def _watchdog(d, number, span):  # pragma: no cover - compiled
     """`torch.WATCHDOG` in message `d`: its seq, timeout, ran into `number[0:3]` and its op into
@@ -496,12 +509,10 @@ def _watchdog(d, number, span):  # pragma: no cover - compiled
     n = len(d)
     j += len(_WATCHDOG)
     if _starts(d, j, _SEQ):
-        a = j + len(_SEQ)
-        j = _digits_end(d, a)
-        if j == a or j - a > _DIGITS_SURE or not (j + 1 < n and d[j] == 44 and d[j + 1] == 32):
+        v, e = _number_after(d, j, _SEQ, 44)  # `SeqNum=N,` then a space
+        if v < 0 or not (e + 1 < n and d[e + 1] == 32):
             return False
-        number[0] = _num(d, a, j - a)
-        j += 2
+        number[0], j = v, e + 2
     if not _starts(d, j, _OP):
         return False
     j += len(_OP)
@@ -523,14 +534,10 @@ def _watchdog(d, number, span):  # pragma: no cover - compiled
             k += 1
         if k < n:
             j = k + 1
-    if not _starts(d, j, _TIMEOUT):
+    v, e = _number_after(d, j, _TIMEOUT, 41)  # `, Timeout(ms)=N)`
+    if v < 0:
         return False
-    a = j + len(_TIMEOUT)
-    j = _digits_end(d, a)
-    if j == a or j - a > _DIGITS_SURE or not (j < n and d[j] == 41):
-        return False
-    number[1] = _num(d, a, j - a)
-    j += 1
+    number[1], j = v, e + 1
     if _starts(d, j, _RAN):
         a = j + len(_RAN)
         k = _digits_end(d, a)
@@ -583,13 +590,9 @@ def _pg_prefix(d, number, span):  # pragma: no cover - compiled
         if not (j < n and d[j] == 32):
             return False
         j += 1
-    if not _starts(d, j, _RANK_WORD):
+    v, _ = _number_after(d, j, _RANK_WORD, 93)  # `Rank N]`
+    if v < 0:
         return False
-    a = j + len(_RANK_WORD)
-    j = _digits_end(d, a)
-    if j == a or j - a > _DIGITS_SURE or not (j < n and d[j] == 93):
-        return False
-    v = _num(d, a, j - a)
     number[3] = v if v < 2**31 else -1  # (the general path's cast to Int32 gives null)
     return True
 
