@@ -91,6 +91,8 @@ def categories_as_arrow(df: pl.DataFrame) -> dict[str, pa.DictionaryArray]:
 
 
 def _dictionary(codes: pa.Array, every: pa.Array) -> pa.DictionaryArray:
+    """The dictionary array of a column of category `codes` (nullable uint32), `every`
+    category at its code."""
     n = len(codes)
     if codes.null_count == n:  # (a column no line of the batch has: most of them)
         return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.uint32()), every.slice(0, 0))

@@ -22,11 +22,11 @@ pass reads each line's bytes in place (`forensics.arrow_text`) and takes a line 
 is sure the general path would read it exactly so: an RFC3339 stamp with a `Z` or `±hh:mm`
 zone (not journald's `+hhmm`), optionally a CRI `stdout F ` head outside a run of partial
 `P` pieces, a process prefix of plain ASCII, then vLLM's positional layout (`vllm.FAST`), a
-uvicorn line, `nccl.FAST`, `pylog.FAST_KV` (`_lmcache`) or a c10d line (`_c10d`, its
-watchdog and PG-prefix fields by `_collectives`, the regexes left the lines it is unsure of); or, without a stamp, a
-syslog head of plain ASCII names and a klog line (`_syslog_klog`); and nothing any other
-layer reacts to (`\\r`, ANSI colour or its residue, Ray's `[repeated Nx across cluster]`, a
-second record glued on). Anything else, however common, goes the general way, as does any
+uvicorn line, `nccl.FAST`, `pylog.FAST_KV` (`_lmcache`) or a c10d line (`_c10d`; its watchdog
+and PG-prefix fields by `_collectives`, the regexes reading the lines it is unsure of); or,
+without a stamp, a syslog head of plain ASCII names and a klog line (`_syslog_klog`); and
+nothing any other layer reacts to (`\\r`, ANSI colour or its residue, Ray's `[repeated Nx
+across cluster]`, a second record glued on). Anything else, however common, goes the general way, as does any
 line where a non-ASCII byte would leave a regex class (`\\s`, `\\S`, `\\d`) in doubt. The
 stamp follows `parse_rfc3339`'s rules (impossible dates give no time; a leap second `:60`
 counts as the next minute); the fields (level, time parts, component, header, message,
@@ -456,6 +456,7 @@ def _c10d(d, at, f):  # pragma: no cover - compiled
 
 
 def _bytes(text: bytes) -> np.ndarray:
+    """A literal as the compiled scans compare it (a writable array of its bytes)."""
     return np.frombuffer(text, np.uint8).copy()
 
 

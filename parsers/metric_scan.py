@@ -73,7 +73,8 @@ V0 = tuple(np.frombuffer(b, np.uint8).copy() for b in V0_PREFIX)
 def spans(messages: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(start, end) per message and metric of `NAMES` plus the two V0 prefix numbers (-1: no
     match), per message whether the scan was sure (False: use the regexes), and the numbers
-    themselves with their state (`NULL`, `VALUE`, or `UNSURE`: cast the span's text instead)."""
+    themselves with their state (`NULL`, `VALUE`, or `UNSURE`: too long to read exactly by hand;
+    `vllm.metrics` reads such a line with the regexes)."""
     return scan_chunks(
         messages,
         lambda _rows, *where: _scan(*where, KEYS, UNITS, META, OWNER, BY_FIRST, len(NAMES), PREFIX_INDEX, *V0, POW10),
