@@ -22,21 +22,21 @@ pass reads each line's bytes in place (`forensics.arrow_text`) and takes a line 
 is sure the general path would read it exactly so: an RFC3339 stamp with a `Z` or `±hh:mm`
 zone (not journald's `+hhmm`), optionally a CRI `stdout F ` head outside a run of partial
 `P` pieces, a process prefix of plain ASCII, then vLLM's positional layout (`vllm.FAST`), a
-uvicorn line, `nccl.FAST`, `pylog.FAST_KV` (`_lmcache`) or a c10d line (`_c10d`; its watchdog
-and PG-prefix fields by `_collectives`, the regexes reading the lines it is unsure of); or,
-without a stamp, a syslog head of plain ASCII names and a klog line (`_syslog_klog`); and
-nothing any other layer reacts to (`\\r`, ANSI colour or its residue, Ray's `[repeated Nx
-across cluster]`, a second record glued on). Anything else, however common, goes the general way, as does any
-line where a non-ASCII byte would leave a regex class (`\\s`, `\\S`, `\\d`) in doubt. The
-stamp follows `parse_rfc3339`'s rules (impossible dates give no time; a leap second `:60`
-counts as the next minute); the fields (level, time parts, component, header, message,
-request id, HTTP method, path and status, NCCL host, pid and device, syslog host, ident and
-time, LMCache's file, c10d's rank) are where `vllm.parse`, `uvicorn.parse`, `nccl.parse`,
-`pylog.parse`, `torch.parse`, `wrappers.peel` and `k8s.parse_klog` would cut them, and the
-fold flags (`_open`, `_msgcont`) what `lines._fold` would compute. The columns are built
-from the compiled pass's offsets without a polars pass per field
-(`forensics.arrow_text.Text`). Tests hold the events to the general path's.
-"""
+uvicorn line, `nccl.FAST`, `pylog.FAST_KV` (`_lmcache`) or a c10d line (`_c10d`; its
+watchdog and PG-prefix fields by `_collectives`, the regexes reading the lines it is unsure
+of); or, without a stamp, a syslog head of plain ASCII names and a klog line
+(`_syslog_klog`); and nothing any other layer reacts to (`\\r`, ANSI colour or its residue,
+Ray's `[repeated Nx across cluster]`, a second record glued on). Anything else, however
+common, goes the general way, as does any line where a non-ASCII byte would leave a regex
+class (`\\s`, `\\S`, `\\d`) in doubt. The stamp follows `parse_rfc3339`'s rules (impossible
+dates give no time; a leap second `:60` counts as the next minute); the fields (level, time
+parts, component, header, message, request id, HTTP method, path and status, NCCL host, pid
+and device, syslog host, ident and time, LMCache's file, c10d's rank) are where
+`vllm.parse`, `uvicorn.parse`, `nccl.parse`, `pylog.parse`, `torch.parse`, `wrappers.peel`
+and `k8s.parse_klog` would cut them, and the fold flags (`_open`, `_msgcont`) what
+`lines._fold` would compute. The columns are built from the compiled pass's offsets without
+a polars pass per field (`forensics.arrow_text.Text`). Tests hold the events to the general
+path's."""
 
 from __future__ import annotations
 
