@@ -356,19 +356,9 @@ def _syslog_klog(d, f, months, kubelet_files):  # pragma: no cover - compiled
     if k == t0 or not (k < n and d[k] == 32):
         return no
     t1 = k
-    k += 1
-    f[COMP_AT] = k
-    while k < n and (_is_word_byte(d[k]) or d[k] == 46 or d[k] == 45 or d[k] == 47):
-        k += 1
-    if k == f[COMP_AT] or not (k < n and d[k] == 58):
+    f[MSG_AT] = _file_line(d, k + 1, f, True)
+    if f[MSG_AT] < 0:
         return no
-    f[COMP_END] = k
-    k += 1
-    m = k
-    k = _digits_end(d, k)
-    if k == m or not (k + 1 < n and d[k] == 93 and d[k + 1] == 32):
-        return no
-    f[MSG_AT] = k + 2
     # `k8s.parse_klog`'s source: kubelet by ident or file, torch by a C++ file, else klog.
     a, e = f[COMP_AT], f[COMP_END]
     src = 2
@@ -385,6 +375,24 @@ def _syslog_klog(d, f, months, kubelet_files):  # pragma: no cover - compiled
         src = 0
     f[SRC] = src
     return (p0, p1, q0, q1) if q0 >= 0 else (p0, p1, t0, t1)
+
+
+@njit(cache=True, inline="always")
+def _file_line(d, k, f, slash):  # pragma: no cover - compiled
+    """Where the message starts after the `file:line] ` at `d[k:]` of a klog or c10d line, the
+    file (`[\\w.-]`, and `/` when `slash`) into `f[COMP_AT:COMP_END]`; -1 when there is none."""
+    n = len(d)
+    f[COMP_AT] = k
+    while k < n and (_is_word_byte(d[k]) or d[k] == 46 or d[k] == 45 or (slash and d[k] == 47)):
+        k += 1
+    if k == f[COMP_AT] or not (k < n and d[k] == 58):
+        return -1
+    f[COMP_END] = k
+    m = k + 1
+    k = _digits_end(d, m)
+    if k == m or not (k + 1 < n and d[k] == 93 and d[k + 1] == 32):
+        return -1
+    return k + 2
 
 
 _TORCH_LEVELS = _letter_codes("FEWIV")  # `torch.PATTERN`'s
@@ -439,20 +447,8 @@ def _c10d(d, at, f):  # pragma: no cover - compiled
         f[MO] = f[DAY] = f[HOUR] = f[MIN] = f[SEC] = -1
     if not (j < n and d[j] == 32):
         return False
-    j += 1
-    f[COMP_AT] = j
-    while j < n and (_is_word_byte(d[j]) or d[j] == 46 or d[j] == 45):
-        j += 1
-    if j == f[COMP_AT] or not (j < n and d[j] == 58):
-        return False
-    f[COMP_END] = j
-    j += 1
-    m = j
-    j = _digits_end(d, j)
-    if j == m or not (j + 1 < n and d[j] == 93 and d[j + 1] == 32):  # `torch.DETECT` ends in `\] `
-        return False
-    f[MSG_AT] = j + 2
-    return True
+    f[MSG_AT] = _file_line(d, j + 1, f, False)  # (`torch.DETECT` ends in `\] `)
+    return f[MSG_AT] >= 0
 
 
 def _bytes(text: bytes) -> np.ndarray:
