@@ -54,6 +54,12 @@ def strings(col: pl.Series) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, n
     return [arr, bufs], address, size, buf, start, length
 
 
+@njit(cache=True, inline="always")
+def _is_null(valid, r):  # pragma: no cover - compiled
+    """Whether row `r` is null by the Arrow validity bitmap `valid` (empty: no row is null)."""
+    return len(valid) > 0 and not (valid[r >> 3] >> (r & 7)) & 1
+
+
 @njit(cache=True, nogil=True)
 def _view_rows(views, valid, offset, n):  # pragma: no cover - compiled
     """(buffer, start, length) of rows `offset..offset+n` from their 16-byte views (int32
@@ -65,7 +71,7 @@ def _view_rows(views, valid, offset, n):  # pragma: no cover - compiled
     for i in range(n):
         r = offset + i
         size = views[r, 0]
-        if len(valid) and not (valid[r >> 3] >> (r & 7)) & 1:
+        if _is_null(valid, r):
             size = 0
         length[i] = size
         if size <= INLINE:
@@ -113,7 +119,7 @@ def _first_seen(codes, valid, at, n, n_categories):  # pragma: no cover - compil
     indices = np.zeros(at + n, np.uint32)
     k = 0
     for r in range(at, at + n):
-        if len(valid) and not (valid[r >> 3] >> (r & 7)) & 1:
+        if _is_null(valid, r):
             continue
         c = codes[r]
         if where[c] < 0:
