@@ -91,7 +91,7 @@ def split(df: pl.DataFrame, text: Text | None = None) -> tuple[pl.DataFrame, pl.
     if df.is_empty():
         return df.clear(), df
     text = Text(df["body"]) if text is None else text
-    file = df.select((pl.col("_fid").cast(pl.Int64) * (1 << 32) + pl.col("_seg").cast(pl.Int64)).alias("f"))["f"]
+    file = df.select(folding.SEGMENT_KEY.alias("f"))["f"]
     lane, us, has_ts, ts_ok, proc_at, proc_end, pid_at, pid_end, fields, stream, opens, cont = _classify(
         *text.where,
         file.to_numpy(writable=True),

@@ -50,6 +50,11 @@ def kind_code(kind: pl.Expr) -> pl.Expr:
 NONE = np.iinfo(np.int64).min
 """No row yet (a stream without an unfolded row)."""
 
+SEGMENT_KEY = pl.col("_fid").cast(pl.Int64) * (1 << 32) + pl.col("_seg").cast(pl.Int64)
+"""A line's file and segment (`ingestion._Segment`) as one integer. The compiled scans (this
+fold, `fastlane._classify`'s CRI partial runs) carry nothing across a change of it: a segment
+may be parsed in another batch, so no line folds into or continues another segment's."""
+
 
 def fold_and_event(df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(`_fold`, `_ev`) for a working frame sorted by `_row`, with `_kcode` (`kind_code`), `_prefixed`,
@@ -59,7 +64,7 @@ def fold_and_event(df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         pl.col("_kcode").alias("kind"),
         pl.col("_prefixed").fill_null(False).alias("pre"),
         pl.col("_sid").cast(pl.UInt64).alias("sid"),
-        (pl.col("_fid").cast(pl.Int64) * (1 << 32) + pl.col("_seg").cast(pl.Int64)).alias("file"),
+        SEGMENT_KEY.alias("file"),
         pl.col("_open").cast(pl.Int8).fill_null(-1).alias("open"),
         pl.col("_cr").fill_null(False).alias("cr"),
         pl.col("_hdr").is_not_null().alias("hdr_ok"),
