@@ -41,7 +41,8 @@ def strings(col: pl.Series) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, n
         raw = arr.buffers()
         bufs = [raw[1], *raw[2:]]
         views = np.frombuffer(raw[1], dtype=np.int32).reshape(-1, 4)
-        valid = np.frombuffer(raw[0], np.uint8) if arr.null_count else np.zeros(0, np.uint8)
+        # (read-only either way: numba compiles a specialisation per read-only/writable mix)
+        valid = np.frombuffer(raw[0] if arr.null_count else b"", np.uint8)
         buf, start, length = _view_rows(views, valid, arr.offset, n)
     else:
         arr = arr.cast(pa.large_string()).fill_null("")  # an older polars: offsets and one data buffer
