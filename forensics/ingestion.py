@@ -46,6 +46,14 @@ BATCH_CHARS = 16 * 1024 * 1024
 large file is a batch of its own): big enough that a parse's fixed cost (~0.1 s) is small,
 small enough that the batches in flight stay a fraction of a GB (8 MB cost more CPU)."""
 BATCH_FILES = 4000
+SPEED_PASSES_MIN_CHARS = 8 * 1024 * 1024
+"""A run uses the compiled passes that exist only for speed, the fast lane (`parsers.fastlane`)
+and the metrics scan (`parsers.metric_scan`), once it has batched this much text; before, the
+general path and the metrics regexes, which define what those passes give, read every line
+(the same tables: tests hold the passes to them). On a new install numba compiles the two on
+first use, 25-45 s, most of a first run over a few MB of logs (the samples, most incidents'
+logs), where the general path costs only ~35 ms more a MB. The compiled code is cached for
+the runs after."""
 EVENTS_FILE, METRICS_FILE = "events.parquet", "metrics.parquet"
 MAX_LINE_CHARS = 1024 * 1024
 """Longer lines are cut here (with a marker), as Loki does, so one 50 MB line cannot stall parsing."""
@@ -248,7 +256,7 @@ def ingest_files(
     doc_files: dict[int, str] = {}
     trace_paths: dict[str, str] = {}
     batch: list[_Segment] = []
-    batch_chars = 0
+    batch_chars = run_chars = 0
     # Batches parse on a thread pool: polars releases the GIL, and a batch's many small
     # passes are mostly single-threaded, so two batches in flight use two cores. They are
     # finished here, in submission order (deterministic, and file order: each file's time
@@ -268,29 +276,35 @@ def ingest_files(
             _ParquetSink(Path(stream_to) / METRICS_FILE, s.empty_metrics()),
         )
     tail = _Tail(metas, clock, sinks)
-    queue: list[Future] = []
+    queue: list[tuple[Future, bool]] = []
 
-    def enqueue(future: Future) -> None:
+    def enqueue(future: Future, speed_passes: bool = False) -> None:
         """Queue a parse; finish the parsed ones at the head, waiting while too many are queued."""
-        queue.append(future)
-        while queue and (queue[0].done() or len(queue) > WORKERS):
-            tail.add(queue.pop(0).result())
+        queue.append((future, speed_passes))
+        while queue and (queue[0][0].done() or len(queue) > WORKERS):
+            finish()
+
+    def finish() -> None:
+        parsed, speed_passes = queue.pop(0)
+        tail.add(parsed.result(), speed_passes)
 
     def flush() -> None:
         nonlocal batch, batch_chars
         if batch:
-            enqueue(pool.submit(_parse_batch, batch))
+            speed_passes = run_chars >= SPEED_PASSES_MIN_CHARS
+            enqueue(pool.submit(_parse_batch, batch, speed_passes), speed_passes)
         batch, batch_chars = [], 0
 
     def _batch_segments(fid: int, segments: Iterator[bytes | np.ndarray]) -> int:
         """Queue a file's segments (UTF-8 text) for parsing; returns its line count."""
-        nonlocal batch_chars
+        nonlocal batch_chars, run_chars
         first = 1
         for seg_no, seg in enumerate(segments):
             segment = _Segment(fid, seg_no, first, seg)
             batch.append(segment)
             first += segment.lines
             batch_chars += len(seg)
+            run_chars += len(seg)
             if batch_chars >= BATCH_CHARS or len(batch) >= BATCH_FILES:
                 flush()
         return first - 1
@@ -349,7 +363,7 @@ def ingest_files(
             del text
         flush()
         while queue:
-            tail.add(queue.pop(0).result())
+            finish()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         for sink in sinks or ():
@@ -394,14 +408,14 @@ def _reference_pass(
     logs whose head had no exact time and was not the whole file."""
     batch: list[_Segment] = []
     batch_files: list[tuple[_files.InputFile, bool]] = []
-    batch_chars = 0
+    batch_chars = run_chars = 0
     undated: list[_files.InputFile] = []
 
     def parse() -> None:
         nonlocal batch_chars
         # Many heads per parse (a parse has a fixed cost, ~0.1 s, that dwarfs a small file),
         # at most a batch's worth (a directory of large logs has gigabytes of heads).
-        ev = _parse_batch(batch)
+        ev = _parse_batch(batch, run_chars >= SPEED_PASSES_MIN_CHARS)
         per = _time_columns(ev).group_by("_fid").agg(_exact_time(tz).drop_nulls().median().alias("ref"))
         found = {fid: ref for fid, ref in per.iter_rows() if ref is not None}
         for fid, (f, whole) in enumerate(batch_files):
@@ -431,6 +445,7 @@ def _reference_pass(
         batch.append(_Segment(len(batch), 0, 1, text.encode()))
         batch_files.append((f, whole))
         batch_chars += len(text)
+        run_chars += len(text)
         if batch_chars >= BATCH_CHARS or len(batch) >= BATCH_FILES:
             parse()
     if batch:
@@ -505,7 +520,7 @@ class _Segment:
         object.__setattr__(self, "lines", count_lines(self.text))
 
 
-def _parse_batch(batch: list[_Segment]) -> pl.DataFrame:
+def _parse_batch(batch: list[_Segment], fast_lane: bool = True) -> pl.DataFrame:
     # The frame of physical lines is built whole from flat arrays: four small Series per
     # file, concatenated, cost ~0.3 ms a file (3 s for 10,000 tiny files) and left the body
     # column in one chunk per file, which every pass then walked chunk by chunk.
@@ -538,7 +553,7 @@ def _parse_batch(batch: list[_Segment]) -> pl.DataFrame:
             .otherwise(body)
             .alias("body")
         )
-    return _slim(parse_lines(df))
+    return _slim(parse_lines(df, fast_lane))
 
 
 PARSE_ONLY = ("_kind", "_row", "_orphan", "_seg")
@@ -672,14 +687,16 @@ class _Tail:
         self.metric_parts: list[pl.DataFrame] = []
         self.counts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
 
-    def add(self, ev: pl.DataFrame) -> None:
+    def add(self, ev: pl.DataFrame, speed_passes: bool = True) -> None:
+        """Finish a parsed batch; `speed_passes`: read its metrics lines with the compiled scan
+        (`SPEED_PASSES_MIN_CHARS`)."""
         if ev.height == 0:
             return
         ev, time_state = _resolve_time(ev, self.clock, self.carry)
         self.counts.append(_count(ev))
         ev, dump = _finish(ev, self.metas, self.carry)
         self.carry = _Carry(**time_state, dump=dump)
-        metrics = vllm.metrics(ev)
+        metrics = vllm.metrics(ev, scan=speed_passes)
         if self.sinks is not None:
             self.sinks[0].write(ev)
             self.sinks[1].write(metrics)

@@ -110,11 +110,15 @@ PREFIX_KEY = ["_fid", "_seg", "_wpod", "_wcont", s.PROCESS, "_pid", "_rank"]
 continue the physically previous event of the file."""
 
 
-def parse_lines(lines: pl.DataFrame) -> pl.DataFrame:
-    """Parse a frame of physical lines (see module docstring) into an events frame."""
+def parse_lines(lines: pl.DataFrame, fast_lane: bool = True) -> pl.DataFrame:
+    """Parse a frame of physical lines (see module docstring) into an events frame.
+
+    `fast_lane=False` leaves every line to the general path: the same events (tests hold the
+    lane to it), without compiling the lane (`forensics.ingestion.SPEED_PASSES_MIN_CHARS`).
+    """
     body = Text(lines["body"])  # (read by both compiled passes)
     df = lines.with_row_index("_row").with_columns(pl.Series("_cr", _ends_in_cr(*body.where)))
-    fast, df = fastlane.split(df, body)
+    fast, df = fastlane.split(df, body) if fast_lane else (df.clear(), df)
     df = wrappers.peel(df)
     df, spaced = _split_glued(df)
     if spaced:

@@ -164,12 +164,14 @@ def _scaled(raw: np.ndarray) -> np.ndarray:
     return np.column_stack([cols[name] for name in IN_ORDER]) if len(raw) else np.empty((0, len(IN_ORDER)))
 
 
-def metrics(events: pl.DataFrame) -> pl.DataFrame:
+def metrics(events: pl.DataFrame, scan: bool = True) -> pl.DataFrame:
     """Rows of the metrics table from vLLM metrics lines among `events` (any vLLM version).
 
     The V1 line is parsed as `Key: value` pairs rather than one rigid regex per version,
     because each release adds or drops optional parts (Deferred, Preemptions, Corrupted).
     Idle engines log this line at DEBUG only, so a gap in the series is not a dead engine.
+    `scan=False` reads every line with the regexes, without compiling the scan
+    (`forensics.ingestion.SPEED_PASSES_MIN_CHARS`).
     """
     # Narrow first: a filter copies every column it is given, and the events are wide.
     src = events.select(s.TS, s.TS_QUALITY, s.HOST, s.POD, s.FILE, s.LINE, s.PROCESS, s.SOURCE, s.MESSAGE).filter(
@@ -201,10 +203,12 @@ def metrics(events: pl.DataFrame) -> pl.DataFrame:
     # Where the compiled scan is sure (ASCII messages: all real ones), the numbers are the ones it
     # read at the spans it found; the regexes remain the definition and read the other lines
     # (and those with a number too long to read exactly by hand: at the same spans).
-    _, _, sure, value, state = metric_scan.spans(base[s.MESSAGE])
-    sure &= ~(state == metric_scan.UNSURE).any(axis=1)
     matrix = np.empty((base.height, len(IN_ORDER)))
-    matrix[sure] = _scaled(np.where(state[sure] == metric_scan.VALUE, value[sure], np.nan))
+    sure = np.zeros(base.height, np.bool_)
+    if scan:
+        _, _, sure, value, state = metric_scan.spans(base[s.MESSAGE])
+        sure &= ~(state == metric_scan.UNSURE).any(axis=1)
+        matrix[sure] = _scaled(np.where(state[sure] == metric_scan.VALUE, value[sure], np.nan))
     if not sure.all():
         extract = [msg.str.extract(rx, 1).cast(pl.Float64, strict=False) for rx, _ in _PAIRS.values()]
         extract += [msg.str.extract(PREFIX_V0, g).cast(pl.Float64, strict=False) for g in (1, 2)]

@@ -11,6 +11,21 @@ REPO = Path(__file__).parent.parent
 SHARED = REPO.parent / "shared" / "data"
 
 
+@pytest.fixture(scope="module")
+def as_a_large_run():
+    """Ingest through the compiled speed passes (fast lane, metrics scan) as a large run does.
+
+    A run of a few KB, as every test's is, leaves all its lines to the general path and the
+    metrics regexes (`forensics.ingestion.SPEED_PASSES_MIN_CHARS`), which define what the
+    passes must give; the format tests use this to cover the passes end to end too. (Module
+    scope: hypothesis refuses function-scoped fixtures.)"""
+    from forensics import ingestion
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ingestion, "SPEED_PASSES_MIN_CHARS", 0)
+        yield
+
+
 @pytest.fixture
 def incident_dir() -> Path:
     """A small multi-source incident written in the real formats (tests/data/incident)."""

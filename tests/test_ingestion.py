@@ -9,10 +9,14 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
-from forensics import ingest
+from forensics import ingest, ingestion
 from forensics import schema as s
+from parsers import fastlane, metric_scan
 from tests.conftest import DATA, SHARED, write
+
+pytestmark = pytest.mark.usefixtures("as_a_large_run")  # (the threshold's own tests set theirs)
 
 
 def _row(ev: pl.DataFrame, **eq) -> dict:
@@ -43,6 +47,57 @@ def test_every_line_of_the_incident_fixture_is_accounted_for(incident_dir):
     assert r.unparsed == 0
     n_lines = sum(len(p.read_text().splitlines()) for p in incident_dir.iterdir())
     assert r.lines == n_lines
+
+
+def _refuse(*_args, **_kwargs):
+    raise AssertionError("a compiled speed pass ran")
+
+
+def test_a_small_run_reads_every_line_without_compiling_the_speed_passes(incident_dir, monkeypatch):
+    monkeypatch.setattr(ingestion, "SPEED_PASSES_MIN_CHARS", 8 * 1024 * 1024)
+    monkeypatch.setattr(fastlane, "split", _refuse)
+    monkeypatch.setattr(metric_scan, "spans", _refuse)
+    r = ingest(incident_dir)
+    _balanced(r)
+    assert r.unparsed == 0
+    assert r.metrics.height > 0
+    assert _row(r.events, source="uvicorn")[s.HTTP_STATUS] is not None
+
+
+def test_the_tables_do_not_depend_on_where_a_run_takes_up_the_speed_passes(incident_dir, tmp_path, monkeypatch):
+    # Small batches, so that a run can switch after its first few, with a vLLM log (metrics
+    # lines) on each side of the switch at 4,000 characters: `a-vllm.log`'s 2,907 come first.
+    for f in incident_dir.iterdir():
+        write(tmp_path / f.name, f.read_bytes())
+    write(tmp_path / "a-vllm.log", (incident_dir / "vllm-0.log").read_bytes())
+    monkeypatch.setattr(ingestion, "BATCH_CHARS", 1500)
+    split, spans = fastlane.split, metric_scan.spans
+    calls: list[str] = []
+
+    def lane(df, *args):
+        calls.append("lane")
+        return split(df, *args)
+
+    def scan(*args):
+        calls.append("scan")
+        return spans(*args)
+
+    monkeypatch.setattr(fastlane, "split", lane)
+    monkeypatch.setattr(metric_scan, "spans", scan)
+    results, used = [], []
+    for threshold in (0, 4000, 10**9):
+        monkeypatch.setattr(ingestion, "SPEED_PASSES_MIN_CHARS", threshold)
+        calls.clear()
+        results.append(ingest(tmp_path))
+        used.append((calls.count("lane"), calls.count("scan")))
+    (lanes_all, scans_all), (lanes_later, scans_later), never = used
+    assert lanes_all > lanes_later > 0 and scans_all > scans_later > 0
+    assert never == (0, 0)
+    every = results[0]
+    for r in results[1:]:
+        assert_frame_equal(r.events, every.events)
+        assert_frame_equal(r.metrics, every.metrics)
+        assert r.accounting() == every.accounting()
 
 
 def test_kubectl_timestamp_prefix_gives_exact_utc_time(incident_dir):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,8 @@ from forensics import schema as s
 from parsers import k8s, nccl, pylog, torch, vllm, wrappers
 from parsers._common import extract_head
 from parsers.lines import parse_lines
+
+pytestmark = pytest.mark.usefixtures("as_a_large_run")  # (random inputs through the compiled passes too)
 
 VALID_LINES = [
     "2025-03-02T08:00:00.100000000Z (APIServer pid=66) INFO 03-02 08:00:00 [loggers.py:123] Engine 000: Avg prompt "
