@@ -278,8 +278,9 @@ def ingest_files(
     tail = _Tail(metas, clock, sinks)
     queue: list[tuple[Future, bool]] = []
 
-    def enqueue(future: Future, speed_passes: bool = False) -> None:
-        """Queue a parse; finish the parsed ones at the head, waiting while too many are queued."""
+    def enqueue(future: Future, speed_passes: bool) -> None:
+        """Queue a parse (`speed_passes`: its batch took them, and its metrics lines will too);
+        finish the parsed ones at the head, waiting while too many are queued."""
         queue.append((future, speed_passes))
         while queue and (queue[0][0].done() or len(queue) > WORKERS):
             finish()
@@ -348,7 +349,7 @@ def ingest_files(
                         flush()
                         parsed: Future = Future()
                         parsed.set_result(_document_events(rows, fid))
-                        enqueue(parsed)
+                        enqueue(parsed, False)  # (no line of a document is a metrics line)
                     continue
                 fnotes.append(err)
             why = _not_a_log(text, f.rel)
@@ -687,7 +688,7 @@ class _Tail:
         self.metric_parts: list[pl.DataFrame] = []
         self.counts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
 
-    def add(self, ev: pl.DataFrame, speed_passes: bool = True) -> None:
+    def add(self, ev: pl.DataFrame, speed_passes: bool) -> None:
         """Finish a parsed batch; `speed_passes`: read its metrics lines with the compiled scan
         (`SPEED_PASSES_MIN_CHARS`)."""
         if ev.height == 0:
