@@ -401,6 +401,25 @@ def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, ca
     assert (sig.category, sig.kind) == (category, kind)
 
 
+def test_a_flood_of_one_message_gives_each_of_its_events_its_signature_rows():
+    import polars as pl
+
+    from forensics import signatures
+
+    crash = (
+        "EngineCore encountered a fatal error.\nTraceback (most recent call last):\n"
+        '  File "core.py", line 1, in run\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB'
+    )
+    shm = "No available shared memory broadcast block found in 60 seconds."
+    messages = [crash, shm, "Added request chatcmpl-1.", crash, shm, crash]
+    events = pl.DataFrame({"message": messages, "http_status": [None] * 6}, schema_overrides={"http_status": pl.Int32})
+    got = signatures.classify(events)
+    # The crash: its traceback's OOM (a fault) and the engine's death (a symptom), at each of its events.
+    assert got["_ev"].to_list() == [0, 0, 1, 3, 3, 4, 5, 5]
+    assert got.filter(pl.col("_ev") == 5)["category"].sort().to_list() == ["engine", "gpu-memory"]
+    assert got.filter(pl.col("_ev") == 4)["text"].to_list() == [shm]
+
+
 def test_ranks_missing_from_a_timed_out_collective_are_named_as_the_logs_to_get(tmp_path):
     write_file(
         tmp_path / "ranks.log",
