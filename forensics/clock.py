@@ -36,11 +36,14 @@ def pod_nodes(events: pl.DataFrame) -> dict[str, str]:
             out[m.group(1)] = m.group(2)
         elif pod and host and pod not in out:
             out[pod] = host
-    kl = events.filter(pl.col(s.SOURCE) == "kubelet")
-    for host, msg in kl.select(s.HOST, s.MESSAGE).iter_rows():
-        m = _POD_IN_KUBELET.search(msg or "")
-        if m and host and m.group(1) not in out:
-            out[m.group(1)] = host
+    # Each pod a kubelet line names, with the node of the first such line (a journal is
+    # millions of lines: one vectorised pass, not a regex call each in Python).
+    kl = events.filter(pl.col(s.SOURCE) == "kubelet").select(
+        pl.col(s.MESSAGE).str.extract(_POD_IN_KUBELET.pattern, 1).alias("_pod"), pl.col(s.HOST)
+    )
+    named = kl.filter(pl.col("_pod").is_not_null() & (pl.col(s.HOST).fill_null("") != ""))
+    for pod, host in named.unique("_pod", keep="first", maintain_order=True).iter_rows():
+        out.setdefault(pod, host)
     return out
 
 

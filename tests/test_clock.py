@@ -66,3 +66,19 @@ def test_a_kubelet_probe_failure_pairs_with_its_unhealthy_event():
         },
     ]
     assert clock.estimate(_events(rows), {"pod-a": "node-a"}) == {"node-a": 2.0}
+
+
+def test_a_pod_is_on_the_node_its_events_name_else_the_first_kubelet_that_names_it():
+    def kubelet(host: str | None, message: str) -> dict:
+        return {s.TS: T0, s.SOURCE: "kubelet", s.HOST: host, s.MESSAGE: message}
+
+    rows = [
+        {s.SOURCE: "k8s-event", s.POD: "pod-a", s.MESSAGE: "Successfully assigned default/pod-a to node-1"},
+        kubelet("node-9", '"SyncLoop (probe)" probe="readiness" status="ready" pod="default/pod-a"'),
+        kubelet(None, '"SyncLoop (probe)" probe="readiness" status="ready" pod="default/pod-b"'),
+        kubelet("node-2", '"SyncLoop (probe)" probe="readiness" status="ready" pod="pod-b"'),
+        kubelet("node-3", '"Probe failed" probeType="Liveness" pod="default/pod-b"'),
+        kubelet("node-4", '"Killing container with a grace period" pod="kube-system/pod-c" podUID="u"'),
+        kubelet("node-5", "Started kubelet"),
+    ]
+    assert clock.pod_nodes(_events(rows)) == {"pod-a": "node-1", "pod-b": "node-2", "pod-c": "node-4"}
