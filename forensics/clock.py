@@ -70,10 +70,10 @@ def estimate(events: pl.DataFrame, pod_node: dict[str, str]) -> dict[str, float]
                 if near:
                     deltas.setdefault(host, []).append(min(near, key=abs))
     offsets = {node: round(median(v), 3) for node, v in deltas.items()}
-    # Watchdog timeouts of the same collective on several pods.
-    # Each pod's first report of a collective against the middle one of the collective's pods
-    # (the upper middle for an even count), in one pass over all collectives: a flight-recorder
-    # dump or a long run names thousands, and a frame per collective cost ~0.5 ms each.
+    # Watchdog timeouts of the same collective on several pods: each pod's first report against
+    # the middle one of the collective's pods (the upper middle for an even count), in one pass
+    # over all collectives (a flight-recorder dump or a long run names thousands, and a frame
+    # per collective cost ~0.5 ms each).
     wd = events.filter(pl.col(s.COLL_SEQ).is_not_null() & pl.col(s.TS).is_not_null() & pl.col(s.POD).is_not_null())
     collective = (s.COLL_OP, s.COLL_SEQ)
     firsts = (
