@@ -41,8 +41,7 @@ def strings(col: pl.Series) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, n
         raw = arr.buffers()
         bufs = [raw[1], *raw[2:]]
         views = np.frombuffer(raw[1], dtype=np.int32).reshape(-1, 4)
-        # (read-only either way: numba compiles a specialisation per read-only/writable mix)
-        valid = np.frombuffer(raw[0] if arr.null_count else b"", np.uint8)
+        valid = _bitmap(raw[0], arr.null_count)
         buf, start, length = _view_rows(views, valid, arr.offset, n)
     else:
         arr = arr.cast(pa.large_string()).fill_null("")  # an older polars: offsets and one data buffer
@@ -53,6 +52,15 @@ def strings(col: pl.Series) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, n
     address = np.array([b.address if b is not None else 0 for b in bufs], dtype=np.int64)
     size = np.array([b.size if b is not None else 0 for b in bufs], dtype=np.int64)
     return [arr, bufs], address, size, buf, start, length
+
+
+def _bitmap(validity: pa.Buffer | None, null_count: int) -> np.ndarray:
+    """An Arrow validity buffer as `_is_null` reads it: empty when no row is null. Always
+    read-only (a buffer's own flag depends on who made it, polars or pyarrow), since numba
+    compiles a specialisation per read-only/writable mix."""
+    bits = np.frombuffer(validity if null_count else b"", np.uint8)
+    bits.flags.writeable = False
+    return bits
 
 
 @njit(cache=True, inline="always")
@@ -104,8 +112,9 @@ def _dictionary(codes: pa.Array, every: pa.Array) -> pa.DictionaryArray:
     if codes.null_count == n:  # (a column no line of the batch has: most of them)
         return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.uint32()), every.slice(0, 0))
     validity, data = codes.buffers()
-    valid = np.frombuffer(validity, np.uint8) if codes.null_count else np.zeros(0, np.uint8)
-    indices, seen = _first_seen(np.frombuffer(data, np.uint32), valid, codes.offset, n, len(every))
+    indices, seen = _first_seen(
+        np.frombuffer(data, np.uint32), _bitmap(validity, codes.null_count), codes.offset, n, len(every)
+    )
     keys = pa.Array.from_buffers(pa.uint32(), n, [validity, pa.py_buffer(indices)], codes.null_count, codes.offset)
     return pa.DictionaryArray.from_arrays(keys, every.take(pa.array(seen)), safe=False)
 
