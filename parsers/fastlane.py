@@ -46,7 +46,7 @@ import pyarrow as pa
 from numba import njit
 
 from forensics import schema as s
-from forensics.arrow_text import Text, bytes_at
+from forensics.arrow_text import Text, bytes_at, validity
 from parsers import folding, torch, wrappers
 from parsers._common import LEVEL_LETTERS, LEVEL_WORDS
 
@@ -196,22 +196,27 @@ LEVEL_NAMES = tuple(LEVEL_WORDS[w.decode()] for w in _LEVELS + _UVICORN_LEVELS)
 
 def _values(name: str, values: np.ndarray, valid: np.ndarray, kind: pa.DataType) -> pl.Series:
     """A column of `values` as Arrow `kind`, null where not `valid`."""
-    if kind != pa.bool_():
-        values = values.astype(np.int64 if pa.types.is_timestamp(kind) else kind.to_pandas_dtype(), copy=False)
-    return pl.Series(name, pa.array(values, type=kind, mask=None if valid.all() else ~valid))
+    if kind == pa.bool_():
+        data = pa.py_buffer(np.packbits(values, bitorder="little"))
+    else:
+        np_kind = np.int64 if pa.types.is_timestamp(kind) else kind.to_pandas_dtype()
+        data = pa.py_buffer(np.ascontiguousarray(values, np_kind))
+    return pl.Series(name, pa.Array.from_buffers(kind, len(values), [validity(valid), data]))
 
 
 def _pick(name: str, table: tuple[str, ...], code: np.ndarray, valid: np.ndarray | None = None) -> pl.Series:
-    """`table[code]` for each row, null where not `valid`."""
+    """`table[code]` for each row, null where not `valid`; of the column's dtype in the events
+    table (categories gathered by code: casting the strings would hash every row)."""
+    dtype = pl.Categorical if s.EVENT_DTYPES.get(name) == pl.Categorical else pl.String
     if valid is not None and not valid.any():  # (the CRI columns of kubectl or plain logs)
-        return pl.repeat(None, len(code), dtype=pl.String, eager=True).alias(name)
-    at = pl.Series(pa.array(code.astype(np.int64), mask=None if valid is None or valid.all() else ~valid))
-    return pl.Series(name, table, dtype=pl.String).gather(at).alias(name)
+        return pl.repeat(None, len(code), dtype=dtype, eager=True).alias(name)
+    at = _values("", code, np.ones(len(code), np.bool_) if valid is None else valid, pa.uint32())
+    return pl.Series(name, table, dtype=dtype).gather(at)
 
 
 def _spread(values: pl.Series, rows: np.ndarray) -> pl.Series:
     """`values`, one for each True of `rows`, as a column of all the rows (null elsewhere)."""
-    return values.gather(pl.Series(pa.array(np.cumsum(rows) - 1, mask=~rows)))
+    return values.gather(_values("", np.cumsum(rows) - 1, rows, pa.int64()))
 
 
 def _syslog_column(text: Text, rows: np.ndarray, fields: np.ndarray, is_klog: np.ndarray) -> pl.Series:
