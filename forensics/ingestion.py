@@ -1109,6 +1109,9 @@ def _finish(ev: pl.DataFrame, metas: list[_Meta], carry: _Carry) -> tuple[pl.Dat
         "_hns": [m.namespace for m in metas],
         "_hcont": [m.container for m in metas],
     }
+    # A path hint no file of the batch has (a plain file, not a pod's log path) is left out
+    # rather than gathered as a column of nulls and coalesced row by row.
+    per_file = {c: v for c, v in per_file.items() if c == s.FILE or any(x is not None for x in v)}
     ev = ev.with_columns(pl.Series(c, v, dtype=pl.String).gather(fid) for c, v in per_file.items())
     # A working column no line had is absent (`_slim`): left out here rather than added as
     # nulls and worked on (forward-filling three absent dump columns cost ~1.3 s per GB).
@@ -1134,6 +1137,12 @@ def _finish(ev: pl.DataFrame, metas: list[_Meta], carry: _Carry) -> tuple[pl.Dat
         ev = ev.with_columns(pl.col(c).replace("", None) for c in dump)
     node_sources = ["kubelet", "klog", "k8s-event", "k8s-state", "syslog", "kernel"]
     container_log = ~pl.col(s.SOURCE).is_in(node_sources)
+
+    def hint(column: str, container_only: bool = True) -> pl.Expr:
+        if column not in have:
+            return pl.lit(None, pl.String)
+        return pl.when(container_log).then(pl.col(column)) if container_only else pl.col(column)
+
     ranks = [pl.col("_rank").cast(pl.Int32, strict=False)] if "_rank" in have else []
     ranks += [pl.col("_line_rank")] if "_line_rank" in have else []
     if s.PROCESS in have:  # `rank=N` in a Ray actor's process name: read once per distinct name
@@ -1144,11 +1153,9 @@ def _finish(ev: pl.DataFrame, metas: list[_Meta], carry: _Carry) -> tuple[pl.Dat
         if named:
             ranks.append(pl.col(s.PROCESS).replace_strict(named, default=None, return_dtype=pl.Int32))
     ev = ev.with_columns(
-        pl.coalesce(*text(s.POD, "_wpod", "_dump_pod"), pl.when(container_log).then(pl.col("_hpod"))).alias(s.POD),
-        pl.coalesce(*text(s.NAMESPACE, "_wns", "_dump_ns"), pl.col("_hns")).alias(s.NAMESPACE),
-        pl.coalesce(
-            *text(s.CONTAINER, "_wcont", "_dump_container"), pl.when(container_log).then(pl.col("_hcont"))
-        ).alias(s.CONTAINER),
+        pl.coalesce(*text(s.POD, "_wpod", "_dump_pod"), hint("_hpod")).alias(s.POD),
+        pl.coalesce(*text(s.NAMESPACE, "_wns", "_dump_ns"), hint("_hns", container_only=False)).alias(s.NAMESPACE),
+        pl.coalesce(*text(s.CONTAINER, "_wcont", "_dump_container"), hint("_hcont")).alias(s.CONTAINER),
         (pl.coalesce(*ranks) if ranks else pl.lit(None, pl.Int32)).alias(s.RANK),
         (pl.col("_pid").cast(pl.Int64, strict=False) if "_pid" in have else pl.lit(None, pl.Int64)).alias(s.PID),
         pl.col(s.MESSAGE).fill_null("") if s.MESSAGE in have else pl.lit("").alias(s.MESSAGE),
