@@ -28,6 +28,8 @@ pid and rank — a line is folded into the previous event when it is
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import polars as pl
 from numba import njit
@@ -119,10 +121,29 @@ def parse_lines(lines: pl.DataFrame, fast_lane: bool = True) -> pl.DataFrame:
     body = Text(lines["body"])  # (read by both compiled passes)
     df = lines.with_row_index("_row").with_columns(pl.Series("_cr", _ends_in_cr(*body.where)))
     fast, df = fastlane.split(df, body) if fast_lane else (df.clear(), df)
-    df = wrappers.peel(df)
-    df, spaced = _split_glued(df)
+    if df.is_empty():  # (the lane took every line: the general path's few dozen passes over no rows cost ~5 ms)
+        slow, spaced = _general_path_of_nothing(tuple(df.schema.items())), False
+    else:
+        slow, spaced = _general_path(df)
     if spaced:
         fast = fast.with_columns((pl.col("_row").cast(pl.UInt64) * GLUE_STRIDE).alias("_row"))
+    events = k8s.node_conditions(k8s.container_states(_fold(fast, slow)))
+    return events.drop([c for c in WORKING_COLUMNS if c in events.columns])
+
+
+@functools.lru_cache(maxsize=8)
+def _general_path_of_nothing(schema: tuple[tuple[str, pl.DataType], ...]) -> pl.DataFrame:
+    """What `_general_path` makes of a frame of no lines: only the columns, which depend on
+    the frame's alone."""
+    return _general_path(pl.DataFrame(schema=dict(schema)))[0]
+
+
+def _general_path(df: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
+    """The lines the fast lane left, parsed: wrappers peeled, glued records split, each
+    producer's probe and parser in turn (`KINDS`). Also whether glued lines were split (then
+    `_row` is spaced by `GLUE_STRIDE`)."""
+    df = wrappers.peel(df)
+    df, spaced = _split_glued(df)
     if "_pfold" not in df.columns:
         df = df.with_columns(pl.lit(0, pl.UInt32).alias("_pfold"))
     parts: list[pl.DataFrame] = []
@@ -171,9 +192,7 @@ def parse_lines(lines: pl.DataFrame, fast_lane: bool = True) -> pl.DataFrame:
             )
         )
     parts.append(pending.with_columns(pl.lit("other").alias("_kind")))
-    slow = pl.concat(parts, how="diagonal_relaxed").sort("_row")
-    events = k8s.node_conditions(k8s.container_states(_fold(fast, slow)))
-    return events.drop([c for c in WORKING_COLUMNS if c in events.columns])
+    return pl.concat(parts, how="diagonal_relaxed").sort("_row"), spaced
 
 
 GLUE_STRIDE = 1024
@@ -288,7 +307,7 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
     rest = pl.concat(
         [
             slow.with_columns(pl.Series("_fold", fold[~is_fast]), pl.Series("_ev", ev[~is_fast])),
-            fast.filter(pl.Series(fast_grouped)).with_columns(
+            (fast.filter(pl.Series(fast_grouped)) if fast_grouped.any() else fast.clear()).with_columns(
                 pl.col(s.MESSAGE).alias("_text"),
                 pl.Series("_fold", fold[is_fast][fast_grouped]),
                 pl.Series("_ev", ev[is_fast][fast_grouped]),
@@ -296,7 +315,7 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
         ],
         how="diagonal_relaxed",
     ).sort("_row")
-    events = _form_events(rest)
+    events = _form_events(rest) if rest.height else _events_of_nothing(tuple(rest.schema.items()))
     # Merged in file order: the one pass over every column of the batch, so without the
     # columns no line of it has (a third of them, in a batch of pod logs) nor the working
     # columns `parse_lines` drops next (but what `k8s.container_states` reads).
@@ -320,6 +339,12 @@ def _null_columns(df: pl.DataFrame, other: pl.DataFrame | None = None) -> set[st
     keep = ALWAYS | {s.SOURCE, s.MESSAGE}
     missing = set(other.columns) - set(df.columns) if other is not None else set()
     return {c for c, n in nulls.items() if n == df.height and c not in keep} | (missing - keep)
+
+
+@functools.lru_cache(maxsize=8)
+def _events_of_nothing(schema: tuple[tuple[str, pl.DataType], ...]) -> pl.DataFrame:
+    """What `_form_events` makes of a frame of no lines (a batch whose lines all stand alone)."""
+    return _form_events(pl.DataFrame(schema=dict(schema)))
 
 
 def _form_events(df: pl.DataFrame) -> pl.DataFrame:
