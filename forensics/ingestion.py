@@ -1109,8 +1109,8 @@ def _finish(ev: pl.DataFrame, metas: list[_Meta], carry: _Carry) -> tuple[pl.Dat
         "_hns": [m.namespace for m in metas],
         "_hcont": [m.container for m in metas],
     }
-    # A path hint no file of the batch has (a plain file, not a pod's log path) is left out
-    # rather than gathered as a column of nulls and coalesced row by row.
+    # A path hint no file of the batch has (a plain file's path names no namespace or
+    # container) is left out rather than gathered as a column of nulls and coalesced.
     per_file = {c: v for c, v in per_file.items() if c == s.FILE or any(x is not None for x in v)}
     ev = ev.with_columns(pl.Series(c, v, dtype=pl.String).gather(fid) for c, v in per_file.items())
     # A working column no line had is absent (`_slim`): left out here rather than added as

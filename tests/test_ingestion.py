@@ -315,6 +315,18 @@ def test_cri_file_layout_and_partial_lines_are_reassembled(tmp_path):
     assert r.files[0].wrapper == "cri"
 
 
+def test_a_pods_path_names_its_own_lines_alone(tmp_path):
+    """A pod's CRI log and a plain log read in one batch: the pod's lines take its namespace,
+    pod and container from the path; the plain log's lines only a pod, from its file name."""
+    pod_dir = tmp_path / "var/log/pods/inference_vllm-0_3f0c2a9e-1111-2222-3333-444455556666/vllm"
+    write(pod_dir / "0.log", "2025-03-02T08:00:00.1Z stdout F INFO 03-02 08:00:00 [logger.py:41] Received request a\n")
+    write(tmp_path / "router.log", "2025-03-02T08:00:01Z INFO 03-02 08:00:01 [logger.py:41] Received request b\n")
+    ev = ingest(tmp_path).events
+    pod, plain = _row(ev, **{s.REQUEST_ID: "a"}), _row(ev, **{s.REQUEST_ID: "b"})
+    assert (pod[s.NAMESPACE], pod[s.POD], pod[s.CONTAINER]) == ("inference", "vllm-0", "vllm")
+    assert (plain[s.FILE], plain[s.NAMESPACE], plain[s.POD], plain[s.CONTAINER]) == ("router.log", None, "router", None)
+
+
 def test_ansi_colours_and_their_residue_are_stripped(tmp_path):
     write(
         tmp_path / "ray.log",
