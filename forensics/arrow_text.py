@@ -54,10 +54,10 @@ def strings(col: pl.Series) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, n
     return [arr, bufs], address, size, buf, start, length
 
 
-def validity(valid: np.ndarray) -> pa.Buffer | None:
-    """An Arrow validity buffer of the booleans `valid` (None: no row is null). Packed by numpy:
-    `pa.array(..., mask=)` converts a mask a byte at a time, ~5x slower."""
-    return None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+def packed_validity(valid: np.ndarray | None) -> pa.Buffer | None:
+    """An Arrow validity buffer of the booleans `valid` (None, given or returned: no row is
+    null). Packed by numpy: `pa.array(..., mask=)` converts a mask a byte at a time, ~5x slower."""
+    return None if valid is None or valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
 def _bitmap(validity: pa.Buffer | None, null_count: int) -> np.ndarray:
@@ -245,7 +245,7 @@ class Text:
         for c, name in enumerate(names.values()):
             data_buffers = [own] if copy[c] else self._data
             arr = pa.Array.from_buffers(
-                pa.string_view(), m, [validity(valid[c]), pa.py_buffer(view_buffers[c]), *data_buffers]
+                pa.string_view(), m, [packed_validity(valid[c]), pa.py_buffer(view_buffers[c]), *data_buffers]
             )
             out.append(pl.Series(name, arr))
         return out

@@ -46,7 +46,7 @@ import pyarrow as pa
 from numba import njit
 
 from forensics import schema as s
-from forensics.arrow_text import Text, bytes_at, validity
+from forensics.arrow_text import Text, bytes_at, packed_validity
 from parsers import folding, torch, wrappers
 from parsers._common import LEVEL_LETTERS, LEVEL_WORDS
 
@@ -194,14 +194,14 @@ LEVEL_NAMES = tuple(LEVEL_WORDS[w.decode()] for w in _LEVELS + _UVICORN_LEVELS)
 """Level of each code of `_classify`'s LEVEL field: vLLM's words, then uvicorn's."""
 
 
-def _values(name: str, values: np.ndarray, valid: np.ndarray, kind: pa.DataType) -> pl.Series:
-    """A column of `values` as Arrow `kind`, null where not `valid`."""
+def _values(name: str, values: np.ndarray, valid: np.ndarray | None, kind: pa.DataType) -> pl.Series:
+    """A column of `values` as Arrow `kind`, null where not `valid` (None: nowhere)."""
     if kind == pa.bool_():
         data = pa.py_buffer(np.packbits(values, bitorder="little"))
     else:
         np_kind = np.int64 if pa.types.is_timestamp(kind) else kind.to_pandas_dtype()
         data = pa.py_buffer(np.ascontiguousarray(values, np_kind))
-    return pl.Series(name, pa.Array.from_buffers(kind, len(values), [validity(valid), data]))
+    return pl.Series(name, pa.Array.from_buffers(kind, len(values), [packed_validity(valid), data]))
 
 
 def _pick(name: str, table: tuple[str, ...], code: np.ndarray, valid: np.ndarray | None = None) -> pl.Series:
@@ -210,7 +210,7 @@ def _pick(name: str, table: tuple[str, ...], code: np.ndarray, valid: np.ndarray
     dtype = pl.Categorical if s.EVENT_DTYPES.get(name) == pl.Categorical else pl.String
     if valid is not None and not valid.any():  # (the CRI columns of kubectl or plain logs)
         return pl.repeat(None, len(code), dtype=dtype, eager=True).alias(name)
-    at = _values("", code, np.ones(len(code), np.bool_) if valid is None else valid, pa.uint32())
+    at = _values("", code, valid, pa.uint32())
     return pl.Series(name, table, dtype=dtype).gather(at)
 
 
