@@ -909,9 +909,12 @@ def _access(d, m, out):  # pragma: no cover - compiled
             out[0] = -2
             return True
         j += 1
-    if not (j + 3 < len(d) and d[j] == 32 and d[j + 1] == 45 and d[j + 2] == 32 and d[j + 3] == 34):
+    if j + 3 < len(d) and d[j] == 32 and d[j + 1] == 45 and d[j + 2] == 32 and d[j + 3] == 34:
+        j += 4
+    elif j == m + 1 and d[m] == 45 and j + 1 < len(d) and d[j] == 32 and d[j + 1] == 34:  # no client: `- "`
+        j += 2
+    else:
         return False
-    j += 4
     a = j
     while j < len(d) and 65 <= d[j] <= 90:
         j += 1

@@ -15,10 +15,11 @@ from parsers._common import apply, level_from_word, no_time
 
 DETECT = r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE): "
 PATTERN = r"^(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE): +(?P<msg>.*)$"
-ACCESS = r'^(?P<client>\S*) - "(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})\b'
+ACCESS = r'^(?:(?P<client>\S+) )?- "(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})\b'
+"""An access line's message (its level word and padding stripped). The client is optional: uvicorn
+writes an empty `client_addr` (a unix socket, some proxies) as `INFO:      - "GET / HTTP/1.1" 200 OK`."""
 
-
-ACCESS_PROBE = r'^\S* - "[A-Z]+ \S+ HTTP/[\d.]+" \d{3}'
+ACCESS_PROBE = r'^(?:\S+ )?- "[A-Z]+ \S+ HTTP/[\d.]+" \d{3}'
 
 
 def parse(df: pl.DataFrame) -> pl.DataFrame:

@@ -153,6 +153,19 @@ def test_access_line_with_non_ascii_path_keeps_its_status(tmp_path):
     assert ev[s.HTTP_METHOD].to_list() == ["GET", "POST"]
 
 
+def test_access_line_with_an_empty_client_keeps_its_request_and_status(tmp_path):
+    # uvicorn writes an empty client_addr (a unix socket, some proxies) as nothing before ` - "`.
+    write(
+        tmp_path / "api.log",
+        'INFO:      - "POST /v1/completions HTTP/1.1" 500 Internal Server Error\n'
+        '(APIServer pid=1) INFO:      - "GET /health HTTP/1.1" 200 OK\n',
+    )
+    ev = ingest(tmp_path).events.sort(s.LINE)
+    assert ev[s.HTTP_STATUS].to_list() == [500, 200]
+    assert ev[s.HTTP_METHOD].to_list() == ["POST", "GET"]
+    assert ev[s.HTTP_PATH].to_list() == ["/v1/completions", "/health"]
+
+
 def test_request_id_is_extracted_from_received_request_lines(incident_dir):
     ev = ingest(incident_dir).events
     row = _row(ev, file="vllm-0.log", line=5)
