@@ -30,7 +30,13 @@ SYSLOG = (
 )
 SYSLOG_PROBE = r"^(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} \d{2}:\d{2}:\d{2}(?:\.\d+)? [^\s:]+ [A-Za-z][\w.\-/]*(?:\[\d+\])?: ?"
 SYSLOG_AFTER_ISO = r"^(?P<host>[\w.\-]+) (?P<ident>[A-Za-z][\w.\-/]*)(?:\[(?P<pid>\d+)\])?: ?"
-"""`journalctl -o short-iso` puts an ISO time (offset without colon) before `host ident[pid]:`."""
+"""`journalctl -o short-iso[-precise]` puts an ISO time before `host ident[pid]:`."""
+JOURNAL_AFTER_RFC3339 = r"^[\w.\-]+ (?:[A-Za-z][\w.\-/]*\[\d+\]|kernel): "
+"""What must follow an ISO time with a `+hh:mm` offset for the line to be journald's rather
+than `kubectl --timestamps`': an ident with its pid, or the kernel. systemd 255 and later write
+short-iso's offset with a colon (`2025-03-09T09:00:02+00:00 node-7 kubelet[2211]: ...`, as an
+RFC3339 stamp); before, without (`+0000`), which kubectl never writes. A container's own line
+after kubectl's stamp (`Engine core: ...`) is not taken for a journal entry."""
 COMPOSE_PROBE = r"^[A-Za-z0-9][\w.\-]*\s+\| "
 CI_PIPE_PROBE = r"^\s+\| "
 MPI_PROBE = r"^\[\d+,\d+\]<(?:stdout|stderr)>: ?"
@@ -43,6 +49,7 @@ LINENO_PROBE = r"^\[\d{1,7}\] " + _PRODUCER_START
 DESKTOP_PROBE = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} " + _PRODUCER_START
 """Docker Desktop's log view: `2024-06-10 13:26:25 INFO 06-10 ...` (local time, no zone)."""
 CI_TS_PROBE = r"^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})\] "
+"""CI runners: `[2025-06-26T16:27:15Z] INFO ...`."""
 DMESG_PROBE = r"^\[ *\d+\.\d{6}\] "
 """`dmesg`: seconds since boot, no wall time (the kernel's NVRM/Xid, OOM-killer lines)."""
 DMESG_T_PROBE = r"^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} \d{2}:\d{2}:\d{2} \d{4}\] "
@@ -65,7 +72,6 @@ LOKI_LABELS_PROBE = r'^\{[A-Za-z_]\w*="[^"]*"(?:, ?[A-Za-z_]\w*="[^"]*")*\} '
 """`logcli query` output after its time: `{container="vllm", pod="llama-0"} <line>`."""
 JOURNAL_JSON_PROBE = '"__REALTIME_TIMESTAMP"'
 """`journalctl -o json` (and `-o json-seq` without its RS byte): one JSON object per entry."""
-"""CI runners: `[2025-06-26T16:27:15Z] INFO ...`."""
 ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 ANSI_RESIDUE = r"(^|[^\w\]])\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
 PROC_PROBE = r"^\s*\([A-Za-z]\w*(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\)"
@@ -228,7 +234,7 @@ def _peel_pasted(df: pl.DataFrame) -> pl.DataFrame:
         ),
     )
     df = apply(df, body.str.contains(SYSLOG_PROBE), _peel_syslog)
-    # journalctl -o short-iso: the ISO time has an offset without colon (`+0000`).
+    # journalctl -o short-iso: the ISO time's offset `+0000`, or `+00:00` with an ident's pid after.
     df = apply(
         df,
         pl.col("_jiso") & pl.col("_syslog").is_null() & body.str.contains(SYSLOG_AFTER_ISO),
@@ -289,7 +295,10 @@ def _peel_rfc3339(d: pl.DataFrame) -> pl.DataFrame:
     tag_sp = after_stream.str.find(" ", literal=True)
     return d.with_columns(
         parse_rfc3339(pl.col("_ts")).alias("_outer_ts"),
-        pl.col("_ts").str.contains(r"[+-]\d{4}$").alias("_jiso"),
+        (
+            pl.col("_ts").str.contains(r"[+-]\d{4}$")
+            | (pl.col("_ts").str.contains(r"[+-]\d{2}:\d{2}$") & rest.str.contains(JOURNAL_AFTER_RFC3339))
+        ).alias("_jiso"),
         pl.when(cri).then(rest.str.slice(0, 6)).alias(s.STREAM),
         pl.when(cri).then(after_stream.str.slice(0, 1)).alias("_tag"),
         pl.when(cri)

@@ -934,6 +934,28 @@ def test_event_documents_take_their_place_in_file_order_between_batches(tmp_path
     assert ev.n_chunks() == 1
 
 
+def test_short_iso_journal_of_systemd_255_with_a_colon_in_the_offset_is_read_as_journald(tmp_path):
+    # systemd 255 writes short-iso's offset as `+00:00` (RFC3339's), as kubectl --timestamps may:
+    # an ident with its pid (or the kernel) after the stamp tells a journal entry from a container line.
+    write(
+        tmp_path / "node-7" / "kubelet.log",
+        "2025-03-09T09:00:01.250000+00:00 node-7 kubelet[2211]: E0309 09:00:01.250000    2211 kubelet.go:2412] "
+        '"Skipping pod synchronization" err="PLEG is not healthy"\n'
+        "2025-03-09T10:00:02+01:00 node-7 kernel: NVRM: Xid (PCI:0000:c1:00): 79, GPU has fallen off the bus.\n"
+        "2025-03-09T09:00:03+00:00 Engine core: a container's line after kubectl's stamp\n",
+    )
+    r = ingest(tmp_path)
+    assert [f.wrapper for f in r.files] == ["journald"]
+    ev = r.events.sort(s.LINE)
+    assert ev[s.SOURCE].to_list() == ["kubelet", "kernel", "unknown"]
+    assert ev[s.HOST].to_list() == ["node-7", "node-7", None]
+    assert ev[s.LEVEL][0] == "ERROR" and ev[s.COMPONENT][0] == "kubelet.go"
+    assert ev[s.MESSAGE][1] == "NVRM: Xid (PCI:0000:c1:00): 79, GPU has fallen off the bus."
+    assert ev[s.MESSAGE][2] == "Engine core: a container's line after kubectl's stamp"
+    assert ev[s.TS].dt.strftime("%H:%M:%S").to_list() == ["09:00:01", "09:00:02", "09:00:03"]
+    assert ev[s.TS_QUALITY].cast(pl.String).to_list() == ["exact"] * 3
+
+
 def test_host_logs_from_journalctl_json_short_iso_and_dmesg_are_timed_kernel_and_kubelet_events(tmp_path):
     # journalctl -o json (one entry a line; MESSAGE may be stored as bytes), -o short-iso,
     # dmesg (seconds since boot) and dmesg -T (wall time): the formats node logs are collected in.

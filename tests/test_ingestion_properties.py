@@ -253,6 +253,7 @@ FAST_STAMPS = [
     "2025-03-02T08:00:00+08:00 ",
     "2025-03-02T08:00:00.5-05:30 ",
     "2025-03-02T08:00:00+0800 ",  # journald short-iso: the general path's
+    "2025-03-02T08:00:00.250000+00:00 ",  # systemd 255's short-iso-precise, when a journal entry follows
     "2025-02-30T08:00:00Z ",  # no such day: no time
     "2024-06-30T23:59:60.25Z ",  # leap second
     "2025-03-02T08:00:00.1Z stdout F ",  # CRI: a whole line
@@ -310,6 +311,9 @@ FAST_BODIES = [
     "INFO:root:plain logging",
     '  File "/usr/lib/python3.12/x.py", line 1, in f',
     "RuntimeError: Cache corruption detected in block 88123",
+    'node-7 kubelet[2211]: E0309 09:00:01.250000    2211 kubelet.go:2412] "PLEG is not healthy"',
+    "node-7 kernel: NVRM: Xid (PCI:0000:c1:00): 79, GPU has fallen off the bus.",
+    "Engine core: not a journal entry",
     "vllm-1:2343:2381 [0] NCCL INFO Channel 00/32 : 0[0] -> 1[1] via P2P/IPC",
     "vllm-1:2343:2381 [0] NCCL INFO transport/net.cc:1302 -> 6 [Proxy Thread]",
     "vllm-1:2343:2381 [0] NCCL INFO net.cc:١٢ -> 6",
