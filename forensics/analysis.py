@@ -387,7 +387,8 @@ def _incident_report(inc, hyps, v, events, signals, series) -> IncidentReport:
         "affected": affected_pods,
         "detector": inc.detector,
     }
-    trigger, resolution, tell = _trigger(inc, series), _resolution(inc, signals, events[s.TS].max()), _tell(inc, series)
+    trigger = _trigger(inc, series) or _rollout_before(inc, signals)
+    resolution, tell = _resolution(inc, signals, events[s.TS].max()), _tell(inc, series)
     return IncidentReport(
         inc,
         hyps,
@@ -461,7 +462,21 @@ def _timeline(inc, hyps, signals, series, tell, trig, res) -> list[dict]:
                 "KV cache at 100% while nothing waits and nothing is preempted",
             )
         )
-    if trig:
+    if trig and trig["kind"] == "rollout":
+        rows.append(
+            _row(
+                datetime.fromisoformat(trig["ts"]),
+                "cluster",
+                None,
+                "k8s-event",
+                None,
+                "trigger",
+                "rollout: " + "; ".join(d["text"][:100] for d in trig["details"][:2]),
+                trig["file"],
+                trig["line"],
+            )
+        )
+    elif trig:
         rows.append(
             _row(
                 inc.start - timedelta(minutes=30),
@@ -523,6 +538,40 @@ def _trigger(inc, series) -> dict | None:
             "ratio": round(b / a, 2),
         }
     return None
+
+
+TRIGGER_LOOKBACK = timedelta(minutes=30)
+"""How long before the drop a surge or rollout counts as its trigger."""
+
+
+def _rollout_before(inc, signals) -> dict | None:
+    """The last rollout in the 30 minutes before the drop (image pulls, rescales, config
+    updates), where no traffic surge was found: a rolling update takes old replicas away
+    while new ones start, so a new version that cannot serve shows first as lost capacity,
+    before any error of its own. A rollout from the drop on is the resolution's."""
+    ch = signals.filter(
+        (pl.col("category") == "config-change")
+        & (pl.col(s.TS) >= inc.start - TRIGGER_LOOKBACK)
+        & (pl.col(s.TS) < inc.start)
+    ).sort(s.TS, s.FILE, s.LINE)
+    if ch.is_empty():
+        return None
+    # The rollout and what came with it: the change rows within 5 minutes before the last one.
+    ch = ch.filter(pl.col(s.TS) >= ch[s.TS].max() - timedelta(minutes=5))
+    r = ch.row(0, named=True)
+    details = [
+        {"text": x["text"][:300], "file": x[s.FILE], "line": x[s.LINE]}
+        for x in ch.unique("template_id", keep="first", maintain_order=True).head(4).iter_rows(named=True)
+    ]
+    return {
+        "kind": "rollout",
+        "ts": _iso(r[s.TS]),
+        "before_drop_s": round((inc.start - r[s.TS]).total_seconds(), 1),
+        "text": r["text"][:300],
+        "file": r[s.FILE],
+        "line": r[s.LINE],
+        "details": details,
+    }
 
 
 def _detection(inc, hyps, signals) -> dict:

@@ -185,7 +185,15 @@ def context(
                     "tell",
                 )
             )
-        if inc.get("trigger"):
+        if (inc.get("trigger") or {}).get("kind") == "rollout":
+            actions.append(
+                (
+                    "prevent",
+                    "Gate rollouts on new replicas serving: a readiness probe that passes only once the engine has started, `maxUnavailable: 0` so old replicas stay until then, and a canary that starts the new version with the production arguments first.",
+                    "trigger: rollout",
+                )
+            )
+        elif inc.get("trigger"):
             actions.append(
                 (
                     "mitigate",
@@ -280,6 +288,9 @@ def _summary(inc: dict, red: list[dict]) -> str:
         )
     else:
         out.append("The impact could not be measured: these logs carry no throughput series.")
+    trig = inc.get("trigger") or {}
+    if trig.get("kind") == "rollout":
+        out.append(f"A rollout had begun at {hhmmss(trig['ts'])}, {duration(trig['before_drop_s'])} before the drop.")
     if inc.get("tell"):
         out.append(
             f"The tell was visible from {hhmmss(inc['tell']['start'])}: KV cache usage at 100% while nothing waited and nothing was preempted."

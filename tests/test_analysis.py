@@ -637,6 +637,60 @@ def test_a_drop_at_the_end_of_three_days_of_metrics_is_found(tmp_path):
     assert incs[0]["impact"]["measured"] is True
 
 
+def test_a_rollout_before_the_drop_is_its_trigger_and_one_after_it_the_resolution(tmp_path):
+    # A rolling update scales an old replica down while the new version crash-loops at engine
+    # start: the capacity goes first, the new pod's own error comes a minute later.
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime(2025, 3, 2, 8, 0, tzinfo=UTC)
+    write_file(tmp_path / "pods" / "vllm-5c8b-a.log", _metrics_lines(start, 60, drop_at=None))
+    write_file(tmp_path / "pods" / "vllm-5c8b-b.log", _metrics_lines(start, 40, drop_at=None))
+    crash = start + timedelta(minutes=41)
+    write_file(
+        tmp_path / "pods" / "vllm-7d9f-c.log",
+        f"{crash:%Y-%m-%dT%H:%M:%S}.000000000Z (EngineCore_DP0 pid=9) ERROR {crash:%m-%d %H:%M:%S} [core.py:708] "
+        "ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is "
+        "needed, which is larger than the available KV cache memory (9.50 GiB).\n",
+    )
+
+    def event(t, reason, name, message, kind="Deployment"):
+        stamp = f"{t:%Y-%m-%dT%H:%M:%SZ}"
+        return {
+            "kind": "Event",
+            "type": "Normal",
+            "reason": reason,
+            "message": message,
+            "count": 1,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "involvedObject": {"kind": kind, "name": name, "namespace": "serving"},
+            "metadata": {"name": f"{name}.{reason}", "namespace": "serving"},
+        }
+
+    roll, fix = start + timedelta(minutes=39, seconds=50), start + timedelta(minutes=55)
+    items = [
+        event(roll, "ScalingReplicaSet", "vllm", "Scaled down replica set vllm-5c8b to 1 from 2"),
+        event(roll + timedelta(seconds=5), "Pulling", "vllm-7d9f-c", 'Pulling image "vllm/vllm-openai:v0.9.3"', "Pod"),
+        event(fix, "ScalingReplicaSet", "vllm", "Scaled up replica set vllm-5c8b to 2 from 1"),
+    ]
+    write_file(tmp_path / "events.json", json.dumps({"kind": "List", "items": items}))
+    report = analyze(tmp_path)
+    inc = report.to_json()["incidents"][0]
+    assert inc["root_cause"]["category"] == "gpu-memory"
+    trig = inc["trigger"]
+    assert (trig["kind"], trig["ts"], trig["file"]) == ("rollout", "2025-03-02T08:39:50Z", "events.json")
+    assert [d["text"] for d in trig["details"]] == [
+        "ScalingReplicaSet: Scaled down replica set vllm-5c8b to 1 from 2",
+        'Pulling: Pulling image "vllm/vllm-openai:v0.9.3"',
+    ]
+    assert (inc["resolution"]["kind"], inc["resolution"]["ts"]) == ("rollout", "2025-03-02T08:55:00Z")
+    assert [r["ts"] for r in inc["timeline"] if r["role"] == "trigger"] == ["2025-03-02T08:39:50Z"]
+    md = write_all(report, tmp_path / "out")["postmortem"].read_text()
+    trigger = md.split("## Trigger")[1].split("##")[0]
+    assert trigger.startswith("\nA rollout began 08:39:50 UTC") and "Pulling image" in trigger
+    assert "No traffic surge or rollout" not in md and "Gate rollouts on new replicas serving" in md
+
+
 def test_a_stray_timestamp_decades_away_does_not_stretch_the_throughput_series(tmp_path):
     # A node whose clock was reset stamps a line 1970-01-01: the series keeps to the logs' own
     # weeks (a grid of 30 s bins back to 1970 would be 58 million bins) and says what it left out.
