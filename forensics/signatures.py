@@ -99,8 +99,15 @@ SIGNATURES: tuple[Signature, ...] = (
         "gpu-fault",
         "fault",
         0,
-        r"illegal memory access|Xid \d+|NVRM: Xid|uncorrectable ECC|fallen off the bus|device-side assert|CUDA error: (?!out of memory)",
+        r"illegal memory access|Xid \d+|NVRM: Xid|\bXid \(PCI:|uncorrectable ECC|fallen off the bus|device-side assert|CUDA error: (?!out of memory)",
         "GPU / CUDA fault",
+    ),
+    Signature(
+        "gpu-fault",
+        "fault",
+        0,
+        r"NVSwitch fatal|(?i:fabric ?manager).*(?:fatal|error|failed)|NVLink: fatal",
+        "NVSwitch / NVLink fabric failure",
     ),
     Signature(
         "gpu-fault",
@@ -124,6 +131,16 @@ SIGNATURES: tuple[Signature, ...] = (
         1,
         r"NET/IB ?: ?Got completion|ibv_\w+ failed|Call to ibv_|link down|NodeHasNetworkUnavailable|NetworkUnavailable",
         "InfiniBand / RDMA transport error",
+    ),
+    # The node's kernel on its NICs and HCAs: mlx5/ib `ib0: Link down`, Intel `NIC Link is Down`,
+    # bonding, systemd-networkd's `Lost carrier`, a pulled cable, an RDMA completion error.
+    Signature(
+        "network",
+        "fault",
+        1,
+        r": Link down\b|NIC Link is Down|link status definitely down|: Lost carrier\b|Cable unplugged"
+        r"|WC error: \d+, Message: |transport retry counter exceeded",
+        "network link down or RDMA completion error on the node (kernel)",
     ),
     Signature(
         "network",
@@ -166,7 +183,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "node",
         "fault",
         0,
-        r"PLEG is not healthy|NodeNotReady|status is now: NodeNotReady|SystemOOM|OOMKilling|Rebooted|has been rebooted|NodeHasInsufficientMemory|EvictionThresholdMet|Kernel panic|Out of memory: Killed process|(?:Memory|Disk|PID)Pressure=True"
+        r"PLEG is not healthy|NodeNotReady|status is now: NodeNotReady|SystemOOM|OOMKilling|Rebooted|has been rebooted|NodeHasInsufficientMemory|NodeHas(?:Disk|Memory|PID)Pressure|NodeHasInsufficientPID|EvictionThresholdMet|Kernel panic|Out of memory: Killed process|(?:Memory|Disk|PID)Pressure=True"
         r"|because its node has died|node \S+ has been marked dead|has been marked dead because the detector has missed",
         "node failure",
     ),

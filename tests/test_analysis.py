@@ -391,6 +391,24 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "fault",
         ),
         ("Unhealthy: Liveness probe failed: HTTP probe failed with statuscode: 503", None, "pod-lifecycle", "symptom"),
+        ("kernel: mlx5_core 0000:3b:00.0 ib0: Link down", None, "network", "fault"),
+        ("kernel: ixgbe 0000:01:00.0 eth0: NIC Link is Down", None, "network", "fault"),
+        ("kernel: mlx5_core 0000:3b:00.0: Port module event: module 0, Cable unplugged", None, "network", "fault"),
+        (
+            "kernel: infiniband mlx5_0: mlx5_handle_error_cqe:332:(pid 0): WC error: 12, Message: transport retry counter exceeded",
+            None,
+            "network",
+            "fault",
+        ),
+        ("systemd-networkd[812]: eth0: Lost carrier", None, "network", "fault"),
+        (
+            "NVRM: GPU at PCI:0000:3b:00: GPU-5e7e Xid (PCI:0000:3b:00): 48, pid=1234, An uncorrectable double bit error (DBE) has been detected",
+            None,
+            "gpu-fault",
+            "fault",
+        ),
+        ("nv-fabricmanager[2281]: NVSwitch fatal error detected on switch 2", None, "gpu-fault", "fault"),
+        ("NodeHasDiskPressure: Node gpu-node-3 status is now: NodeHasDiskPressure", None, "node", "fault"),
     ],
 )
 def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, category, kind):
