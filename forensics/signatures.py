@@ -229,6 +229,55 @@ SIGNATURES: tuple[Signature, ...] = (
         "pods cannot be scheduled: not enough GPUs or resources free in the cluster",
         action="Free or add GPUs for the pending pods (compare `kubectl describe node` allocatable with the pods' requests, including GPU-memory quotas of a sharing scheduler) and alert on pods Pending for more than a few minutes.",
     ),
+    Signature(
+        "capacity",
+        "fault",
+        5,
+        r"^Preempted: Preempted by |Preempted by (?:a )?pod \S* ?on node",
+        "pod preempted by the scheduler for a higher-priority pod",
+        action="Give the serving pods a PriorityClass above the batch work that shares their GPUs (or a PodDisruptionBudget with dedicated nodes), so the scheduler does not preempt them.",
+    ),
+    Signature(
+        "gpu-fault",
+        "fault",
+        0,
+        r"UnexpectedAdmissionError: Allocate failed due to requested number of devices unavailable",
+        "the node's GPUs the pod was given are unavailable (device plugin: unhealthy or gone)",
+    ),
+    Signature(
+        "node",
+        "fault",
+        0,
+        r"^FailedCreatePodSandBox: |failed to setup network for sandbox",
+        "pod sandbox cannot be created on the node (CNI or container runtime)",
+        action="Repair the node's pod networking or container runtime (CNI plugin pods and logs, containerd) and cordon the node until a test pod starts on it.",
+    ),
+    # --- engine start: what stops a new pod (often a rollout) from ever serving
+    Signature(
+        "gpu-memory",
+        "fault",
+        2,
+        r"Available KV cache memory: -\d|Error in memory profiling",
+        "no GPU memory left for the KV cache at engine start (other processes on the GPU, or a utilization limit too low)",
+        action="Give the engine its GPU alone (no other process on it, check `nvidia-smi`) or raise `gpu_memory_utilization`; gate rollouts on the engine starting.",
+    ),
+    Signature(
+        "engine",
+        "fault",
+        4,
+        r"We couldn't connect to 'https://huggingface\.co'|GatedRepoError|RepositoryNotFoundError|LocalEntryNotFoundError"
+        r"|Cannot find any model weights|No such file or directory: '[^']*(?:config\.json|\.safetensors|tokenizer[^']*)'",
+        "model weights or config cannot be loaded at engine start (path, Hugging Face access or network)",
+        action="Make the model loadable on every node before rollout: weights on a volume or pre-pulled cache (`HF_HUB_OFFLINE=1`), the access token as a Secret, and a startup probe that fails the rollout, not the serving replicas.",
+    ),
+    Signature(
+        "engine",
+        "fault",
+        4,
+        r"BackendCompilerFailed",
+        "torch.compile failed at engine start",
+        action="Pin the vLLM/torch versions that compiled this model in staging, or start with `--enforce-eager` / `compilation_config` off until the compile error is fixed.",
+    ),
     # --- changes
     Signature(
         "config-change",
@@ -242,7 +291,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "collective-timeout",
         "symptom",
         3,
-        r"Watchdog caught collective operation timeout|failure detected by watchdog|Some NCCL operations have failed or timed out|To avoid data inconsistency|Heartbeat monitor timed out|watchdog got stuck|watchdog thread terminated|Timeout at NCCL work|detected by watchdog|DistBackendError|dump signal due to a collective timeout",
+        r"Watchdog caught collective operation timeout|failure detected by watchdog|NCCL communicator was aborted|Some NCCL operations have failed or timed out|To avoid data inconsistency|Heartbeat monitor timed out|watchdog got stuck|watchdog thread terminated|Timeout at NCCL work|detected by watchdog|DistBackendError|dump signal due to a collective timeout",
         "NCCL watchdog timeout",
     ),
     Signature(

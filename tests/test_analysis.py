@@ -409,6 +409,46 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
         ),
         ("nv-fabricmanager[2281]: NVSwitch fatal error detected on switch 2", None, "gpu-fault", "fault"),
         ("NodeHasDiskPressure: Node gpu-node-3 status is now: NodeHasDiskPressure", None, "node", "fault"),
+        ("Preempted: Preempted by pod 6f1c0e1e-2d8b-4f7a on node gpu-node-1", None, "capacity", "fault"),
+        ("Preempted: Preempted by a pod on node gpu-node-1", None, "capacity", "fault"),
+        (
+            "UnexpectedAdmissionError: Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected",
+            None,
+            "gpu-fault",
+            "fault",
+        ),
+        (
+            'FailedCreatePodSandBox: Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "4f1e": plugin type="calico" failed (add)',
+            None,
+            "node",
+            "fault",
+        ),
+        ("Available KV cache memory: -0.53 GiB", None, "gpu-memory", "fault"),
+        (
+            "Traceback (most recent call last):",
+            "AssertionError: Error in memory profiling. Initial free memory 10.2 GiB, current free memory 12.4 GiB. This happens when the GPU memory was not properly cleaned up before initializing the vLLM instance.",
+            "gpu-memory",
+            "fault",
+        ),
+        (
+            "Traceback (most recent call last):",
+            "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the cached files and it looks like meta-llama/Llama-3.1-8B-Instruct is not the path to a directory containing a file named config.json.",
+            "engine",
+            "fault",
+        ),
+        (
+            "Traceback (most recent call last):",
+            "huggingface_hub.errors.GatedRepoError: 401 Client Error. (Request ID: Root=1-6789)",
+            "engine",
+            "fault",
+        ),
+        (
+            "Traceback (most recent call last):",
+            "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: RuntimeError: Triton compilation failed",
+            "engine",
+            "fault",
+        ),
+        ("RuntimeError: NCCL communicator was aborted on rank 1.", None, "collective-timeout", "symptom"),
     ],
 )
 def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, category, kind):
