@@ -1141,10 +1141,16 @@ def _hazard(d, at, vllm_line, levels, cls, across):  # pragma: no cover - compil
     n = len(d)
     if n >= 2 and d[n - 2] == 94 and d[n - 1] == 77:  # `^M` at the end
         return True
-    for k in range(at, n):
+    k = at - 1
+    while True:
+        k += 1
+        # Most bytes are none of these: skipped in a loop of their own (as a `continue` of the
+        # loop below, the class test compiled to a jump table taken for every byte: ~15% slower).
+        while k < n and cls[d[k]] == 0:
+            k += 1
+        if k >= n:
+            return False
         c = cls[d[k]]
-        if c == 0:
-            continue
         if c == 1:
             return True
         if c == 2:  # `[digits;...m`
@@ -1169,7 +1175,6 @@ def _hazard(d, at, vllm_line, levels, cls, across):  # pragma: no cover - compil
                 w = _word_at(d, k, levels)
                 if w and k + w + 1 < n and d[k + w] == 32 and 48 <= d[k + w + 1] <= 57:
                     return True
-    return False
 
 
 # Columns of `_classify`'s field table (character offsets into the line; -1: none).
