@@ -475,16 +475,21 @@ def _line_of(starts: list[int], pos: int) -> int:
 
 def _event_row(ev: dict, line: int) -> dict:
     obj = ev.get("involvedObject") or ev.get("regarding") or {}
-    src = ev.get("source") or {}
+    # events.k8s.io/v1 shows an event a core/v1 client (the kubelet, most controllers) created
+    # with its old fields renamed `deprecated*` and a null eventTime.
+    src = ev.get("source") or ev.get("deprecatedSource") or {}
     series = ev.get("series") or {}
     ts_str = (
         series.get("lastObservedTime")
         or ev.get("lastTimestamp")
+        or ev.get("deprecatedLastTimestamp")
         or ev.get("eventTime")
         or ev.get("firstTimestamp")
+        or ev.get("deprecatedFirstTimestamp")
         or (ev.get("metadata") or {}).get("creationTimestamp")
     )
-    count = ev.get("count") or series.get("count") or 1
+    count = ev.get("count") or series.get("count") or ev.get("deprecatedCount") or 1
+    reporter = src.get("component") or ev.get("reportingComponent") or ev.get("reportingController") or None
     kind = (obj.get("kind") or "").lower()
     etype = ev.get("type") or "Normal"
     reason = ev.get("reason")
@@ -493,11 +498,13 @@ def _event_row(ev: dict, line: int) -> dict:
         s.TS: _parse_time(ts_str),
         s.SOURCE: "k8s-event",
         s.LEVEL: "WARNING" if etype == "Warning" else "INFO",
-        s.HOST: src.get("host") or (obj.get("name") if kind == "node" else None),
+        s.HOST: src.get("host")
+        or (obj.get("name") if kind == "node" else None)
+        or (ev.get("reportingInstance") if reporter == "kubelet" else None),  # the kubelet's: its node
         s.POD: obj.get("name") if kind == "pod" else None,
         s.NAMESPACE: obj.get("namespace") or (ev.get("metadata") or {}).get("namespace"),
         s.CONTAINER: _container_of(obj.get("fieldPath")),
-        s.COMPONENT: src.get("component") or ev.get("reportingComponent") or ev.get("reportingController") or None,
+        s.COMPONENT: reporter,
         s.MESSAGE: f"{reason}: {message}" if reason else message,
         s.K8S_REASON: reason,
         s.K8S_TYPE: etype,

@@ -294,6 +294,52 @@ def test_k8s_event_json_handles_both_recorder_populations(incident_dir):
     assert sched[s.COMPONENT] == "default-scheduler" and sched[s.K8S_COUNT] == 1
 
 
+def test_events_k8s_io_v1_listing_reads_note_regarding_series_and_the_deprecated_fields(tmp_path):
+    # `kubectl get events.events.k8s.io -o json`: `note`/`regarding`/`series` for events created by
+    # that API, and the kubelet's core/v1 events with their fields renamed `deprecated*`.
+    items = [
+        {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "eventTime": "2025-03-02T07:10:00.123456Z",
+            "metadata": {"name": "vllm-0.1", "namespace": "serving"},
+            "note": "Liveness probe failed: context deadline exceeded",
+            "reason": "Unhealthy",
+            "regarding": {"kind": "Pod", "name": "vllm-0", "namespace": "serving"},
+            "reportingController": "kubelet",
+            "reportingInstance": "gpu-node-3",
+            "series": {"count": 5, "lastObservedTime": "2025-03-02T07:12:00.000000Z"},
+            "type": "Warning",
+        },
+        {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "eventTime": None,
+            "deprecatedFirstTimestamp": "2025-03-02T07:09:00Z",
+            "deprecatedLastTimestamp": "2025-03-02T07:09:30Z",
+            "deprecatedCount": 3,
+            "deprecatedSource": {"component": "kubelet", "host": "gpu-node-4"},
+            "metadata": {"name": "vllm-1.2", "namespace": "serving"},
+            "note": "Back-off restarting failed container vllm in pod vllm-1",
+            "reason": "BackOff",
+            "regarding": {"kind": "Pod", "name": "vllm-1", "namespace": "serving"},
+            "type": "Warning",
+        },
+    ]
+    write(tmp_path / "events.json", json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    ev = ingest(tmp_path).events.sort(s.LINE)
+    assert ev[s.TS].to_list() == [
+        datetime(2025, 3, 2, 7, 12, tzinfo=UTC),  # series.lastObservedTime
+        datetime(2025, 3, 2, 7, 9, 30, tzinfo=UTC),  # deprecatedLastTimestamp
+    ]
+    assert ev[s.TS_QUALITY].cast(pl.String).to_list() == ["exact", "exact"]
+    assert ev[s.K8S_COUNT].to_list() == [5, 3]
+    assert ev[s.HOST].to_list() == ["gpu-node-3", "gpu-node-4"]
+    assert ev[s.POD].to_list() == ["vllm-0", "vllm-1"]
+    assert ev[s.COMPONENT].cast(pl.String).to_list() == ["kubelet", "kubelet"]
+    assert ev[s.MESSAGE][1] == "BackOff: Back-off restarting failed container vllm in pod vllm-1"
+
+
 def test_lmcache_lines_are_kv_store_events_with_exact_time(incident_dir):
     ev = ingest(incident_dir).events
     row = _row(ev, file="kvstore.log", line=2)
