@@ -519,13 +519,17 @@ def _row(ts, host, pod, source, tid, role, summary, file=None, line=None) -> dic
     }
 
 
+TRIGGER_LOOKBACK = timedelta(minutes=30)
+"""How long before the drop a traffic surge or a rollout counts as its trigger."""
+
+
 def _trigger(inc, series) -> dict | None:
     """A traffic surge into the incident (prompt throughput up 25%+ in the 30 min before)."""
     if series.empty or series.prompt is None:
         return None
     t = np.array([x.timestamp() for x in series.t])
     s0 = inc.start.timestamp()
-    early = series.prompt[(t >= s0 - 1800) & (t < s0 - 900)]
+    early = series.prompt[(t >= s0 - TRIGGER_LOOKBACK.total_seconds()) & (t < s0 - 900)]
     late = series.prompt[(t >= s0 - 600) & (t < s0)]
     if len(early) < 2 or len(late) < 2:
         return None
@@ -540,15 +544,14 @@ def _trigger(inc, series) -> dict | None:
     return None
 
 
-TRIGGER_LOOKBACK = timedelta(minutes=30)
-"""How long before the drop a surge or rollout counts as its trigger."""
-
-
 def _rollout_before(inc, signals) -> dict | None:
     """The last rollout in the 30 minutes before the drop (image pulls, rescales, config
     updates), where no traffic surge was found: a rolling update takes old replicas away
     while new ones start, so a new version that cannot serve shows first as lost capacity,
-    before any error of its own. A rollout from the drop on is the resolution's."""
+    before any error of its own. A rollout from the drop on is the resolution's. None in
+    untimed logs, whose order says nothing of minutes."""
+    if not inc.timed:
+        return None
     ch = signals.filter(
         (pl.col("category") == "config-change")
         & (pl.col(s.TS) >= inc.start - TRIGGER_LOOKBACK)
