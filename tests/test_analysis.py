@@ -449,6 +449,12 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "fault",
         ),
         ("RuntimeError: NCCL communicator was aborted on rank 1.", None, "collective-timeout", "symptom"),
+        (
+            "[PG ID 0 PG GUID 0(default_pg) Rank 3] Terminating the process after attempting to dump debug info, due to collective timeout or exception.",
+            None,
+            "collective-timeout",
+            "symptom",
+        ),
     ],
 )
 def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, category, kind):
