@@ -449,6 +449,7 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "fault",
         ),
         ("RuntimeError: NCCL communicator was aborted on rank 1.", None, "collective-timeout", "symptom"),
+        ("Observed flight recorder dump signal from another rank via TCPStore.", None, "collective-timeout", "symptom"),
         (
             "[PG ID 0 PG GUID 0(default_pg) Rank 3] Terminating the process after attempting to dump debug info, due to collective timeout or exception.",
             None,
