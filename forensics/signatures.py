@@ -291,7 +291,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "collective-timeout",
         "symptom",
         3,
-        r"Watchdog caught collective operation timeout|failure detected by watchdog|NCCL communicator was aborted|Terminating the process after attempting to dump debug info|flight[- ]recorder dump signal|Stack trace of the failed collective not found|Some NCCL operations have failed or timed out|To avoid data inconsistency|Heartbeat monitor timed out|watchdog got stuck|watchdog thread terminated|Timeout at NCCL work|detected by watchdog|DistBackendError|dump signal due to a collective timeout",
+        r"Watchdog caught collective operation timeout|failure detected by watchdog|NCCL communicator was aborted|Terminating the process after attempting to dump debug info|flight[- ]recorder dump signal|Some NCCL operations have failed or timed out|To avoid data inconsistency|Heartbeat monitor timed out|watchdog got stuck|watchdog thread terminated|Timeout at NCCL work|detected by watchdog|DistBackendError|dump signal due to a collective timeout",
         "NCCL watchdog timeout",
     ),
     Signature(
