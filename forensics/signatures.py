@@ -99,7 +99,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "gpu-fault",
         "fault",
         0,
-        r"illegal memory access|Xid \d+|NVRM: Xid|\bXid \(PCI:|uncorrectable ECC|fallen off the bus|device-side assert|CUDA error: (?!out of memory)",
+        r"illegal memory access|Xid \d+|NVRM: Xid|\bXid \(PCI:|\bXid=\d+|device will go unhealthy|device marked unhealthy|uncorrectable ECC|fallen off the bus|device-side assert|CUDA error: (?!out of memory)",
         "GPU / CUDA fault",
     ),
     Signature(
@@ -121,7 +121,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         0,
         r"Failed to initialize NVML|Driver/library version mismatch|NVML_ERROR_|CUDA driver version is insufficient"
-        r"|no CUDA-capable device is detected|cudaErrorNoDevice|nvidia-container-cli: .*error",
+        r"|no CUDA-capable device is detected|cudaErrorNoDevice|nvidia-container-cli: .*error"
+        r"|Unable to determine the device handle for GPU|GPU is lost|No CUDA GPUs are available"
+        r"|Unexpected error from cudaGetDeviceCount|Error 802: system not yet initialized",
         "GPU driver / NVML failure",
     ),
     # --- network / NCCL transport

@@ -451,6 +451,24 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
         ("RuntimeError: NCCL communicator was aborted on rank 1.", None, "collective-timeout", "symptom"),
         ("Observed flight recorder dump signal from another rank via TCPStore.", None, "collective-timeout", "symptom"),
         (
+            "XidCriticalError: Xid=79 on Device=GPU-5e7e3a2b, uuid=GPU-5e7e3a2b, the device will go unhealthy.",
+            None,
+            "gpu-fault",
+            "fault",
+        ),
+        (
+            "Unable to determine the device handle for GPU 0000:3b:00.0: GPU is lost.  Reboot the system to recover this GPU",
+            None,
+            "gpu-fault",
+            "fault",
+        ),
+        (
+            "Traceback (most recent call last):",
+            "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized",
+            "gpu-fault",
+            "fault",
+        ),
+        (
             "[PG ID 0 PG GUID 0(default_pg) Rank 3] Terminating the process after attempting to dump debug info, due to collective timeout or exception.",
             None,
             "collective-timeout",
