@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jinja2
 
-from forensics import __version__, signatures
+from forensics import __version__, rootcause, signatures
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 CUT = " …[truncated]"
@@ -32,7 +32,9 @@ ACTIONS = {
     "engine": "Find the exception that killed the engine (see evidence) and add a regression test for it.",
 }
 
-ACTIONS_BY_LABEL = {sig.label: sig.action for sig in signatures.SIGNATURES if sig.action}
+ACTIONS_BY_LABEL = {sig.label: sig.action for sig in signatures.SIGNATURES if sig.action} | {
+    rootcause.PROBE_KILL_LABEL: rootcause.PROBE_KILL_ACTION
+}
 """Where one category holds faults that call for different fixes, the label picks the action."""
 
 

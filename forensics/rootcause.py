@@ -125,6 +125,7 @@ def hypotheses(
         out.append(h)
     _peer_loss(out)
     _displaced(out)
+    _probe_killed_a_serving_engine(out, metrics)
     _capacity(out, inc, series, metrics, events)
     _assign_roles(out, inc)
     out.sort(key=lambda h: (h.role != "root_cause", -h.score, h.first_seen or inc.start, h.template_id))
@@ -167,6 +168,70 @@ def _displaced(out: list[Hypothesis]) -> None:
         before = [n for n in nodes if n.first_seen <= h.first_seen]
         if before:
             _as_symptom(h, f"pods displaced by the {before[0].label} found no free GPUs elsewhere")
+
+
+PROBE_TIMEOUT = re.compile(
+    r"Liveness probe failed: .*(?:context deadline exceeded|Client\.Timeout|i/o timeout|timed out)", re.IGNORECASE
+)
+PROBE_KILL_LABEL = "liveness probe timed out on an engine that was serving: the kubelet restarted a working pod"
+PROBE_KILL_ACTION = (
+    "Stop the liveness probe from killing a busy engine: a longer `timeoutSeconds` and `failureThreshold` on "
+    "`/health`, a startupProbe for model load, and readiness (not liveness) to take an overloaded pod out of "
+    "rotation; alert on restarts whose previous container was serving."
+)
+BUSY_SAMPLES = 2
+"""Metrics samples (the last before the first probe failure, within a minute of it) that must
+show tokens being generated for the engine to count as serving when its probe timed out."""
+
+
+def _probe_killed_a_serving_engine(out: list[Hypothesis], metrics: pl.DataFrame | None) -> None:
+    """Liveness probes that time out while their engine is generating tokens: the cause, not a symptom.
+
+    A probe failure is a symptom when the engine died or hung first (its metrics stop, or show
+    requests running at 0 tokens/s). But under load the API server can answer `/health` later
+    than a tight probe timeout while the engine keeps generating; the kubelet then kills a
+    working pod, and the restart is the outage. So a liveness-timeout symptom is promoted to a
+    fault when, on its pods, nothing else failed before it and the last `BUSY_SAMPLES`
+    metrics samples within a minute before it all show generation throughput above zero.
+    """
+    if metrics is None or metrics.is_empty():
+        return
+    gen = metrics.filter((pl.col(s.METRIC) == "generation_tokens_per_s") & pl.col(s.TS).is_not_null())
+    for h in out:
+        if not (h.category == "pod-lifecycle" and h.kind == "symptom" and h.first_seen is not None):
+            continue
+        if not PROBE_TIMEOUT.search(h.template or ""):
+            continue
+        pods = set(h.hosts)
+        earlier = [
+            o
+            for o in out
+            if o is not h
+            and o.kind in ("fault", "symptom")
+            and o.first_seen is not None
+            and o.first_seen < h.first_seen
+            and pods & set(o.hosts)
+        ]
+        if earlier:
+            continue
+        recent = (
+            gen.filter(
+                pl.col(s.POD).is_in(list(pods))
+                & (pl.col(s.TS) <= h.first_seen)
+                & (pl.col(s.TS) >= h.first_seen - timedelta(minutes=1))
+            )
+            .sort(s.TS, s.FILE, s.LINE)
+            .tail(BUSY_SAMPLES)
+        )
+        if recent.height < BUSY_SAMPLES or not (recent[s.VALUE] > 0).all():
+            continue
+        h.score = round(h.score / KIND_WEIGHT["symptom"] * KIND_WEIGHT["fault"], 3)
+        h.kind = "fault"
+        h.label = PROBE_KILL_LABEL
+        h.why.append(
+            f"its engine was generating {recent[s.VALUE][-1]:,.0f} tokens/s when the probe failed, "
+            "and nothing on the pod failed before it"
+        )
 
 
 def _peers(n: int) -> str:

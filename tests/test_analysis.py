@@ -774,6 +774,52 @@ def test_a_rollout_before_the_drop_is_its_trigger_and_one_after_it_the_resolutio
     assert "No traffic surge or rollout" not in md and "Gate rollouts on new replicas serving" in md
 
 
+def _k8s_event(t, reason, pod, message, kind="Pod", count=1, first=None):
+    stamp = f"{t:%Y-%m-%dT%H:%M:%SZ}"
+    return {
+        "kind": "Event",
+        "type": "Warning" if reason in ("Unhealthy", "BackOff") else "Normal",
+        "reason": reason,
+        "message": message,
+        "count": count,
+        "firstTimestamp": f"{first:%Y-%m-%dT%H:%M:%SZ}" if first else stamp,
+        "lastTimestamp": stamp,
+        "involvedObject": {"kind": kind, "name": pod, "namespace": "serving"},
+        "source": {"component": "kubelet", "host": "gpu-node-1"},
+        "metadata": {"name": f"{pod}.{reason}.{stamp}", "namespace": "serving"},
+    }
+
+
+def test_a_liveness_probe_that_times_out_on_a_serving_engine_is_the_cause(tmp_path):
+    # The engine was generating until the kubelet killed it: the probe timeout, not a crash.
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime(2025, 3, 2, 8, 0, tzinfo=UTC)
+    write_file(tmp_path / "pods" / "vllm-a.log", _metrics_lines(start, 40, drop_at=None))
+    write_file(tmp_path / "pods" / "vllm-b.log", _metrics_lines(start, 20, drop_at=None))
+    probe = 'Liveness probe failed: Get "http://10.0.0.7:8000/health": context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
+    failed = start + timedelta(minutes=19, seconds=55)
+    items = [
+        _k8s_event(failed, "Unhealthy", "vllm-b", probe, count=3, first=failed - timedelta(seconds=20)),
+        _k8s_event(
+            failed + timedelta(seconds=2),
+            "Killing",
+            "vllm-b",
+            "Container vllm failed liveness probe, will be restarted",
+        ),
+    ]
+    write_file(tmp_path / "events.json", json.dumps({"kind": "List", "items": items}))
+    rc = analyze(tmp_path).to_json()["incidents"][0]["root_cause"]
+    assert (rc["status"], rc["category"], rc["hosts"]) == ("supported", "pod-lifecycle", ["gpu-node-1", "vllm-b"])
+    assert rc["label"].startswith("liveness probe timed out on an engine that was serving")
+    assert any(w.startswith("its engine was generating 2,4") for w in rc["why"])
+
+    # The same probe failures after the engine stalled (requests running at 0 tokens/s): a symptom.
+    write_file(tmp_path / "pods" / "vllm-b.log", _metrics_lines(start, 20, drop_at=18))
+    rc = analyze(tmp_path).to_json()["incidents"][0]["root_cause"]
+    assert not rc["label"].startswith("liveness probe timed out")
+
+
 def test_a_stray_timestamp_decades_away_does_not_stretch_the_throughput_series(tmp_path):
     # A node whose clock was reset stamps a line 1970-01-01: the series keeps to the logs' own
     # weeks (a grid of 30 s bins back to 1970 would be 58 million bins) and says what it left out.
