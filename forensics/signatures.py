@@ -70,7 +70,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "kv-cache",
         "fault",
         2,
-        r"No free blocks available|out of sync with the free list|The block already has a hash|Double free!|remove\(\) called on an invalid block|Cannot get \d+ free blocks",
+        r"No free blocks available|out of sync with the free list|The block already has a hash|Double free!|remove\(\) called on an invalid block|Cannot get \d+ free blocks"
+        r"|NoFreeBlocksError|assert curr_block is not None|assert total_num_scheduled_tokens > 0",
         "KV block-pool invariant violated",
     ),
     Signature(
@@ -349,12 +350,22 @@ def classify_text(first_line: str, exception: str | None) -> tuple[Signature | N
 
 
 def exception_line(message: str) -> str | None:
-    """The last `SomeError: text` line of a multi-line message (a traceback's verdict)."""
+    """The last `SomeError: text` line of a multi-line message (a traceback's verdict).
+
+    A bare `AssertionError` says nothing; the `assert` statement the traceback shows above it
+    says what failed (vLLM's block pool guards its invariants with plain asserts), so it is
+    given as the text: `AssertionError: assert curr_block is not None`.
+    """
     if "\n" not in message:
         return None
-    for line in reversed(message.split("\n")):
-        line = line.strip()
+    lines = message.split("\n")
+    for i in range(len(lines) - 1, -1, -1):
+        line = lines[i].strip()
         if EXCEPTION_LINE.match(line):
+            if line.endswith("AssertionError"):
+                stmt = next((x.strip() for x in reversed(lines[:i]) if x.strip().startswith("assert ")), None)
+                if stmt:
+                    return f"{line}: {stmt}"
             return line
     return None
 

@@ -176,6 +176,27 @@ def test_one_pod_log_with_an_oom_traceback_names_gpu_memory_without_any_metrics(
     assert roles["engine"] == "symptom"
 
 
+def test_a_bare_assertion_error_is_read_by_the_assert_above_it_as_a_block_pool_fault(tmp_path):
+    # vLLM's block pool guards its free list with plain asserts: the traceback ends in a bare
+    # `AssertionError`, and only the statement above it says which invariant broke.
+    p = "(EngineCore_DP0 pid=88) ERROR 03-02 13:37:52 [core.py:720] "
+    write_file(
+        tmp_path / "vllm-0.log",
+        "(APIServer pid=1) INFO 03-02 13:30:00 [api_server.py:1885] vLLM API server version 0.10.2\n"
+        f"{p}EngineCore encountered a fatal error.\n"
+        f"{p}Traceback (most recent call last):\n"
+        f'{p}  File "/usr/lib/vllm/v1/core/kv_cache_utils.py", line 281, in popleft_n\n'
+        f"{p}    assert curr_block is not None\n"
+        f"{p}           ^^^^^^^^^^^^^^^^^^^^^^\n"
+        f"{p}AssertionError\n",
+    )
+    inc = analyze(tmp_path, year=2025).to_json()["incidents"][0]
+    rc = inc["root_cause"]
+    assert (rc["category"], rc["label"]) == ("kv-cache", "KV block-pool invariant violated")
+    assert rc["template"] == "AssertionError: assert curr_block is not None"
+    assert {h["category"]: h["role"] for h in inc["hypotheses"]}["engine"] == "symptom"
+
+
 def test_an_error_burst_without_throughput_claims_no_recovery_only_where_errors_and_logs_stop(tmp_path):
     # No metrics or access lines: whether service came back is unknown. The report may only say
     # when the errors stop and whether the logs go on after them.
