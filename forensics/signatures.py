@@ -81,6 +81,23 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Corrupted: [1-9]\d* reqs",
         "requests produced NaN logits (corrupted KV or numerics; VLLM_COMPUTE_NANS_IN_LOGITS)",
     ),
+    # --- host memory as Ray reports it (before the GPU-memory group: Ray's `OutOfMemoryError`
+    # is the node's RAM, not the GPU's)
+    Signature(
+        "node",
+        "fault",
+        0,
+        r"ray\.exceptions\.OutOfMemoryError|killed due to the node running low on memory"
+        r"|killed due to memory pressure \(OOM\)",
+        "host memory exhausted: Ray's memory monitor killed workers",
+    ),
+    Signature(
+        "node",
+        "fault",
+        0,
+        r"Raylet is terminated|The raylet exited unexpectedly",
+        "Ray's raylet on the node died (OOM killer, a crash or a signal)",
+    ),
     # --- GPU memory and GPU faults
     Signature(
         "gpu-memory",
@@ -308,7 +325,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "engine",
         "symptom",
         4,
-        r"EngineCore encountered a fatal error|EngineDeadError|AsyncLLM output_handler failed|Engine background task failed|AsyncEngineDeadError|Engine loop has died|Worker \S+ pid \d+ died|failed \(exitcode: -?\d+\) local_rank: \d+|ChildFailedError|WorkerProc hit an exception|Engine core initialization failed|EngineCore failed to start|Engine iteration timed out|Parent process exited, terminating worker|Killing local vLLM worker processes|RayActorError|ActorDiedError|The actor died unexpectedly",
+        r"EngineCore encountered a fatal error|EngineDeadError|AsyncLLM output_handler failed|Engine background task failed|AsyncEngineDeadError|Engine loop has died|Worker \S+ pid \d+ died|failed \(exitcode: -?\d+\) local_rank: \d+|ChildFailedError|WorkerProc hit an exception|Engine core initialization failed|EngineCore failed to start|Engine iteration timed out|Parent process exited, terminating worker|Killing local vLLM worker processes|RayActorError|ActorDiedError|The actor died unexpectedly|A worker died or was killed while executing a task",
         "engine died",
     ),
     Signature(

@@ -472,6 +472,30 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
         ("RuntimeError: NCCL communicator was aborted on rank 1.", None, "collective-timeout", "symptom"),
         ("Observed flight recorder dump signal from another rank via TCPStore.", None, "collective-timeout", "symptom"),
         (
+            "Traceback (most recent call last):",
+            "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+            "node",
+            "fault",
+        ),
+        (
+            "node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: 5e7e, IP: 10.0.0.5) over the last time period.",
+            None,
+            "node",
+            "fault",
+        ),
+        (
+            "Raylet is terminated: ip=10.0.0.5, id=5e7e. Termination is unexpected. Possible reasons include: (1) SIGKILL by the user or system OOM killer",
+            None,
+            "node",
+            "fault",
+        ),
+        (
+            "A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker.",
+            None,
+            "engine",
+            "symptom",
+        ),
+        (
             "XidCriticalError: Xid=79 on Device=GPU-5e7e3a2b, uuid=GPU-5e7e3a2b, the device will go unhealthy.",
             None,
             "gpu-fault",
