@@ -57,6 +57,9 @@ class Report:
     unexplained_errors: list[dict] = field(default_factory=list)
     """When no incident is found: the most frequent error-level templates, which match no
     known fault or symptom (a truncated traceback, a new failure mode) but are worth a look."""
+    load_declines: list[dict] = field(default_factory=list)
+    """Throughput drops that were the load going away (`series.demand_fell`), not incidents:
+    said, so that a fall on the plot is never left unexplained."""
 
     def to_json(self) -> dict:
         r = self.ingest
@@ -82,6 +85,7 @@ class Report:
             "template_changes": _changes_json(self.template_changes),
             "alerts": [],
             "unexplained_errors": self.unexplained_errors,
+            "load_declines": self.load_declines,
             "warnings": self.warnings + r.warnings,
         }
 
@@ -147,9 +151,19 @@ def analyze(
         pods_total, nodes_total = _active(events, inc, signals, pod_node)
         hyps = rootcause.hypotheses(signals, inc, series, pods_total, nodes_total, metrics=metrics, events=events)
         ranked.append((inc, hyps, rootcause.verdict(hyps)))
-    reports = []
+    reports, declines = [], []
     for inc, hyps, v in _merge_recurrences(ranked):
         if inc.detector != "throughput-drop" and v.top is None and not hyps:
+            continue
+        if inc.detector == "throughput-drop" and not hyps and ser.demand_fell(series, inc):
+            declines.append(
+                {
+                    "start": _iso(inc.start),
+                    "from_per_s": _r(inc.baseline),
+                    "to_per_s": _r(inc.minimum),
+                    "unit": series.unit,
+                }
+            )
             continue
         if inc.recoveries:
             # Re-rank over the merged window.
@@ -201,6 +215,7 @@ def analyze(
         [str(p) for p in roots],
         run_stats,
         [] if reports else _unexplained_errors(events, mined.templates),
+        declines,
     )
 
 

@@ -324,6 +324,55 @@ def _drops(series: Series) -> list[Incident]:
     return incidents
 
 
+DEMAND_RAMP = timedelta(minutes=10)
+"""A decline spread over at least this long is a ramp (load going away), not a loss."""
+DEMAND_STEP = 0.4
+"""...and no 30 s bin of it carries more than this share of the whole fall."""
+
+
+def demand_fell(series: Series, inc: Incident) -> bool:
+    """Whether a throughput drop is the load going away rather than capacity lost.
+
+    Work that cannot be served queues (`Waiting`), errors or stalls; work that is not sent
+    simply stops arriving: the engines' prompt throughput falls with the generation, nothing
+    waits, and the fall is gradual, every pod sinking together rather than one going dark at
+    once. (The engines measure both throughputs, so a dead engine's prompt falls too: the
+    caller also requires that no fault, change, symptom or error was logged.)
+    """
+    if series.waiting is None or series.prompt is None or inc.baseline is None or inc.minimum is None:
+        return False
+    t = np.array([x.timestamp() for x in series.t])
+    end = (inc.end or series.t[-1]).timestamp()
+    before = (t >= inc.start.timestamp() - 1800) & (t < inc.start.timestamp())
+    during = (t >= inc.start.timestamp() - DEMAND_RAMP.total_seconds()) & (t <= end)
+    if before.sum() < 4 or not during.any():
+        return False
+    if np.nanmax(np.nan_to_num(series.waiting[before | during])) > 0:
+        return False
+    gen, prompt = np.nan_to_num(series.throughput), np.nan_to_num(series.prompt)
+    g0, p0 = float(np.median(gen[before])), float(np.median(prompt[before]))
+    if g0 <= 0 or p0 <= 0:
+        return False
+    low = during & (t >= inc.start.timestamp())
+    if float(np.mean(prompt[low])) / p0 > float(np.mean(gen[low])) / g0 + 0.25:
+        return False  # the work kept coming: it was not served
+    # Gradual: from its level an hour before, the total sinks over >= DEMAND_RAMP, no bin a big step.
+    idx = np.flatnonzero((t >= inc.start.timestamp() - 3600) & (t <= end))
+    lowest = idx[int(np.argmin(gen[idx]))]
+    top = idx[int(np.argmax(gen[idx[idx <= lowest]]))] if (idx <= lowest).any() else lowest
+    fall = gen[top] - gen[lowest]
+    if fall <= 0 or (t[lowest] - t[top]) < DEMAND_RAMP.total_seconds():
+        return False
+    steps = -np.diff(gen[top : lowest + 1])
+    if steps.max(initial=0.0) > DEMAND_STEP * fall:
+        return False
+    for y in series.per_pod.values():
+        v = np.nan_to_num(y[top : lowest + 1])
+        if len(v) > 1 and v.max() > 0 and (-np.diff(v)).max(initial=0.0) > DEMAND_STEP * fall:
+            return False  # one pod went dark at once
+    return True
+
+
 def _change_points(z: np.ndarray, *, pen: float) -> list[int]:
     """Ends of the segments of `z` (the last is `len(z)`) minimising squared error plus `pen`
     per change: exact penalised search (PELT) with the l2 cost.

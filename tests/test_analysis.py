@@ -897,6 +897,60 @@ def test_a_liveness_probe_that_times_out_on_a_serving_engine_is_the_cause(tmp_pa
     assert not rc["label"].startswith("liveness probe timed out")
 
 
+def _ramp_lines(start, minutes: int, level, waiting=lambda m: 0) -> str:
+    """A V1 engine's metrics lines every 10 s; `level(minute)` is its generation throughput
+    (prompt throughput follows it: the load itself); an idle engine logs none (DEBUG)."""
+    from datetime import timedelta
+
+    out = []
+    for i in range(minutes * 6):
+        t, m = start + timedelta(seconds=10 * i), i / 6
+        gen = level(m) + (i % 5) * 8 if level(m) > 0 else 0.0
+        if gen <= 0:
+            continue
+        out.append(
+            f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z (APIServer pid=7) INFO {t:%m-%d %H:%M:%S} [loggers.py:123] Engine 000: "
+            f"Avg prompt throughput: {gen * 0.7:.1f} tokens/s, Avg generation throughput: {gen:.1f} tokens/s, "
+            f"Running: {int(gen / 60)} reqs, Waiting: {waiting(m)} reqs, GPU KV cache usage: 30.0%, "
+            "Prefix cache hit rate: 20.0%\n"
+        )
+    return "".join(out)
+
+
+def test_throughput_that_falls_with_the_load_is_said_but_is_no_incident(tmp_path):
+    # The end of the business day: prompt and generation sink together over an hour, nothing
+    # waits, nothing fails. A fall like this on the plot is explained, not paged on.
+    from datetime import UTC, datetime
+
+    start = datetime(2025, 3, 2, 16, 0, tzinfo=UTC)
+    evening = lambda m: 2400.0 if m < 60 else max(0.0, 2400.0 * (1 - (m - 60) / 60))  # noqa: E731
+    for pod in ("vllm-a", "vllm-b"):
+        write_file(tmp_path / "day" / f"{pod}.log", _ramp_lines(start, 180, evening))
+    report = analyze(tmp_path / "day")
+    d = report.to_json()
+    assert d["incidents"] == []
+    [decline] = d["load_declines"]
+    assert decline["unit"] == "generation tokens/s" and decline["to_per_s"] < 0.1 * decline["from_per_s"]
+    md = write_all(report, tmp_path / "out")["postmortem"].read_text()
+    assert "with the load" in md and "Throughput stayed within its normal range" not in md
+
+    # The same evening with a queue building up: work was sent and not served, an incident.
+    queued = lambda m: 0 if m < 70 else 25  # noqa: E731
+    for pod in ("vllm-a", "vllm-b"):
+        write_file(tmp_path / "queue" / f"{pod}.log", _ramp_lines(start, 180, evening, queued))
+    d = analyze(tmp_path / "queue").to_json()
+    assert len(d["incidents"]) == 1 and d["load_declines"] == []
+
+    # The same evening where the engines go dark at once while still busy: a loss, an incident.
+    for pod in ("vllm-a", "vllm-b"):
+        write_file(
+            tmp_path / "dark" / f"{pod}.log", _ramp_lines(start, 80, evening) + _ramp_lines(start, 180, lambda m: 0)
+        )
+    write_file(tmp_path / "dark" / "vllm-c.log", _ramp_lines(start, 180, lambda m: 300.0))
+    d = analyze(tmp_path / "dark").to_json()
+    assert len(d["incidents"]) == 1 and d["load_declines"] == []
+
+
 def test_a_stray_timestamp_decades_away_does_not_stretch_the_throughput_series(tmp_path):
     # A node whose clock was reset stamps a line 1970-01-01: the series keeps to the logs' own
     # weeks (a grid of 30 s bins back to 1970 would be 58 million bins) and says what it left out.

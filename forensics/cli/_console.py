@@ -160,8 +160,14 @@ def print_verdict(analysis: dict, written: dict[str, Path]) -> None:
         f"{inp['files']} files, {inp['lines']:,} lines ({inp['unparsed']:,} unparsed), "
         f"{len(inp['skipped'])} skipped, {inp['templates']} templates"
     )
+    for d in analysis.get("load_declines", []):
+        console.print(
+            f"Throughput fell with the load from {d['start']}: {d['from_per_s']:,.0f} -> {d['to_per_s']:,.0f} "
+            f"{d['unit']} (prompt throughput alike, nothing waiting, nothing failed): not an incident."
+        )
     if not analysis["incidents"]:
-        console.print("[green]No incident found[/]: throughput steady and no fault bursts.")
+        why = "no fault bursts" if analysis.get("load_declines") else "throughput steady and no fault bursts"
+        console.print(f"[green]No incident found[/]: {why}.")
     for n, inc in enumerate(analysis["incidents"], 1):
         rc = inc["root_cause"]
         imp = inc["impact"]
