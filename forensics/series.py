@@ -327,7 +327,8 @@ def _drops(series: Series) -> list[Incident]:
 DEMAND_RAMP = timedelta(minutes=10)
 """A decline spread over at least this long is a ramp (load going away), not a loss."""
 DEMAND_STEP = 0.4
-"""...and no 30 s bin of it carries more than this share of the whole fall."""
+"""...and no 30 s bin of it carries more than this share of the whole fall (nor half of any
+one pod's own level)."""
 
 
 def demand_fell(series: Series, inc: Incident) -> bool:
@@ -347,8 +348,6 @@ def demand_fell(series: Series, inc: Incident) -> bool:
     during = (t >= inc.start.timestamp() - DEMAND_RAMP.total_seconds()) & (t <= end)
     if before.sum() < 4 or not during.any():
         return False
-    if np.nanmax(np.nan_to_num(series.waiting[before | during])) > 0:
-        return False
     gen, prompt = np.nan_to_num(series.throughput), np.nan_to_num(series.prompt)
     g0, p0 = float(np.median(gen[before])), float(np.median(prompt[before]))
     if g0 <= 0 or p0 <= 0:
@@ -363,13 +362,17 @@ def demand_fell(series: Series, inc: Incident) -> bool:
     fall = gen[top] - gen[lowest]
     if fall <= 0 or (t[lowest] - t[top]) < DEMAND_RAMP.total_seconds():
         return False
+    waiting = np.nan_to_num(series.waiting)
+    usual = waiting[(t >= t[top] - 1800) & (t < t[top])].max(initial=0.0)
+    if waiting[(t >= t[top]) & (t <= end)].max(initial=0.0) > usual:
+        return False  # a queue grew as it fell: work was sent and not served
     steps = -np.diff(gen[top : lowest + 1])
     if steps.max(initial=0.0) > DEMAND_STEP * fall:
         return False
     for y in series.per_pod.values():
         v = np.nan_to_num(y[top : lowest + 1])
-        if len(v) > 1 and v.max() > 0 and (-np.diff(v)).max(initial=0.0) > DEMAND_STEP * fall:
-            return False  # one pod went dark at once
+        if len(v) > 1 and v.max() > 0 and (-np.diff(v)).max(initial=0.0) > 0.5 * v.max():
+            return False  # a pod went dark at once: half its own level gone in one bin
     return True
 
 

@@ -950,6 +950,12 @@ def test_throughput_that_falls_with_the_load_is_said_but_is_no_incident(tmp_path
     d = analyze(tmp_path / "dark").to_json()
     assert len(d["incidents"]) == 1 and d["load_declines"] == []
 
+    # ...and where one of three goes dark mid-ramp: not the load either.
+    for pod in ("vllm-a", "vllm-b"):
+        write_file(tmp_path / "one" / f"{pod}.log", _ramp_lines(start, 180, evening))
+    write_file(tmp_path / "one" / "vllm-c.log", _ramp_lines(start, 85, evening))
+    assert analyze(tmp_path / "one").to_json()["load_declines"] == []
+
 
 def test_a_stray_timestamp_decades_away_does_not_stretch_the_throughput_series(tmp_path):
     # A node whose clock was reset stamps a line 1970-01-01: the series keeps to the logs' own
