@@ -495,6 +495,8 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "node",
             "fault",
         ),
+        ("Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.", None, "engine", "symptom"),
+        ("Worker proc VllmWorker-0 died unexpectedly, shutting down executor.", None, "engine", "symptom"),
         (
             "A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker.",
             None,
