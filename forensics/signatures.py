@@ -210,6 +210,15 @@ SIGNATURES: tuple[Signature, ...] = (
         "node failure",
     ),
     Signature(
+        "node",
+        "fault",
+        0,
+        r"KernelOops|BUG: unable to handle kernel|blocked for more than \d+ seconds|TaskHung"
+        r"|ReadonlyFilesystem|FilesystemIsReadOnly|Remounting filesystem read-only|EXT4-fs error",
+        "node kernel or filesystem failure (oops, hung task, read-only filesystem)",
+        action="Drain {host} and read its kernel log (`journalctl -k`, node-problem-detector events): a hung task in D state often points at storage or the GPU driver, a read-only root at the disk; return it only after a reboot and a clean check.",
+    ),
+    Signature(
         "pod-lifecycle",
         "fault",
         0,

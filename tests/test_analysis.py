@@ -496,6 +496,26 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "fault",
         ),
         ("Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.", None, "engine", "symptom"),
+        ("TaskHung: INFO: task python3:1234 blocked for more than 120 seconds.", None, "node", "fault"),
+        ("kernel: INFO: task python3:1234 blocked for more than 120 seconds.", None, "node", "fault"),
+        (
+            "KernelOops: kernel: BUG: unable to handle kernel NULL pointer dereference at 0000000000000008",
+            None,
+            "node",
+            "fault",
+        ),
+        (
+            "kernel: EXT4-fs error (device nvme0n1p1): ext4_journal_check_start:83: Detected aborted journal",
+            None,
+            "node",
+            "fault",
+        ),
+        (
+            "ReadonlyFilesystem: Node condition ReadonlyFilesystem is now: True, reason: FilesystemIsReadOnly",
+            None,
+            "node",
+            "fault",
+        ),
         ("Worker proc VllmWorker-0 died unexpectedly, shutting down executor.", None, "engine", "symptom"),
         (
             "A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker.",
