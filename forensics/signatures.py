@@ -391,6 +391,8 @@ _SCREENS = [sig.pattern.replace("(?!out of memory)", "") for sig in SIGNATURES]
 """Each signature's pattern for polars' regex engine, which has no lookahead: without it, a
 superset of what Python's `re` matches with it (the patterns use nothing else the two read
 differently), so a screen never hides a signature the catalog order would pick."""
+_PROBE = "|".join(f"(?:{p})" for p in _SCREENS).replace("(?i)", "")
+"""Any signature at all, in one pattern: the cheap first filter of `classify`."""
 
 
 def _screen(first_lines: pl.Series) -> np.ndarray:
@@ -430,10 +432,8 @@ def classify(events: pl.DataFrame) -> pl.DataFrame:
     the symptom.
     """
     # Cheap pre-filter: only lines that can match anything are examined in Python.
-    probe = "|".join(f"(?:{sig.pattern.replace('(?!out of memory)', '')})" for sig in SIGNATURES)
-    probe = probe.replace("(?i)", "")
     cand = events.with_row_index("_ev").filter(
-        pl.col(s.MESSAGE).str.contains(probe) | pl.col(s.MESSAGE).str.to_lowercase().str.contains("corrupt|stale")
+        pl.col(s.MESSAGE).str.contains(_PROBE) | pl.col(s.MESSAGE).str.to_lowercase().str.contains("corrupt|stale")
     )
     rows = []
     # A flood repeats its message verbatim (a warning every few seconds, a probe failing): each
