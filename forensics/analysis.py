@@ -478,19 +478,7 @@ def _timeline(inc, hyps, signals, series, tell, trig, res) -> list[dict]:
             )
         )
     if trig and trig["kind"] == "rollout":
-        rows.append(
-            _row(
-                datetime.fromisoformat(trig["ts"]),
-                "cluster",
-                None,
-                "k8s-event",
-                None,
-                "trigger",
-                "rollout: " + "; ".join(d["text"][:100] for d in trig["details"][:2]),
-                trig["file"],
-                trig["line"],
-            )
-        )
+        rows.append(_rollout_row(trig, "trigger"))
     elif trig:
         rows.append(
             _row(
@@ -504,20 +492,15 @@ def _timeline(inc, hyps, signals, series, tell, trig, res) -> list[dict]:
             )
         )
     if res["kind"] == "rollout":
-        rows.append(
-            _row(
-                datetime.fromisoformat(res["ts"]),
-                "cluster",
-                None,
-                "k8s-event",
-                None,
-                "resolution",
-                "rollout: " + "; ".join(d["text"][:100] for d in res["details"][:2]),
-                res["file"],
-                res["line"],
-            )
-        )
+        rows.append(_rollout_row(res, "resolution"))
     return sorted(rows, key=lambda x: (x["ts"] or "", x["host"], x["summary"]))
+
+
+def _rollout_row(rollout: dict, role: str) -> dict:
+    """A rollout (`_rollout`) as a timeline row: when, and its first two kinds of change."""
+    summary = "rollout: " + "; ".join(d["text"][:100] for d in rollout["details"][:2])
+    ts = datetime.fromisoformat(rollout["ts"])
+    return _row(ts, "cluster", None, "k8s-event", None, role, summary, rollout["file"], rollout["line"])
 
 
 def _row(ts, host, pod, source, tid, role, summary, file=None, line=None) -> dict:
@@ -576,15 +559,20 @@ def _rollout_before(inc, signals) -> dict | None:
         return None
     # The rollout and what came with it: the change rows within 5 minutes before the last one.
     ch = ch.filter(pl.col(s.TS) >= ch[s.TS].max() - timedelta(minutes=5))
-    r = ch.row(0, named=True)
+    return _rollout(ch) | {"before_drop_s": round((inc.start - ch[s.TS][0]).total_seconds(), 1)}
+
+
+def _rollout(rows: pl.DataFrame) -> dict:
+    """A rollout's change rows (in time order) as the report names it: its first row, and
+    the first row of each kind of change that came with it (image pulls, rescales), four at most."""
+    r = rows.row(0, named=True)
     details = [
         {"text": x["text"][:300], "file": x[s.FILE], "line": x[s.LINE]}
-        for x in ch.unique("template_id", keep="first", maintain_order=True).head(4).iter_rows(named=True)
+        for x in rows.unique("template_id", keep="first", maintain_order=True).head(4).iter_rows(named=True)
     ]
     return {
         "kind": "rollout",
         "ts": _iso(r[s.TS]),
-        "before_drop_s": round((inc.start - r[s.TS]).total_seconds(), 1),
         "text": r["text"][:300],
         "file": r[s.FILE],
         "line": r[s.LINE],
@@ -617,23 +605,11 @@ def _resolution(inc, signals, logs_end) -> dict:
         s.TS
     )
     if ch.height:
-        r = ch.row(0, named=True)
+        first = ch[s.TS][0]
         # The rollout and what came with it (new image pulls, rescales) within 5 minutes.
-        near = ch.filter(pl.col(s.TS) <= r[s.TS] + timedelta(minutes=5)).unique(
-            "template_id", keep="first", maintain_order=True
-        )
-        details = [
-            {"text": x["text"][:300], "file": x[s.FILE], "line": x[s.LINE]} for x in near.head(4).iter_rows(named=True)
-        ]
-        return {
-            "kind": "rollout",
-            "ts": _iso(r[s.TS]),
-            "text": r["text"][:300],
-            "file": r[s.FILE],
-            "line": r[s.LINE],
-            "details": details,
+        return _rollout(ch.filter(pl.col(s.TS) <= first + timedelta(minutes=5))) | {
             "recovered": _iso(inc.end) if measured else None,
-            "after_recovery": bool(measured and inc.end and inc.end < r[s.TS]),
+            "after_recovery": bool(measured and inc.end and inc.end < first),
             "errors_end": errors_end,
         }
     if not measured:
