@@ -123,7 +123,7 @@ def parse_lines(lines: pl.DataFrame, fast_lane: bool = True) -> pl.DataFrame:
     df = lines.with_row_index("_row").with_columns(pl.Series("_cr", _ends_in_cr(*body.where)))
     fast, df = fastlane.split(df, body) if fast_lane else (df.clear(), df)
     if df.is_empty():  # (the lane took every line: the general path's few dozen passes over no rows cost ~5 ms)
-        slow, spaced = _general_path_of_nothing(tuple(df.schema.items())), False
+        slow, spaced = _of_no_rows(_general_path, tuple(df.schema.items()))[0], False
     else:
         slow, spaced = _general_path(df)
     if spaced:
@@ -132,11 +132,11 @@ def parse_lines(lines: pl.DataFrame, fast_lane: bool = True) -> pl.DataFrame:
     return events.drop([c for c in WORKING_COLUMNS if c in events.columns])
 
 
-@functools.lru_cache(maxsize=8)
-def _general_path_of_nothing(schema: tuple[tuple[str, pl.DataType], ...]) -> pl.DataFrame:
-    """What `_general_path` makes of a frame of no lines: only the columns, which depend on
-    the frame's alone."""
-    return _general_path(pl.DataFrame(schema=dict(schema)))[0]
+@functools.lru_cache(maxsize=16)
+def _of_no_rows(parse, schema: tuple[tuple[str, pl.DataType], ...]):
+    """What `parse` (`_general_path`, `_form_events`) makes of a frame of no rows: only its
+    columns, which depend on the frame's alone, so it is computed once per schema."""
+    return parse(pl.DataFrame(schema=dict(schema)))
 
 
 def _general_path(df: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
@@ -319,7 +319,7 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
         ],
         how="diagonal_relaxed",
     ).sort("_row")
-    events = _form_events(rest) if rest.height else _events_of_nothing(tuple(rest.schema.items()))
+    events = _form_events(rest) if rest.height else _of_no_rows(_form_events, tuple(rest.schema.items()))
     # Merged in file order: the one pass over every column of the batch, so without the
     # columns no line of it has (a third of them, in a batch of pod logs) nor the working
     # columns `parse_lines` drops next (but what `k8s.container_states` reads).
@@ -343,12 +343,6 @@ def _null_columns(df: pl.DataFrame, other: pl.DataFrame | None = None) -> set[st
     keep = ALWAYS | {s.SOURCE, s.MESSAGE}
     missing = set(other.columns) - set(df.columns) if other is not None else set()
     return {c for c, n in nulls.items() if n == df.height and c not in keep} | (missing - keep)
-
-
-@functools.lru_cache(maxsize=8)
-def _events_of_nothing(schema: tuple[tuple[str, pl.DataType], ...]) -> pl.DataFrame:
-    """What `_form_events` makes of a frame of no lines (a batch whose lines all stand alone)."""
-    return _form_events(pl.DataFrame(schema=dict(schema)))
 
 
 def _form_events(df: pl.DataFrame) -> pl.DataFrame:
