@@ -335,8 +335,8 @@ def demand_fell(series: Series, inc: Incident) -> bool:
     """Whether a throughput drop is the load going away rather than capacity lost.
 
     Work that cannot be served queues (`Waiting`), errors or stalls; work that is not sent
-    simply stops arriving: the engines' prompt throughput falls with the generation, nothing
-    waits, and the fall is gradual, every pod sinking together rather than one going dark at
+    simply stops arriving: the engines' prompt throughput falls with the generation, no queue
+    grows, and the fall is gradual, every pod sinking together rather than one going dark at
     once. (The engines measure both throughputs, so a dead engine's prompt falls too: the
     caller also requires that no fault, change, symptom or error was logged.)
     """
@@ -345,14 +345,13 @@ def demand_fell(series: Series, inc: Incident) -> bool:
     t = np.array([x.timestamp() for x in series.t])
     end = (inc.end or series.t[-1]).timestamp()
     before = (t >= inc.start.timestamp() - 1800) & (t < inc.start.timestamp())
-    during = (t >= inc.start.timestamp() - DEMAND_RAMP.total_seconds()) & (t <= end)
-    if before.sum() < 4 or not during.any():
+    low = (t >= inc.start.timestamp()) & (t <= end)
+    if before.sum() < 4 or not low.any():
         return False
     gen, prompt = np.nan_to_num(series.throughput), np.nan_to_num(series.prompt)
     g0, p0 = float(np.median(gen[before])), float(np.median(prompt[before]))
     if g0 <= 0 or p0 <= 0:
         return False
-    low = during & (t >= inc.start.timestamp())
     if float(np.mean(prompt[low])) / p0 > float(np.mean(gen[low])) / g0 + 0.25:
         return False  # the work kept coming: it was not served
     # Gradual: from its level an hour before, the total sinks over >= DEMAND_RAMP, no bin a big step.

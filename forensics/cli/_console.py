@@ -163,7 +163,7 @@ def print_verdict(analysis: dict, written: dict[str, Path]) -> None:
     for d in analysis.get("load_declines", []):
         console.print(
             f"Throughput fell with the load from {d['start']}: {d['from_per_s']:,.0f} -> {d['to_per_s']:,.0f} "
-            f"{d['unit']} (prompt throughput alike, nothing waiting, nothing failed): not an incident."
+            f"{d['unit']} (prompt throughput alike, no queue building, nothing failed): not an incident."
         )
     if not analysis["incidents"]:
         why = "no fault bursts" if analysis.get("load_declines") else "throughput steady and no fault bursts"
