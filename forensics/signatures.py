@@ -73,7 +73,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         2,
         r"No free blocks available|out of sync with the free list|The block already has a hash|Double free!|remove\(\) called on an invalid block|Cannot get \d+ free blocks"
-        r"|NoFreeBlocksError|assert curr_block is not None|assert total_num_scheduled_tokens > 0",
+        r"|NoFreeBlocksError|assert curr_block is not None|assert total_num_scheduled_tokens > 0"
+        r"|Invalid block found in popleft\(\)",
         "KV block-pool invariant violated",
     ),
     Signature(
@@ -182,7 +183,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "network",
         "fault",
         1,
-        r"\[Proxy Service \d+\] Failed to execute operation|Bootstrap : no socket interface found|NET/Socket : no usable interface",
+        r"\[Proxy Service \d+\] Failed to execute operation|Socket recv failed while polling for opId"
+        r"|Bootstrap : no socket interface found|NET/Socket : no usable interface",
         "NCCL proxy or bootstrap network failure",
     ),
     Signature(

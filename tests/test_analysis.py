@@ -391,6 +391,13 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "fault",
         ),
         ("bootstrap.cc:88 NCCL WARN Bootstrap : no socket interface found", None, "network", "fault"),
+        ("proxy.cc:1217 NCCL WARN Socket recv failed while polling for opId=0x7f3a2c001230", None, "network", "fault"),
+        (
+            "Traceback (most recent call last):",
+            "AssertionError: Invalid block found in popleft() which doesn't have a valid next_free_block",
+            "kv-cache",
+            "fault",
+        ),
         (
             "ValueError: To serve at least one request with the model's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.31 GiB).",
             None,
