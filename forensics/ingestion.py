@@ -20,7 +20,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
@@ -34,7 +34,7 @@ from forensics import schema as s
 from forensics._malloc import release_free_memory
 from forensics.arrow_text import categories_as_arrow, count_lines, lines_column
 from forensics.errors import NoInputError
-from parsers import k8s, vllm
+from parsers import k8s, prometheus, vllm
 from parsers._common import TIME_PARTS
 from parsers.lines import parse_lines
 from parsers.wrappers import syslog_time_parts
@@ -287,7 +287,9 @@ def ingest_files(
 
     def finish() -> None:
         parsed, speed_passes = queue.pop(0)
-        tail.add(parsed.result(), speed_passes)
+        result = parsed.result()
+        events, metrics = result if isinstance(result, tuple) else (result, None)
+        tail.add(events, speed_passes, metrics)
 
     def flush() -> None:
         nonlocal batch, batch_chars
@@ -316,7 +318,12 @@ def ingest_files(
                 progress(done, total, f.rel)
             done += f.size
             head = _files.stream_head(f)
-            if head is not None and _not_a_log(head, f.rel) is None and not k8s.sniff_event_document(head):
+            if (
+                head is not None
+                and _not_a_log(head, f.rel) is None
+                and not k8s.sniff_event_document(head)
+                and prometheus.sniff(head) is None
+            ):
                 # A large log: read, decoded and batched a segment at a time (never whole).
                 fid = len(metas)
                 metas.append(_meta(f))
@@ -338,6 +345,23 @@ def ingest_files(
             fnotes.extend(repairs)
             fid = len(metas)
             metas.append(_meta(f))
+            export_kind = prometheus.sniff(text)
+            try:
+                export = prometheus.parse_document(text, export_kind, tz) if export_kind else None
+            except Exception as e:  # noqa: BLE001 - a flaw in reading an export must not cost the run
+                export = None
+                fnotes.append(f"Prometheus export not read ({type(e).__name__}: {str(e)[:120]}); parsed line by line")
+            if export is not None:
+                if export.names_pods:  # (a federate or DCGM dump: its file name is no pod's)
+                    metas[fid] = replace(metas[fid], pod=None)
+                doc_files[fid] = f"prometheus-{export_kind}"
+                lines_read[fid] = text.count("\n") + (0 if text.endswith("\n") else 1)
+                notes[fid] = fnotes + export.notes
+                flush()  # (its place in file order: after the lines batched so far)
+                parsed = Future()
+                parsed.set_result((_document_events(export.events, fid), _export_metrics(export, metas[fid])))
+                enqueue(parsed, False)
+                continue
             kind = k8s.sniff_event_document(text)
             if kind:
                 rows, err = k8s.parse_event_document(text, kind)
@@ -469,7 +493,7 @@ def _meta(f: _files.InputFile) -> _Meta:
     if parts[-1] == "logs.txt" and len(parts) >= 3:
         return _Meta(f.rel, parts[-2], parts[-3], None, f.mtime)
     name = parts[-1]
-    for suffix in (".gz", ".log", ".txt", ".out", ".err"):
+    for suffix in (".gz", ".log", ".txt", ".out", ".err", ".prom", ".metrics"):
         name = name.removesuffix(suffix)
     name = name.split(".log.")[0]
     name = PREVIOUS_SUFFIX.sub("", name)
@@ -576,18 +600,31 @@ def _slim(ev: pl.DataFrame) -> pl.DataFrame:
 
 
 def _document_events(rows: list[dict], fid: int) -> pl.DataFrame:
-    """A Kubernetes event document's rows as a parsed batch: exact times, one event a row."""
+    """A document's rows as a parsed batch: exact times (or none), one event a row. A
+    Kubernetes event list's rows are one event each; a Prometheus export's say which lines
+    they fold (`_nfold`) and which are events beside their line's own (`_extra`)."""
     docs = pl.DataFrame(rows, schema_overrides={s.TS: pl.Datetime("us", "UTC")}, infer_schema_length=None)
+    have = docs.columns
     return (
         docs.with_columns(
             pl.lit(fid, pl.UInt32).alias("_fid"),
             pl.col(s.TS).alias("_outer_ts"),
-            pl.lit(0, pl.UInt32).alias("_nfold"),
+            (pl.col("_nfold") if "_nfold" in have else pl.lit(0)).cast(pl.UInt32).alias("_nfold"),
+            (pl.col("_extra") if "_extra" in have else pl.lit(False)).alias("_extra"),
             pl.lit(False).alias("_drop"),
-            pl.lit(False).alias("_extra"),
         )
         .drop(s.TS)
-        .sort(s.LINE)
+        .sort(s.LINE, maintain_order=True)
+    )
+
+
+def _export_metrics(export: prometheus.Export, meta: _Meta) -> pl.DataFrame:
+    """A Prometheus export's metrics rows with the file's name, and its path's pod where no label gave one."""
+    return s.conform(
+        export.metrics.with_columns(
+            pl.lit(meta.rel).alias(s.FILE), pl.col(s.POD).fill_null(pl.lit(meta.pod, pl.String))
+        ),
+        s.METRIC_DTYPES,
     )
 
 
@@ -688,16 +725,17 @@ class _Tail:
         self.metric_parts: list[pl.DataFrame] = []
         self.counts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
 
-    def add(self, ev: pl.DataFrame, speed_passes: bool) -> None:
+    def add(self, ev: pl.DataFrame, speed_passes: bool, metrics: pl.DataFrame | None = None) -> None:
         """Finish a parsed batch; `speed_passes`: read its metrics lines with the compiled scan
-        (`SPEED_PASSES_MIN_CHARS`)."""
+        (`SPEED_PASSES_MIN_CHARS`); `metrics`: a document's own (a Prometheus export's)."""
         if ev.height == 0:
             return
         ev, time_state = _resolve_time(ev, self.clock, self.carry)
         self.counts.append(_count(ev))
         ev, dump = _finish(ev, self.metas, self.carry)
         self.carry = _Carry(**time_state, dump=dump)
-        metrics = vllm.metrics(ev, scan=speed_passes)
+        if metrics is None:
+            metrics = vllm.metrics(ev, scan=speed_passes)
         if self.sinks is not None:
             self.sinks[0].write(ev)
             self.sinks[1].write(metrics)
@@ -1033,12 +1071,12 @@ def _account(
             continue
         n = lines_read[fid]
         st = stats.get(fid, {})
-        if fid in doc_files:
+        if fid in doc_files and doc_files[fid] not in LINE_DOCUMENTS:
             parsed, folded, unparsed = n, 0, 0
             wrapper = doc_files[fid]
         else:
             parsed, folded, unparsed = int(st.get("parsed", 0)), int(st.get("folded", 0)), int(st.get("unparsed", 0))
-            wrapper = _wrapper(st)
+            wrapper = doc_files.get(fid) or _wrapper(st)
         assert parsed + folded + unparsed == n, (
             f"ingest accounting bug in {meta.rel}: {parsed}+{folded}+{unparsed} != {n} lines read"
         )
@@ -1058,6 +1096,9 @@ def _account(
     return reports
 
 
+LINE_DOCUMENTS = frozenset(("prometheus-text", "prometheus-json"))
+"""Documents whose events account for their lines one by one (a Kubernetes event list's
+events are its items, so its lines are all counted parsed)."""
 WRAPPER_MARKS = {"outer": "_outer_ts", "stream": s.STREAM, "syslog": "_syslog", "journal": "_journal"}
 """Share of a file's lines with each wrapper's mark (`_wrapper` reads them), from its column."""
 JOURNAL_WRAPPERS = {"json": "journald-json", "iso": "journald", "dmesg": "dmesg"}
@@ -1137,6 +1178,8 @@ def _finish(ev: pl.DataFrame, metas: list[_Meta], carry: _Carry) -> tuple[pl.Dat
         ev = ev.with_columns(pl.col(c).replace("", None) for c in dump)
     node_sources = ["kubelet", "klog", "k8s-event", "k8s-state", "syslog", "kernel"]
     container_log = ~pl.col(s.SOURCE).is_in(node_sources)
+    if s.HOST in have:  # (a Prometheus export's event that names its node is the node's: a GPU's Xid)
+        container_log &= ~((pl.col(s.SOURCE) == "prometheus") & pl.col(s.HOST).is_not_null())
 
     def hint(column: str, container_only: bool = True) -> pl.Expr:
         if column not in have:

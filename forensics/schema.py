@@ -153,6 +153,7 @@ Source = Literal[
     "k8s-dump",
     "syslog",
     "kernel",
+    "prometheus",
     "unknown",
 ]
 SOURCES: Final = Source.__args__

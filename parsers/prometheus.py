@@ -1,0 +1,467 @@
+"""Prometheus exports: exposition text (`/metrics` scrapes, `/federate`, OpenMetrics,
+`promtool tsdb dump`) and HTTP API query results (JSON), as metrics rows and events.
+
+Why: with `--disable-log-stats`, or logs rotated away, the only throughput series of an
+incident is in Prometheus. On-call engineers save it beside the logs as a scrape loop
+(`while :; do date -u; curl -s pod:8000/metrics; sleep 15; done`), a federate or tsdb
+dump (a timestamp on every sample) or a `query_range` export, and DCGM's exporter holds
+the GPUs' last Xid. vLLM's own names are read (both spellings, log-formats.md 1.6):
+
+    vllm:num_requests_running{engine="0",model_name="m"} 12.0
+    vllm:generation_tokens_total{engine="0",model_name="m"} 1.234e+06 1773471600000
+    {__name__="vllm:kv_cache_usage_perc", engine="0", pod="vllm-0"} 0.42 1773471600000
+    DCGM_FI_DEV_XID_ERRORS{gpu="3",UUID="GPU-..",Hostname="gpu-node-3"} 79
+
+Counters become the log's rates (tokens/s between consecutive samples of a series; a
+value below the previous one is a restart, counted from zero), gauges are taken as they
+are. A sample's time is its own timestamp, else the scrape's: the last bare time line
+(`date`, `date -u`, ISO 8601, `date +%s`) above it; without either it has none.
+
+Events: one per scrape (its lines folded in), plus one for each change a human should
+see: a GPU's Xid gauge turning non-zero (DCGM keeps the *last* Xid, so a change is the
+event, not the value) and `vllm:corrupted_requests` rising. A line that is none of
+sample, comment, time or blank stays an `unknown` event of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import polars as pl
+
+from forensics import schema as s
+
+SAMPLE = (
+    r"^\s*(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)?\s*"
+    r'(?:\{(?P<labels>(?:[^}"]|"(?:[^"\\]|\\.)*")*)\})?\s+'
+    r"(?P<value>[-+]?(?:[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|NaN|Nan|nan|Inf|inf))"
+    r"(?:\s+(?P<ts>-?[0-9]+(?:\.[0-9]+)?))?\s*(?:#.*)?$"
+)
+"""A sample line: `name{labels} value [timestamp]` (OpenMetrics exemplars after `#`), or
+promtool's `{__name__="name", ...} value timestamp`."""
+_SAMPLE = re.compile(SAMPLE)
+
+_MONTHS = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
+TIME_LINE = (
+    r"^(?:#\s*)?(?:"
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s*(?:Z|UTC|GMT|[+-]\d{2}:?\d{2})?"
+    rf"|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? +(?:\d{{1,2}} +(?:{_MONTHS})|(?:{_MONTHS}) +\d{{1,2}}),? +"
+    r"\d{2}:\d{2}:\d{2}(?: ?[AP]M)?(?: +[A-Z]{2,5}| +[+-]\d{4})? +\d{4}"
+    r"|\d{10}(?:\.\d+)?"
+    r")\s*$"
+)
+"""A scrape's time on a line of its own: ISO 8601, `date`/`date -u` (C, en_US and en_GB
+orders), `date +%s`; also as a `# ` comment."""
+_TIME_LINE = re.compile(TIME_LINE)
+
+COUNTER_RATES = {"vllm:prompt_tokens": "prompt_tokens_per_s", "vllm:generation_tokens": "generation_tokens_per_s"}
+"""Counters read as a rate per second between a series' consecutive samples."""
+COUNTER_DELTAS = {"vllm:num_preemptions": "preemptions", "vllm:corrupted_requests": "corrupted"}
+"""Counters read as the count since the series' previous sample (the log prints these per interval)."""
+GAUGES = {
+    "vllm:num_requests_running": "running",
+    "vllm:num_requests_waiting": "waiting",
+    "vllm:num_requests_swapped": "swapped",
+    "vllm:kv_cache_usage_perc": "gpu_kv_cache_usage",
+    "vllm:gpu_cache_usage_perc": "gpu_kv_cache_usage",
+    "vllm:cpu_cache_usage_perc": "cpu_kv_cache_usage",
+    "vllm:gpu_prefix_cache_hit_rate": "prefix_cache_hit_rate",
+    "vllm:cpu_prefix_cache_hit_rate": "cpu_prefix_cache_hit_rate",
+}
+"""Gauges taken as they are (usages and hit rates are fractions already, as in the schema)."""
+HIT_RATIOS = {
+    ("vllm:prefix_cache_hits", "vllm:prefix_cache_queries"): "prefix_cache_hit_rate",
+    ("vllm:gpu_prefix_cache_hits", "vllm:gpu_prefix_cache_queries"): "prefix_cache_hit_rate",
+    ("vllm:external_prefix_cache_hits", "vllm:external_prefix_cache_queries"): "external_prefix_cache_hit_rate",
+}
+"""Counter pairs read as hits / queries between consecutive samples."""
+XID = "DCGM_FI_DEV_XID_ERRORS"
+CORRUPTED = "vllm:corrupted_requests"
+
+POD_LABELS = ("pod", "pod_name", "kubernetes_pod_name", "exported_pod")
+HOST_LABELS = ("Hostname", "node", "kubernetes_node", "nodename", "hostname")
+_READ = {*COUNTER_RATES, *COUNTER_DELTAS, *GAUGES, *(n for pair in HIT_RATIOS for n in pair), XID}
+
+SNIFF_LINES = 50
+
+
+def sniff(text: str) -> str | None:
+    """'json' for a Prometheus HTTP API result, 'text' for exposition text, else None."""
+    head = text[:4096].lstrip("\ufeff \t\r\n")
+    if head.startswith("{") and not head.startswith("{__name__="):  # (promtool's lines open with their labels)
+        return "json" if '"resultType"' in head and '"data"' in head else None
+    lines = head.splitlines()
+    if len(text) > 4096 and len(lines) > 1:
+        lines.pop()  # (cut short by the head)
+    samples = typed = other = 0
+    for line in lines[:SNIFF_LINES]:
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith(("# HELP ", "# TYPE ", "# UNIT ")):
+            typed += 1
+        elif _SAMPLE.match(line) and not line.startswith("#"):
+            samples += 1
+        elif not (line.startswith("#") or _TIME_LINE.match(line)):
+            other += 1
+    # (a log's lines are not samples; an export may hold a stray line, which stays unparsed)
+    return "text" if samples >= 3 and (typed or samples >= 5) and other * 4 <= samples + typed else None
+
+
+@dataclass
+class Export:
+    """What a Prometheus export holds: events (row dicts, as `k8s.parse_event_document`'s,
+    plus the accounting's `_nfold`/`_extra`), metrics rows (schema's columns but `file`) and notes."""
+
+    events: list[dict] = field(default_factory=list)
+    metrics: pl.DataFrame = field(default_factory=lambda: s.empty_metrics().drop(s.FILE))
+    notes: list[str] = field(default_factory=list)
+    names_pods: bool = False
+    """Its samples carry pod labels (a federate or DCGM dump): the file is then no one pod's."""
+
+
+def parse_document(text: str, kind: str, tz: str = "UTC") -> Export:
+    """An export's events and metrics; `tz` is the zone of times written without one."""
+    if kind == "json":
+        return _parse_json(text)
+    return _parse_text(text, tz)
+
+
+def _parse_text(text: str, tz: str) -> Export:
+    body = text.split("\n")
+    if body and body[-1] == "":
+        body.pop()
+    df = pl.DataFrame({"body": body}, schema={"body": pl.String}).with_row_index(s.LINE, offset=1)
+    line = pl.col("body").str.strip_chars_end("\r")
+    df = df.with_columns(line.alias("body")).with_columns(
+        pl.col("body").str.strip_chars().str.len_bytes().eq(0).alias("_blank"),
+        pl.col("body").str.contains(TIME_LINE).alias("_time"),
+    )
+    df = df.with_columns(
+        (pl.col("body").str.starts_with("#") & ~pl.col("_time")).alias("_comment"),
+        pl.col("body").str.extract_groups(SAMPLE).alias("_m"),
+    ).unnest("_m")
+    sample = (pl.col("value").is_not_null() & ~pl.col("_time") & ~pl.col("body").str.starts_with("#")).alias("_sample")
+    name = pl.coalesce(pl.col("name"), pl.col("labels").str.extract(r'(?:^|,)\s*__name__\s*=\s*"([^"]*)"', 1))
+    df = df.with_columns(sample, name.alias("name"))
+    df = df.with_columns(
+        (pl.col("_sample") & pl.col("name").is_not_null()).alias("_sample"),
+        pl.col("_time").cast(pl.Int32).cum_sum().alias("_scrape"),
+    )
+    df = df.with_columns(
+        (~(pl.col("_sample") | pl.col("_time") | pl.col("_comment") | pl.col("_blank"))).alias("_junk")
+    )
+    # Lines above the first time line that hold no sample belong to the first scrape (a
+    # header comment), not to a scrape of their own.
+    if df.filter((pl.col("_scrape") == 0) & pl.col("_sample")).is_empty():
+        df = df.with_columns(pl.col("_scrape").clip(lower_bound=1))
+    zone = ZoneInfo(tz)
+    times = {k: _time_of(b, zone) for k, b in df.filter(pl.col("_time")).select("_scrape", "body").iter_rows()}
+    at = pl.col("_scrape").replace_strict(times, default=None, return_dtype=pl.Datetime("us", "UTC"))
+    own = pl.col("ts").cast(pl.Float64, strict=False)
+    own_us = pl.when(own.abs() >= 1e11).then(own * 1e3).otherwise(own * 1e6).cast(pl.Int64)  # ms, or OpenMetrics' s
+    df = df.with_columns(pl.coalesce(own_us.cast(pl.Datetime("us", "UTC")), at).alias(s.TS))
+    samples = df.filter(pl.col("_sample")).select(
+        s.LINE, s.TS, "name", pl.col("labels").fill_null(""), _value(pl.col("value")).alias(s.VALUE)
+    )
+    out = Export()
+    notable = _notable(samples)
+    scrapes = df.group_by("_scrape").agg(
+        pl.col(s.LINE).filter(~pl.col("_junk")).first().alias(s.LINE),
+        pl.col(s.TS).filter(pl.col("_time")).first().alias("_at"),
+        pl.col(s.TS).filter(pl.col("_sample")).min().alias("_first"),
+        pl.col("_sample").sum().alias("_n"),
+        pl.col("name").filter(pl.col("_sample")).n_unique().alias("_names"),
+        (~pl.col("_junk")).sum().alias("_lines"),
+    )
+    for _k, first, at_, t0, n, names, lines in scrapes.sort("_scrape").iter_rows():
+        if first is None:
+            continue
+        out.events.append(
+            _event(first, at_ or t0, "INFO", f"Prometheus scrape: {n} samples of {names} metrics", nfold=lines - 1)
+        )
+    for n, (ln, body) in enumerate(df.filter(pl.col("_junk")).select(s.LINE, "body").iter_rows()):
+        out.events.append(_event(ln, None, None, body, source="unknown"))
+        if n == 0:
+            out.notes.append(f"line {ln}: not a Prometheus sample, comment or time line; kept as an unparsed event")
+    out.events.extend(notable)
+    out.events.sort(key=lambda r: (r[s.LINE], r["_extra"]))
+    out.metrics, out.names_pods = _metrics(samples), _names_pods(samples)
+    if not samples.is_empty() and samples[s.TS].null_count() == samples.height:
+        out.notes.append(
+            "no sample has a time (no timestamps and no `date` line before a scrape): its metrics are kept "
+            "but form no series; scrape in a loop with `date -u` before each `curl`"
+        )
+    return out
+
+
+def _parse_json(text: str) -> Export:
+    out = Export()
+    n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        out.events.append(_event(1, None, None, text.split("\n", 1)[0][:2000], source="unknown", nfold=n_lines - 1))
+        out.notes.append(f"invalid Prometheus JSON ({e}); kept as one unparsed event")
+        return out
+    data = doc.get("data") if isinstance(doc, dict) else None
+    result = data.get("result") if isinstance(data, dict) else None
+    kind = data.get("resultType") if isinstance(data, dict) else None
+    if doc.get("status") != "success" or not isinstance(result, list) or kind not in ("matrix", "vector"):
+        why = doc.get("error") or f"status {doc.get('status')!r}, result type {kind!r}"
+        out.events.append(
+            _event(1, None, "WARNING", f"Prometheus query result without series: {why}", nfold=n_lines - 1)
+        )
+        return out
+    rows: list[tuple] = []
+    unnamed = 0
+    for series in result:
+        if not isinstance(series, dict) or not isinstance(series.get("metric"), dict):
+            continue
+        labels = {str(k): str(v) for k, v in series["metric"].items()}
+        name = labels.pop("__name__", None)
+        if name is None:
+            unnamed += 1
+            continue
+        text_labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
+        points = series.get("values") if kind == "matrix" else [series.get("value")]
+        for p in points or ():
+            if isinstance(p, list | tuple) and len(p) == 2:
+                try:
+                    t = datetime.fromtimestamp(float(p[0]), UTC)
+                    rows.append((1, t, name, text_labels, _float(str(p[1]))))
+                except (TypeError, ValueError, OverflowError):
+                    continue
+    samples = pl.DataFrame(
+        rows,
+        schema={
+            s.LINE: pl.Int64,
+            s.TS: pl.Datetime("us", "UTC"),
+            "name": pl.String,
+            "labels": pl.String,
+            s.VALUE: pl.Float64,
+        },
+        orient="row",
+    )
+    first = samples[s.TS].min() if samples.height else None
+    out.events.append(
+        _event(
+            1,
+            first,
+            "INFO",
+            f"Prometheus query result: {samples.height} samples of {len(result) - unnamed} series",
+            nfold=n_lines - 1,
+        )
+    )
+    if unnamed:
+        out.notes.append(
+            f"{unnamed} series without a metric name (an expression such as rate()): left out; export the raw "
+            "series (e.g. `vllm:generation_tokens_total`) and forensics computes the rate"
+        )
+    out.events.extend(_notable(samples))
+    out.events.sort(key=lambda r: (r[s.LINE], r["_extra"]))
+    out.metrics, out.names_pods = _metrics(samples), _names_pods(samples)
+    return out
+
+
+def _escape(v: str) -> str:
+    return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _float(v: str) -> float:
+    return float(v.replace("Inf", "inf").replace("Nan", "nan"))
+
+
+def _value(e: pl.Expr) -> pl.Expr:
+    v = e.str.replace(r"^\+", "").str.to_lowercase()
+    return (
+        pl.when(v == "inf")
+        .then(float("inf"))
+        .when(v == "-inf")
+        .then(float("-inf"))
+        .otherwise(v.cast(pl.Float64, strict=False))
+    )
+
+
+def _time_of(line: str, zone: ZoneInfo) -> datetime | None:
+    """The time a scrape's time line names (UTC), or None when it does not parse."""
+    text = line.strip().lstrip("#").strip()
+    try:
+        if re.fullmatch(r"\d{10}(?:\.\d+)?", text):
+            return datetime.fromtimestamp(float(text), UTC)
+        m = re.fullmatch(
+            r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:[.,](\d+))?\s*(Z|UTC|GMT|[+-]\d{2}:?\d{2})?", text
+        )
+        if m:
+            frac = (m[3] or "0")[:6].ljust(6, "0")
+            t = datetime.fromisoformat(f"{m[1]}T{m[2]}.{frac}")
+            off = m[4]
+            if off in ("Z", "UTC", "GMT"):
+                return t.replace(tzinfo=UTC)
+            if off:
+                off = off if ":" in off else f"{off[:3]}:{off[3:]}"
+                return datetime.fromisoformat(f"{m[1]}T{m[2]}.{frac}{off}").astimezone(UTC)
+            return t.replace(tzinfo=zone).astimezone(UTC)
+        m = re.fullmatch(
+            rf"\w{{3}},? +(?:(\d{{1,2}}) +({_MONTHS})|({_MONTHS}) +(\d{{1,2}})),? +(\d{{2}}:\d{{2}}:\d{{2}})"
+            r"(?: ?([AP]M))?(?: +([A-Z]{2,5}|[+-]\d{4}))? +(\d{4})",
+            text,
+        )
+        if m:
+            day, mon = (m[1], m[2]) if m[1] else (m[4], m[3])
+            hms, half, off, year = m[5], m[6], m[7], m[8]
+            if half:  # (en_US: 12-hour clock)
+                hms = datetime.strptime(f"{hms} {half}", "%I:%M:%S %p").strftime("%H:%M:%S")
+            t = datetime.strptime(f"{year} {mon} {day} {hms}", "%Y %b %d %H:%M:%S")
+            if off in ("UTC", "GMT", "Z"):
+                return t.replace(tzinfo=UTC)
+            if off and off[0] in "+-":
+                return datetime.strptime(f"{year} {mon} {day} {hms} {off}", "%Y %b %d %H:%M:%S %z").astimezone(UTC)
+            return t.replace(tzinfo=zone).astimezone(UTC)  # (no zone, or an abbreviation: --tz)
+    except ValueError:
+        return None
+    return None
+
+
+def _names_pods(samples: pl.DataFrame) -> bool:
+    pod = "|".join(POD_LABELS)
+    return bool(samples["labels"].str.contains(rf'(?:^|,)\s*(?:{pod})\s*="').any())
+
+
+def _label(name: str) -> pl.Expr:
+    return pl.col("labels").str.extract(rf'(?:^|,)\s*{name}\s*=\s*"((?:[^"\\]|\\.)*)"', 1)
+
+
+def _base(name: pl.Expr) -> pl.Expr:
+    """A counter's family name: the sample's without `_total` (prometheus_client's suffix)."""
+    return name.str.replace(r"_total$", "")
+
+
+def _keyed(samples: pl.DataFrame) -> pl.DataFrame:
+    """The samples vLLM's and DCGM's names this module reads, with their series key (labels
+    but the name), pod, host and engine, in (series, time, line) order."""
+    df = samples.filter(_base(pl.col("name")).is_in(_READ)).with_columns(
+        _base(pl.col("name")).alias("_family"),
+        pl.col("labels").str.replace_all(r'(?:^|,)\s*__name__\s*=\s*"[^"]*"', "").str.strip_chars(", ").alias("_key"),
+    )
+    engine = _label("engine")
+    return df.with_columns(
+        pl.coalesce(*(_label(p) for p in POD_LABELS)).alias(s.POD),
+        pl.coalesce(*(_label(h) for h in HOST_LABELS)).alias(s.HOST),
+        pl.when(engine.str.contains(r"^\d+$"))
+        .then(engine.cast(pl.Int64, strict=False).cast(pl.String).str.zfill(3))
+        .otherwise(engine)
+        .alias(s.ENGINE),
+    ).sort("_family", "_key", s.TS, s.LINE, nulls_last=True)
+
+
+def _metrics(samples: pl.DataFrame) -> pl.DataFrame:
+    """Metrics rows in the schema's vocabulary (without `file`, which the caller knows)."""
+    df = _keyed(samples)
+    if df.is_empty():
+        return s.empty_metrics().drop(s.FILE)
+    quality = pl.when(pl.col(s.TS).is_null()).then(pl.lit("none")).otherwise(pl.lit("exact")).alias(s.TS_QUALITY)
+    parts = [
+        df.filter(pl.col("_family").is_in(GAUGES)).with_columns(
+            pl.col("_family").replace_strict(GAUGES, return_dtype=pl.String).alias(s.METRIC)
+        )
+    ]
+    step = _steps(df.filter(pl.col(s.TS).is_not_null()))
+    rates = step.filter(pl.col("_family").is_in(COUNTER_RATES) & (pl.col("_dt") > 0))
+    parts.append(
+        rates.with_columns(
+            pl.col("_family").replace_strict(COUNTER_RATES, return_dtype=pl.String).alias(s.METRIC),
+            (pl.col("_dv") / pl.col("_dt")).alias(s.VALUE),
+        )
+    )
+    parts.append(
+        step.filter(pl.col("_family").is_in(COUNTER_DELTAS)).with_columns(
+            pl.col("_family").replace_strict(COUNTER_DELTAS, return_dtype=pl.String).alias(s.METRIC),
+            pl.col("_dv").alias(s.VALUE),
+        )
+    )
+    for (hits, queries), metric in HIT_RATIOS.items():
+        h = step.filter(pl.col("_family") == hits)
+        q = step.filter(pl.col("_family") == queries).select("_key", s.TS, pl.col("_dv").alias("_dq"))
+        if h.is_empty() or q.is_empty():
+            continue
+        parts.append(
+            h.join(q, on=["_key", s.TS], how="inner")
+            .filter(pl.col("_dq") > 0)
+            .with_columns(pl.lit(metric).alias(s.METRIC), (pl.col("_dv") / pl.col("_dq")).alias(s.VALUE))
+        )
+    columns = [c for c in s.METRIC_COLUMNS if c != s.FILE]
+    rows = [p.with_columns(quality).select(columns) for p in parts if not p.is_empty()]
+    if not rows:
+        return s.empty_metrics().drop(s.FILE)
+    return pl.concat(rows).sort(s.LINE, s.METRIC, s.POD, s.ENGINE, nulls_last=True)
+
+
+def _steps(df: pl.DataFrame) -> pl.DataFrame:
+    """Each timed sample with its series' previous: `_dv` (the increase; a drop is a counter
+    reset, counted from zero) and `_dt` (seconds). A series' first sample has no step."""
+    prev_v = pl.col(s.VALUE).shift(1).over("_family", "_key")
+    prev_t = pl.col(s.TS).shift(1).over("_family", "_key")
+    return df.with_columns(
+        pl.when(pl.col(s.VALUE) >= prev_v).then(pl.col(s.VALUE) - prev_v).otherwise(pl.col(s.VALUE)).alias("_dv"),
+        ((pl.col(s.TS) - prev_t).dt.total_microseconds() / 1e6).alias("_dt"),
+    ).filter(prev_t.is_not_null())
+
+
+def _notable(samples: pl.DataFrame) -> list[dict]:
+    """Events for the changes a human should see (module docstring), one per sample line."""
+    df = _keyed(samples).filter(pl.col("_family").is_in((XID, CORRUPTED)))
+    if df.is_empty():
+        return []
+    prev = pl.col(s.VALUE).shift(1).over("_family", "_key")
+    df = df.with_columns(prev.alias("_prev"), _label("gpu").alias("_gpu"), _label("UUID").alias("_uuid"))
+    out = []
+    for row in df.iter_rows(named=True):
+        v, before = row[s.VALUE], row["_prev"]
+        if v is None or v != v or v <= 0:
+            continue
+        if row["_family"] == XID:
+            if before is not None and v == before:
+                continue
+            where = f"GPU {row['_gpu']}" if row["_gpu"] is not None else "a GPU"
+            where += f" ({row['_uuid']})" if row["_uuid"] else ""
+            msg = f"{XID}: Xid={int(v)} on {where}"
+        else:
+            rose = v - before if before is not None and v >= before else v
+            if rose <= 0:
+                continue
+            engine = f" on engine {row[s.ENGINE]}" if row[s.ENGINE] else ""
+            since = "since the previous sample" if before is not None else "at the first sample"
+            msg = f"{CORRUPTED}_total rose by {int(rose)} {since}{engine} (Corrupted: {int(rose)} reqs)"
+        out.append(_event(row[s.LINE], row[s.TS], "ERROR", msg, host=row[s.HOST], pod=row[s.POD], extra=True))
+    return out
+
+
+def _event(
+    line: int,
+    ts: datetime | None,
+    level: str | None,
+    message: str,
+    *,
+    source: str = "prometheus",
+    nfold: int = 0,
+    host: str | None = None,
+    pod: str | None = None,
+    extra: bool = False,
+) -> dict:
+    """An event row; `extra`: an event beside its line's own (the line is folded into its scrape)."""
+    return {
+        s.LINE: line,
+        s.TS: ts,
+        s.SOURCE: source,
+        s.LEVEL: level,
+        s.MESSAGE: message,
+        s.HOST: host,
+        s.POD: pod,
+        "_nfold": nfold,
+        "_extra": extra,
+    }
