@@ -175,6 +175,9 @@ def analyze(
             stragglers = collectives.silent_ranks(events, since=inc.start - rootcause.LOOKBACK)
             if stragglers is not None:
                 v.missing = rootcause.sentences(stragglers.sentence(), v.missing)
+            flight = collectives.flight_findings(events)  # (first: the most direct word on who stopped)
+            if flight is not None:
+                v.missing = rootcause.sentences(flight.sentence(), v.missing)
             first_timeout = signals.filter(pl.col("category") == "collective-timeout")[s.TS].min()
             stall = ser.first_stall(metrics, before=first_timeout)
             if stall is not None:

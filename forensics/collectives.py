@@ -9,12 +9,14 @@ analysis can say exactly whose logs to get.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
 import polars as pl
 
 from forensics import schema as s
+from parsers import torch
 
 NRANKS = r"\bnranks (\d+)\b"
 """NCCL's `comm 0x... rank 0 nranks 4 cudaDev 0 ... Init COMPLETE` line gives the world size."""
@@ -45,6 +47,56 @@ class SilentRanks:
             f"{self.op or 'a collective'} SeqNum={self.seq}; rank{s_} {who} never "
             f"reported it: the straggler (hung or dead first) is there, so get rank {who}'s logs"
         )
+
+
+@dataclass(frozen=True)
+class FlightFinding:
+    """What the flight recorder's analyser (`torchfrtrace`) found about one collective."""
+
+    seq: int | None
+    op: str | None
+    missing: list[int]
+    """Ranks that never joined it (the stragglers)."""
+    culprits: list[tuple[int, str]]
+    """(rank, what differed) for ranks that joined with another collective, size or state."""
+    where: str
+
+    def sentence(self) -> str:
+        what = f"{self.op or 'a collective'}" + (f" (sequence number {self.seq})" if self.seq is not None else "")
+        if self.missing:
+            who = ", ".join(map(str, self.missing))
+            s_ = "s" if len(self.missing) > 1 else ""
+            return (
+                f"the flight recorder's analysis ({self.where}) shows rank{s_} {who} never joined {what}: the "
+                f"straggler, hung or dead before it, so rank {who}'s host, GPU and logs are where to look"
+            )
+        rank, why = self.culprits[0]
+        return (
+            f"the flight recorder's analysis ({self.where}) names rank {rank} as the culprit of {what}: {why}; the ranks "
+            f"ran different code (a desync), so what rank {rank} did differently is where to look"
+        )
+
+
+_MISSING = r"(?i)missing ranks(?: are|:)\s*\{([\d,\s]*)\}"
+_CULPRIT = r"Culprit rank (\d+); ([^\n,]*(?:, (?!Culprit)[^\n,]*)*)"
+_FLIGHT_OP = r"(?m)^collective: (\S+)|\bcollective (\w+:\w+)"
+
+
+def flight_findings(events: pl.DataFrame) -> FlightFinding | None:
+    """The first finding of the flight recorder's analyser in file order that names a rank
+    (torchfrtrace prints them in collective order: the first is where the job went out of
+    step; later ones follow from it)."""
+    fr = events.filter(
+        (pl.col(s.SOURCE) == "torch") & (pl.col(s.COMPONENT).cast(pl.String) == torch.FLIGHT_COMPONENT)
+    ).sort(s.FILE, s.LINE)
+    for seq, msg, file, line in fr.select(s.COLL_SEQ, s.MESSAGE, s.FILE, s.LINE).iter_rows():
+        missing = re.search(_MISSING, msg or "")
+        culprits = [(int(r), why.strip()) for r, why in re.findall(_CULPRIT, msg or "")]
+        ranks = sorted({int(r) for r in re.findall(r"\d+", missing[1])}) if missing else []
+        if ranks or culprits:
+            op = re.search(_FLIGHT_OP, msg or "")
+            return FlightFinding(seq, (op[1] or op[2]) if op else None, ranks, culprits, f"{file}:{line}")
+    return None
 
 
 BEHIND_MAX = 2

@@ -335,6 +335,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "shared-memory broadcast stall",
     ),
     Signature(
+        "collective-timeout",
+        "symptom",
+        3,
+        r"^(?:Not all ranks joining collective\b|Collective sequence number: \d+ has errors|Collective \d+ at entry \d+ "
+        r"errors|Input/output mismatch in the collective\b)",
+        "collectives out of step (flight recorder)",
+    ),
+    Signature(
         "engine",
         "symptom",
         4,

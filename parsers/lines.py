@@ -52,6 +52,7 @@ KINDS: list[tuple[str, str]] = [
     ("nccl", nccl.DETECT),
     ("blank", r"^\s*$"),
     ("torch", torch.DETECT),
+    ("flight", torch.DETECT_FLIGHT),
     ("klog", k8s.DETECT_KLOG),
     ("vllm_custom", vllm.DETECT_CUSTOM),
     ("pylog", pylog.DETECT),
@@ -75,6 +76,7 @@ PARSERS = {
     "uvicorn": uvicorn.parse,
     "nccl": nccl.parse,
     "torch": torch.parse,
+    "flight": torch.parse_flight,
     "klog": k8s.parse_klog,
     "pylog": pylog.parse,
     "k8s_describe": k8s.parse_describe,
@@ -265,7 +267,7 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
     prefixed = pl.col(s.PROCESS).is_not_null() | pl.col("_rank").is_not_null() | pl.col("_wpod").is_not_null()
     text = pl.when(kind.is_in(["other", "cont", "blank", "k8s_header"])).then(pl.col("body")).otherwise(msg)
     is_open = (
-        kind.is_in(["cont", "exc"])
+        kind.is_in(["cont", "exc", "flight"])  # (a flight-recorder finding: its detail lines follow)
         | text.str.strip_chars_end().str.ends_with(":")
         | msg.str.starts_with("Traceback (most recent")
     )

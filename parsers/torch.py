@@ -1,8 +1,14 @@
-"""PyTorch c10 / ProcessGroupNCCL log lines and the watchdog fields inside them.
+"""PyTorch c10 / ProcessGroupNCCL log lines and the watchdog fields inside them, and the
+findings of the flight recorder's analyser (`torchfrtrace` / `fr_trace.py`).
 
     [rank3]:[E1012 22:31:22.267261276 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught ...
     [E ProcessGroupNCCL.cpp:475] [Rank 4] Watchdog caught ...                 # torch <= 2.3
     [I ProcessGroupNCCL.cpp:850] [Rank 1] NCCL watchdog thread started!
+    Not all ranks joining collective 5 at entry 4                             # torchfrtrace
+    missing ranks: {1}
+
+A finding's detail lines (`group info:`, `collective:`, `missing ranks:`, `error msg: Culprit
+rank 2; ...`, the stack) fold into it: its head opens a block (`parsers.lines._fold`).
 
 MMDD is an unpadded integer (3 digits Jan-Sep, 4 Oct-Dec); the 9-digit fraction is
 CLOCK_MONOTONIC nanoseconds, *not* the wall clock's sub-second, so it is not used as time.
@@ -14,7 +20,7 @@ from __future__ import annotations
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import extract_head, level_from_letter, to_i32, to_i64
+from parsers._common import extract_head, level_from_letter, no_time, to_i32, to_i64
 
 DETECT = r"^\s?\[[FEWIV](?:\d{3,4} \d{2}:\d{2}:\d{2}\.\d+)? [\w.\-]+:\d+\] "
 PATTERN = (
@@ -26,6 +32,14 @@ WATCHDOG = (
     r"(?:, NumelIn=\d+, NumelOut=\d+)?(?:, TensorShape=\[[^\]]*\])?, "
     r"Timeout\(ms\)=(?P<timeout>\d+)\)(?: ran for (?P<ran>\d+) milliseconds)?"
 )
+DETECT_FLIGHT = (
+    r"^\s*(?:Not all ranks joining collective\b|Collective sequence number: \d+ has errors|"
+    r"Collective \d+ at entry \d+ errors|Input/output mismatch in the collective\b)"
+)
+"""A finding's first line, in each torchfrtrace generation (torch 2.4-2.9)."""
+FLIGHT_COMPONENT = "flight_recorder"
+"""The `component` of a finding's event (`forensics.collectives.flight_findings` reads them)."""
+FLIGHT_SEQ = r"(?:collective,? (?:sequence number: )?|sequence number: |^Collective )(\d+)"
 PG_PREFIX = (
     r"\[(?:PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s(\]]+))?(?: ?\((?P<desc>[^)]*)\))? )?Rank (?P<rank>\d+)\]"
 )
@@ -64,3 +78,17 @@ def collective_fields(msg: pl.Expr) -> list[pl.Expr]:
         pg.struct.field("pg").alias(s.PG),
         to_i32(pg.struct.field("rank")).alias("_line_rank"),
     ]
+
+
+def parse_flight(df: pl.DataFrame) -> pl.DataFrame:
+    """A flight-recorder finding's first line: no time (the analyser prints none), the
+    collective's sequence number where the line gives it."""
+    msg = pl.col("body").str.strip_chars()
+    return df.with_columns(
+        pl.lit("torch").alias(s.SOURCE),
+        pl.lit("WARNING").alias(s.LEVEL),
+        pl.lit(FLIGHT_COMPONENT).alias(s.COMPONENT),
+        msg.alias(s.MESSAGE),
+        to_i64(msg.str.extract(FLIGHT_SEQ, 1)).alias(s.COLL_SEQ),
+        *no_time(),
+    )

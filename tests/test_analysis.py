@@ -392,6 +392,8 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
         ),
         ("bootstrap.cc:88 NCCL WARN Bootstrap : no socket interface found", None, "network", "fault"),
         ("proxy.cc:1217 NCCL WARN Socket recv failed while polling for opId=0x7f3a2c001230", None, "network", "fault"),
+        ("Not all ranks joining collective 5 at entry 4", None, "collective-timeout", "symptom"),
+        ("Collective sequence number: 4182 has errors", None, "collective-timeout", "symptom"),
         (
             "Traceback (most recent call last):",
             "AssertionError: Invalid block found in popleft() which doesn't have a valid next_free_block",
@@ -705,6 +707,104 @@ def test_a_rank_one_collective_behind_the_others_is_named_as_the_straggler(tmp_p
     assert rc["missing"].startswith(
         "Ranks 0, 1, 3 timed out waiting in ALLGATHER SeqNum=4108 while rank 2 never finished SeqNum=4107"
     )
+
+
+FR_MISSING = (  # torchfrtrace, torch 2.5/2.6 (the tutorial's shape)
+    "Not all ranks joining collective 4182 at entry 97\n"
+    "group info: 0:default_pg\n"
+    "collective: nccl:_allgather_base\n"
+    "missing ranks: {5}\n"
+    "input sizes: [[65536]]\n"
+    "output sizes: [[524288]]\n"
+    "expected ranks: 8\n"
+    "collective state: scheduled\n"
+    "collective stack trace:\n"
+    "  all_gather_into_tensor at /usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py:3711\n"
+    "  forward at /workspace/vllm/distributed/parallel_state.py:412\n"
+)
+FR_CULPRIT = (  # torchfrtrace, torch 2.7+: a rank that ran another collective
+    "Collective sequence number: 4182 has errors\n"
+    "internal record id: 97\n"
+    "group info: 0:default_pg\n"
+    "collective: nccl:_allgather_base\n"
+    "input sizes: [[65536]]\n"
+    "output sizes: [[524288]]\n"
+    "world size: 8\n"
+    "expected ranks: {0, 1, 2, 3, 4, 5, 6, 7}\n"
+    "collective state: scheduled\n"
+    "error msg: Culprit rank 6; Expected collective type: 'nccl:_allgather_base' does not match found collective "
+    "type: 'nccl:all_reduce'\n"
+    "collective stack trace: \n"
+    " all_gather_into_tensor at /usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py:3711\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("report", "said"),
+    [
+        (
+            FR_MISSING,
+            "The flight recorder's analysis (fr_trace.txt:1) shows rank 5 never joined nccl:_allgather_base "
+            "(sequence number 4182): the straggler",
+        ),
+        (
+            FR_CULPRIT,
+            "The flight recorder's analysis (fr_trace.txt:1) names rank 6 as the culprit of "
+            "nccl:_allgather_base (sequence number 4182): Expected collective type: 'nccl:_allgather_base' does not "
+            "match found collective type: 'nccl:all_reduce'",
+        ),
+    ],
+)
+def test_a_flight_recorder_finding_beside_the_timeouts_names_the_rank_that_stopped(tmp_path, report, said):
+    # Every rank's watchdog fired in the same collective: the timeouts alone cannot say who
+    # stopped; torchfrtrace over the ranks' dumps can, and was saved beside the logs.
+    write_file(
+        tmp_path / "ranks.log",
+        "".join(
+            f"[rank{r}]:[E0523 09:41:17.20417{r}093 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=4182, OpType=_ALLGATHER_BASE, NumelIn=65536, NumelOut=524288, "
+            "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.\n"
+            for r in range(8)
+        ),
+    )
+    write_file(tmp_path / "fr_trace.txt", report)
+    report_ = analyze(tmp_path, year=2024)
+    (f,) = [f for f in report_.ingest.files if f.file == "fr_trace.txt"]
+    assert (f.parsed, f.unparsed, f.folded) == (1, 0, f.lines - 1)  # (one finding, its details folded in)
+    rc = report_.to_json()["incidents"][0]["root_cause"]
+    assert rc["status"] == "inconclusive"
+    assert rc["missing"].startswith(said)
+
+
+@pytest.mark.parametrize(
+    ("text", "missing"),
+    [
+        (  # torch 2.4's print(): the finding on one line
+            "Not all ranks joining collective for group 0:default_pg collective nccl:all_reduce  Missing ranks are "
+            "{1, 3}  [[3, 4]] [[3, 4]] 4 scheduled \nCollective stack traces: \n"
+            "  all_reduce at /opt/torch/distributed/distributed_c10d.py:2288\n",
+            [1, 3],
+        ),
+        (FR_MISSING, [5]),
+        (  # torch 2.7+
+            "Not all ranks joining collective, sequence number: 4181\ninternal record id: 96\n"
+            "group info: 0:default_pg\ncollective: nccl:all_reduce\nmissing ranks: {2}\nworld size: 4\n"
+            "expected ranks: {0, 1, 2, 3}\ncollective state: scheduled\ncollective stack trace: \n"
+            " all_reduce at /opt/torch/distributed/distributed_c10d.py:2810\n" + FR_CULPRIT,
+            [2],
+        ),
+    ],
+)
+def test_flight_recorder_findings_of_each_torch_generation_are_one_event_each(tmp_path, text, missing):
+    from forensics import collectives, ingest
+
+    write_file(tmp_path / "fr.txt", text)
+    r = ingest(tmp_path)
+    (f,) = r.files
+    heads = r.events.filter(pl.col("component").cast(pl.String) == "flight_recorder")
+    assert heads.height == f.parsed == text.count("Not all ranks") + text.count("has errors") and f.unparsed == 0
+    assert set(heads["level"]) == {"WARNING"}
+    assert collectives.flight_findings(r.events).missing == missing  # (the first finding: where it went out of step)
 
 
 def test_timeouts_of_different_process_groups_are_not_read_as_a_rank_falling_behind():

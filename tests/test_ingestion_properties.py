@@ -45,6 +45,8 @@ VALID_LINES = [
     "broadcast block found in 60 seconds.",
     "random words that match nothing",
     "   indented continuation",
+    "Not all ranks joining collective 5 at entry 4",
+    "missing ranks: {1}",
 ]
 
 
