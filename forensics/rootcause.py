@@ -134,6 +134,7 @@ def hypotheses(
 
 PEER_LOSS = re.compile(
     r"Connection closed by remote peer|Connection reset by peer|Broken pipe|Call to recv from \S+ failed"
+    r"|Socket recv failed while polling"  # (NCCL's proxy, when the peer process is gone)
 )
 PROCESS_DEATH = ("gpu-memory", "gpu-fault")
 
