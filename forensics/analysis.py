@@ -175,6 +175,9 @@ def analyze(
             stragglers = collectives.silent_ranks(events, since=inc.start - rootcause.LOOKBACK)
             if stragglers is not None:
                 v.missing = rootcause.sentences(stragglers.sentence(), v.missing)
+            ras = collectives.ras_findings(events)
+            if ras is not None:
+                v.missing = rootcause.sentences(ras.sentence(), v.missing)
             flight = collectives.flight_findings(events)  # (first: the most direct word on who stopped)
             if flight is not None:
                 v.missing = rootcause.sentences(flight.sentence(), v.missing)

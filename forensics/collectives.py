@@ -16,7 +16,7 @@ from datetime import datetime
 import polars as pl
 
 from forensics import schema as s
-from parsers import torch
+from parsers import nccl, torch
 
 NRANKS = r"\bnranks (\d+)\b"
 """NCCL's `comm 0x... rank 0 nranks 4 cudaDev 0 ... Init COMPLETE` line gives the world size."""
@@ -97,6 +97,67 @@ def flight_findings(events: pl.DataFrame) -> FlightFinding | None:
             op = re.search(_FLIGHT_OP, msg or "")
             return FlightFinding(seq, (op[1] or op[2]) if op else None, ranks, culprits, f"{file}:{line}")
     return None
+
+
+@dataclass(frozen=True)
+class RasFinding:
+    """The process NCCL's RAS report (`ncclras`) singles out: dead, silent, failing or behind."""
+
+    what: str
+    """`dead`, `silent`, `failed` or `behind`."""
+    process: str
+    """`process 41377 on node gpu-node-3 (GPU 5)`, or `rank 13` when the report has no process."""
+    detail: str
+    where: str
+
+    def sentence(self) -> str:
+        says = {
+            "dead": "as dead (unreachable over RAS's own network)",
+            "silent": "as missing from the communicator (it did not answer)",
+            "failed": f"as failing: {self.detail}",
+            "behind": f"as out of step: {self.detail}",
+        }[self.what]
+        return (
+            f"NCCL's RAS report ({self.where}) lists {self.process} {says}; the other ranks waited on it, so its "
+            "host, GPU and logs are where to look"
+        )
+
+
+_RAS_PROCESS_LINE = re.compile(r"^\s*Process (\d+) on node (\S+) managing (GPUs? [\d,\s]+?)\s*$")
+_RAS_RANK_LINE = re.compile(
+    r"^\s*Rank (\d+)(?: (has launched up to operation \d+|has not launched any operations|has status \w+|"
+    r"reported .+?))? -- (?:GPU (\S+) managed by process (\d+) on node (\S+)|\[process information not found\])\s*$"
+)
+_RAS_MANY_REPORTED = re.compile(r"^\s*\d+ ranks reported (.+?)\s*$")
+_RAS_KIND = (("DEAD", "dead"), ("INCOMPLETE", "silent"), ("ERROR", "failed"), ("MISMATCH", "behind"))
+
+
+def ras_findings(events: pl.DataFrame) -> RasFinding | None:
+    """The most telling process of an `ncclras` report: a dead one, else one that did not answer,
+    else one that reported an error, else the odd one out of a mismatch (its own line says what
+    it did: fewer operations launched, another status; the majority's ranks are listed bare)."""
+    ras = events.filter((pl.col(s.SOURCE) == "nccl") & (pl.col(s.COMPONENT).cast(pl.String) == nccl.RAS_COMPONENT))
+    found: dict[str, RasFinding] = {}
+    for msg, file, line in ras.sort(s.FILE, s.LINE).select(s.MESSAGE, s.FILE, s.LINE).iter_rows():
+        head, _, body = (msg or "").partition("\n")
+        what = next((w for word, w in _RAS_KIND if head.rstrip().endswith(word)), None)
+        if what is None or what in found:
+            continue
+        reported = None
+        for text in body.splitlines():
+            if m := _RAS_MANY_REPORTED.match(text):
+                reported = m[1]
+            elif m := _RAS_PROCESS_LINE.match(text):
+                found[what] = RasFinding(what, f"process {m[1]} on node {m[2]} ({m[3]})", "", f"{file}:{line}")
+            elif m := _RAS_RANK_LINE.match(text):
+                state = m[2] or (f"reported {reported}" if reported else None)
+                if what == "behind" and not state:
+                    continue  # (a rank of the majority)
+                process = f"rank {m[1]}" + (f" (process {m[4]} on node {m[5]}, GPU {m[3]})" if m[4] else "")
+                found[what] = RasFinding(what, process, f"rank {m[1]} {state}" if state else "", f"{file}:{line}")
+            if what in found:
+                break
+    return next((found[w] for _, w in _RAS_KIND if w in found), None)
 
 
 BEHIND_MAX = 2

@@ -343,6 +343,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "collectives out of step (flight recorder)",
     ),
     Signature(
+        "collective-timeout",
+        "symptom",
+        3,
+        r"^(?:DEAD|INCOMPLETE|#\d+-\d+ \([0-9a-f]+\) (?:INCOMPLETE|ERROR|MISMATCH))\s*$",
+        "NCCL RAS: a process dead, silent or out of step",
+    ),
+    Signature(
         "engine",
         "symptom",
         4,

@@ -53,6 +53,7 @@ KINDS: list[tuple[str, str]] = [
     ("blank", r"^\s*$"),
     ("torch", torch.DETECT),
     ("flight", torch.DETECT_FLIGHT),
+    ("ras", nccl.DETECT_RAS),
     ("klog", k8s.DETECT_KLOG),
     ("vllm_custom", vllm.DETECT_CUSTOM),
     ("pylog", pylog.DETECT),
@@ -77,6 +78,7 @@ PARSERS = {
     "nccl": nccl.parse,
     "torch": torch.parse,
     "flight": torch.parse_flight,
+    "ras": nccl.parse_ras,
     "klog": k8s.parse_klog,
     "pylog": pylog.parse,
     "k8s_describe": k8s.parse_describe,
@@ -267,7 +269,7 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
     prefixed = pl.col(s.PROCESS).is_not_null() | pl.col("_rank").is_not_null() | pl.col("_wpod").is_not_null()
     text = pl.when(kind.is_in(["other", "cont", "blank", "k8s_header"])).then(pl.col("body")).otherwise(msg)
     is_open = (
-        kind.is_in(["cont", "exc", "flight"])  # (a flight-recorder finding: its detail lines follow)
+        kind.is_in(["cont", "exc", "flight", "ras"])  # (a flight-recorder finding, a RAS block: details follow)
         | text.str.strip_chars_end().str.ends_with(":")
         | msg.str.starts_with("Traceback (most recent")
     )

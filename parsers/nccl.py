@@ -8,6 +8,18 @@
 
 `host` is the short hostname (a pod name in Kubernetes), `[dev]` the CUDA device.
 The `-> N` propagation lines carry an ncclResult_t, named with `schema.NCCL_RESULT_NAMES`.
+
+Also the `ncclras` client's report (NCCL >= 2.24; src/ras/client_support.cc), saved beside
+the logs: each block of its Errors and Warnings sections is one event, its indented lines
+folded in (the processes and ranks it names):
+
+    DEAD
+      1 job process is considered dead (unreachable via the RAS network)
+      Process 41377 on node gpu-node-3 managing GPU 5
+    #0-0 (9a3c5e1f00d2b417) MISMATCH
+      Communicator ranks have different AllReduce operation counts
+      7 ranks have launched up to operation 4182
+      Rank 5 has launched up to operation 4181 -- GPU 5 managed by process 41377 on node gpu-node-3
 """
 
 from __future__ import annotations
@@ -27,6 +39,10 @@ PATTERN = (
 VERSION = r"^NCCL version (?P<msg>\S+.*)$"
 PROPAGATE = r"^(?P<file>[\w./\-]+):(?P<lno>\d+) -> (?P<code>\d+)"
 
+
+DETECT_RAS = r"^(?:INCOMPLETE|DEAD|TIMEOUT|#\d+-\d+ \([0-9a-f]+\) (?:INCOMPLETE|ERROR|MISMATCH))\s*$"
+"""The head of a block of an `ncclras` report's Errors / Warnings sections."""
+RAS_COMPONENT = "ras"
 
 FAST = r"^[^\s:\[\]]+:\d+:\d+ \[\d+\] NCCL INFO "
 """INFO lines without time or file (the bulk of NCCL_DEBUG=INFO output), parsed positionally."""
@@ -91,4 +107,20 @@ def _propagation(d: pl.DataFrame) -> pl.DataFrame:
         code.alias(s.NCCL_CODE),
         code.replace_strict(s.NCCL_RESULT_NAMES, default=None, return_dtype=pl.String).alias(s.NCCL_CODE_NAME),
         pl.coalesce(pl.col(s.COMPONENT), p.struct.field("file")).alias(s.COMPONENT),
+    )
+
+
+def parse_ras(df: pl.DataFrame) -> pl.DataFrame:
+    """The head of an `ncclras` report's block: no time (the report prints none); errors
+    (dead, silent or failing processes) at ERROR, warnings (timeouts, mismatches) at WARNING."""
+    head = pl.col("body").str.strip_chars()
+    return df.with_columns(
+        pl.lit("nccl").alias(s.SOURCE),
+        pl.when(head.str.contains(r"(?:DEAD|INCOMPLETE|ERROR)$"))
+        .then(pl.lit("ERROR"))
+        .otherwise(pl.lit("WARNING"))
+        .alias(s.LEVEL),
+        pl.lit(RAS_COMPONENT).alias(s.COMPONENT),
+        head.alias(s.MESSAGE),
+        *no_time(),
     )

@@ -396,6 +396,8 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
         ("proxy.cc:1217 NCCL WARN Socket recv failed while polling for opId=0x7f3a2c001230", None, "network", "fault"),
         ("Not all ranks joining collective 5 at entry 4", None, "collective-timeout", "symptom"),
         ("Collective sequence number: 4182 has errors", None, "collective-timeout", "symptom"),
+        ("#0-0 (9a3c5e1f00d2b417) MISMATCH", None, "collective-timeout", "symptom"),
+        ("DEAD", None, "collective-timeout", "symptom"),
         (
             "Traceback (most recent call last):",
             "AssertionError: Invalid block found in popleft() which doesn't have a valid next_free_block",
@@ -807,6 +809,81 @@ def test_flight_recorder_findings_of_each_torch_generation_are_one_event_each(tm
     assert heads.height == f.parsed == text.count("Not all ranks") + text.count("has errors") and f.unparsed == 0
     assert set(heads["level"]) == {"WARNING"}
     assert collectives.flight_findings(r.events).missing == missing  # (the first finding: where it went out of step)
+
+
+RAS_HEAD = (  # `ncclras` (NCCL >= 2.24): the summary before the findings
+    "Job summary\n===========\n\n"
+    "  Nodes  Processes         GPUs  Processes     GPUs\n"
+    "(total)   per node  per process    (total)  (total)\n"
+    "      2          8            1         16       16\n\n"
+    "Communicators... (0.00s)\n=============\n\n"
+    "Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors\n"
+    "    #  in group  per comm  per node  per comm  in group\n"
+    "    0         1         2         8        16        16   RUNNING  INCOMPLETE,MISMATCH\n\n"
+)
+RAS_DEAD = (
+    "Errors\n======\n\n"
+    "DEAD\n"
+    "  1 job process is considered dead (unreachable via the RAS network)\n"
+    "  Process 41377 on node gpu-node-3 managing GPU 5\n\n"
+    "#0-0 (9a3c5e1f00d2b417) INCOMPLETE\n"
+    "  Missing communicator data from 1 rank\n"
+    "  Rank 13 -- GPU 5 managed by process 41377 on node gpu-node-3\n\n"
+)
+RAS_MISMATCH = (
+    "Warnings\n========\n\n"
+    "#0-0 (9a3c5e1f00d2b417) MISMATCH\n"
+    "  Communicator ranks have different AllReduce operation counts\n"
+    "  15 ranks have launched up to operation 4182\n"
+    "  Rank 12 has launched up to operation 4181 -- GPU 4 managed by process 41376 on node gpu-node-3\n\n"
+)
+RAS_ERROR = (
+    "Errors\n======\n\n"
+    "#0-0 (9a3c5e1f00d2b417) ERROR\n"
+    "  Asynchronous errors on 2 ranks\n"
+    "  2 ranks reported remote process exited or there was a network error\n"
+    "  Rank 6 -- GPU 6 managed by process 51220 on node gpu-node-1\n"
+    "  Rank 9 -- GPU 1 managed by process 41373 on node gpu-node-3\n\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("report", "said"),
+    [
+        (
+            RAS_HEAD + RAS_DEAD + RAS_MISMATCH,
+            "NCCL's RAS report (ncclras.txt:18) lists process 41377 on node "
+            "gpu-node-3 (GPU 5) as dead (unreachable over RAS's own network)",
+        ),
+        (
+            RAS_HEAD + RAS_MISMATCH,
+            "NCCL's RAS report (ncclras.txt:18) lists rank 12 (process 41376 on node gpu-node-3, "
+            "GPU 4) as out of step: rank 12 has launched up to operation 4181",
+        ),
+        (
+            RAS_HEAD + RAS_ERROR + RAS_MISMATCH,
+            "NCCL's RAS report (ncclras.txt:18) lists rank 6 (process 51220 on node "
+            "gpu-node-1, GPU 6) as failing: rank 6 reported remote process exited or there was a network error",
+        ),
+    ],
+)
+def test_an_ncclras_report_beside_the_timeouts_names_the_process_the_others_waited_on(tmp_path, report, said):
+    write_file(
+        tmp_path / "ranks.log",
+        "".join(
+            f"[rank{r}]:[E0523 09:41:17.20417{r % 10}093 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=4182, OpType=ALLREDUCE, NumelIn=65536, NumelOut=65536, "
+            "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.\n"
+            for r in range(16)
+        ),
+    )
+    write_file(tmp_path / "ncclras.txt", report)
+    analysis = analyze(tmp_path, year=2024)
+    (f,) = [f for f in analysis.ingest.files if f.file == "ncclras.txt"]
+    assert f.lines == f.parsed + f.folded + f.unparsed and f.parsed == report.count("\n#") + ("DEAD" in report)
+    rc = analysis.to_json()["incidents"][0]["root_cause"]
+    assert rc["status"] == "inconclusive"
+    assert rc["missing"].startswith(said)
 
 
 def test_timeouts_of_different_process_groups_are_not_read_as_a_rank_falling_behind():
