@@ -144,7 +144,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Failed to initialize NVML|Driver/library version mismatch|NVML_ERROR_|CUDA driver version is insufficient"
         r"|no CUDA-capable device is detected|cudaErrorNoDevice|nvidia-container-cli: .*error"
         r"|Unable to determine the device handle for GPU|GPU is lost|No CUDA GPUs are available"
-        r"|Unexpected error from cudaGetDeviceCount|Error 802: system not yet initialized",
+        r"|Unexpected error from cudaGetDeviceCount|Error 802: system not yet initialized"
+        r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|GPU requires reset",
         "GPU driver / NVML failure",
     ),
     # --- network / NCCL transport

@@ -399,6 +399,14 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
         ("#0-0 (9a3c5e1f00d2b417) MISMATCH", None, "collective-timeout", "symptom"),
         ("DEAD", None, "collective-timeout", "symptom"),
         (
+            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+            "NVIDIA driver is installed and running.",
+            None,
+            "gpu-fault",
+            "fault",
+        ),
+        ("GPU 00000000:2A:00.0: GPU requires reset", None, "gpu-fault", "fault"),
+        (
             "Traceback (most recent call last):",
             "AssertionError: Invalid block found in popleft() which doesn't have a valid next_free_block",
             "kv-cache",
