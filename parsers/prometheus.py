@@ -71,6 +71,8 @@ GAUGES = {
     "vllm:cpu_cache_usage_perc": "cpu_kv_cache_usage",
     "vllm:gpu_prefix_cache_hit_rate": "prefix_cache_hit_rate",
     "vllm:cpu_prefix_cache_hit_rate": "cpu_prefix_cache_hit_rate",
+    "vllm:avg_prompt_throughput_toks_per_s": "prompt_tokens_per_s",  # (V0, before the counters)
+    "vllm:avg_generation_throughput_toks_per_s": "generation_tokens_per_s",
 }
 """Gauges taken as they are (usages and hit rates are fractions already, as in the schema)."""
 HIT_RATIOS = {

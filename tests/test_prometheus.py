@@ -105,6 +105,18 @@ def test_a_stamp_without_a_zone_is_read_in_the_tz_given(tmp_path):
     assert m["ts"].min() == T0
 
 
+def test_a_v0_servers_throughput_gauges_are_read_as_they_are(tmp_path):
+    lines = [
+        f'vllm:avg_generation_throughput_toks_per_s{{model_name="m"}} {v} {1773468000000 + 10_000 * i}'
+        for i, v in enumerate([812.5, 790.0, 0.0])
+    ]
+    write(
+        tmp_path / "vllm-0.prom", "# TYPE vllm:avg_generation_throughput_toks_per_s gauge\n" + "\n".join(lines) + "\n"
+    )
+    gen = ingest(tmp_path).metrics.filter(pl.col("metric") == "generation_tokens_per_s")
+    assert gen["value"].to_list() == [812.5, 790.0, 0.0] and gen["engine"].to_list() == [None] * 3
+
+
 def test_a_counter_that_falls_is_a_restart_counted_from_zero(tmp_path):
     lines = [
         f'vllm:generation_tokens_total{{engine="0"}} {v} {1773468000000 + 10_000 * i}'
