@@ -165,7 +165,8 @@ def _parse_text(text: str, tz: str) -> Export:
     times = {k: _time_of(b, zone) for k, b in df.filter(pl.col("_time")).select("_scrape", "body").iter_rows()}
     at = pl.col("_scrape").replace_strict(times, default=None, return_dtype=pl.Datetime("us", "UTC"))
     own = pl.col("ts").cast(pl.Float64, strict=False)
-    own_us = pl.when(own.abs() >= 1e11).then(own * 1e3).otherwise(own * 1e6).cast(pl.Int64)  # ms, or OpenMetrics' s
+    own_us = pl.when(own.abs() >= 1e11).then(own * 1e3).otherwise(own * 1e6)  # ms, or OpenMetrics' s
+    own_us = own_us.cast(pl.Int64, strict=False)  # (null when out of range)
     df = df.with_columns(pl.coalesce(own_us.cast(pl.Datetime("us", "UTC")), at).alias(s.TS))
     samples = df.filter(pl.col("_sample")).select(
         s.LINE, s.TS, "name", pl.col("labels").fill_null(""), _value(pl.col("value")).alias(s.VALUE)

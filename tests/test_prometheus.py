@@ -279,6 +279,7 @@ LINES = st.sampled_from(
         "Sat Mar 14 06:00:00 UTC 2026",
         "2026-03-14T06:00:15Z",
         "1773468030",
+        'vllm:num_requests_waiting{engine="0"} 1e+400 99999999999999999999999',  # (out of every range)
         "",
         "# EOF",
     ]
