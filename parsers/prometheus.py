@@ -18,8 +18,9 @@ are. A sample's time is its own timestamp, else the scrape's: the last bare time
 (`date`, `date -u`, ISO 8601, `date +%s`) above it; without either it has none.
 
 Events: one per scrape (its lines folded in), plus one for each change a human should
-see: a GPU's Xid gauge turning non-zero (DCGM keeps the *last* Xid, so a change is the
-event, not the value) and `vllm:corrupted_requests` rising. A line that is none of
+see (`NOTABLE`): a GPU's Xid gauge turning non-zero (DCGM keeps the *last* Xid, so a change
+is the event, not the value), its uncorrectable ECC counters rising or row remapping failing,
+and `vllm:corrupted_requests` rising. A line that is none of
 sample, comment, time or blank stays an `unknown` event of its own.
 """
 
@@ -83,10 +84,24 @@ HIT_RATIOS = {
 """Counter pairs read as hits / queries between consecutive samples."""
 XID = "DCGM_FI_DEV_XID_ERRORS"
 CORRUPTED = "vllm:corrupted_requests"
+NOTABLE = {
+    XID: ("change", "Xid={v}"),
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE": (
+        "change",
+        "row remapping failed (uncorrectable ECC errors; reset or replace the GPU)",
+    ),
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": ("rise", "uncorrectable ECC errors (double-bit) since the driver loaded"),
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": ("rise after", "rows remapped after uncorrectable ECC errors"),
+    CORRUPTED: ("rise", "Corrupted: {n} reqs"),
+}
+"""Series whose change is an event: `change`, a value turning non-zero or to another (DCGM's
+gauges hold the last Xid or state); `rise`, a counter's increase (its first sample counts when
+non-zero: since the process or driver started); `rise after`, only an increase between samples
+(a lifetime counter's first value is history). `{v}` is the value, `{n}` the increase."""
 
 POD_LABELS = ("pod", "pod_name", "kubernetes_pod_name", "exported_pod")
 HOST_LABELS = ("Hostname", "node", "kubernetes_node", "nodename", "hostname")
-_READ = {*COUNTER_RATES, *COUNTER_DELTAS, *GAUGES, *(n for pair in HIT_RATIOS for n in pair), XID}
+_READ = {*COUNTER_RATES, *COUNTER_DELTAS, *GAUGES, *(n for pair in HIT_RATIOS for n in pair), *NOTABLE}
 
 SNIFF_LINES = 50
 
@@ -416,30 +431,42 @@ def _steps(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _notable(samples: pl.DataFrame) -> list[dict]:
-    """Events for the changes a human should see (module docstring), one per sample line."""
-    df = _keyed(samples).filter(pl.col("_family").is_in((XID, CORRUPTED)))
+    """Events for the changes a human should see (`NOTABLE`), one per sample line."""
+    df = _keyed(samples).filter(pl.col("_family").is_in(NOTABLE))
     if df.is_empty():
         return []
     prev = pl.col(s.VALUE).shift(1).over("_family", "_key")
     df = df.with_columns(prev.alias("_prev"), _label("gpu").alias("_gpu"), _label("UUID").alias("_uuid"))
     out = []
     for row in df.iter_rows(named=True):
-        v, before = row[s.VALUE], row["_prev"]
-        if v is None or v != v or v <= 0:
+        family, v, before = row["_family"], row[s.VALUE], row["_prev"]
+        mode, says = NOTABLE[family]
+        if v is None or v != v or v <= 0 or v == float("inf"):
             continue
-        if row["_family"] == XID:
+        if mode == "change":
             if before is not None and v == before:
                 continue
-            where = f"GPU {row['_gpu']}" if row["_gpu"] is not None else "a GPU"
-            where += f" ({row['_uuid']})" if row["_uuid"] else ""
-            msg = f"{XID}: Xid={int(v)} on {where}"
+            n = v
         else:
-            rose = v - before if before is not None and v >= before else v
-            if rose <= 0:
+            if before is None and mode == "rise after":
                 continue
+            n = v - before if before is not None and v >= before else v
+            if n <= 0:
+                continue
+        if family == CORRUPTED:
             engine = f" on engine {row[s.ENGINE]}" if row[s.ENGINE] else ""
             since = "since the previous sample" if before is not None else "at the first sample"
-            msg = f"{CORRUPTED}_total rose by {int(rose)} {since}{engine} (Corrupted: {int(rose)} reqs)"
+            msg = f"{family}_total rose by {int(n)} {since}{engine} ({says.format(n=int(n))})"
+        else:
+            where = f"GPU {row['_gpu']}" if row["_gpu"] is not None else "a GPU"
+            where += f" ({row['_uuid']})" if row["_uuid"] else ""
+            what = says.format(v=int(v), n=int(n))
+            if mode == "change" and family == XID:
+                msg = f"{family}: {what} on {where}"
+            elif mode == "change":
+                msg = f"{family} is {int(v)} on {where}: {what}"
+            else:
+                msg = f"{family} rose by {int(n)} on {where}: {what}"
         out.append(_event(row[s.LINE], row[s.TS], "ERROR", msg, host=row[s.HOST], pod=row[s.POD], extra=True))
     return out
 

@@ -218,6 +218,39 @@ def test_a_gpus_xid_turning_nonzero_is_one_event_of_its_node_classified_as_a_gpu
     assert set(classify(xid)["category"]) == {"gpu-fault"}
 
 
+def test_a_gpus_uncorrectable_ecc_errors_are_gpu_fault_events_but_a_lifetime_counters_history_is_not(tmp_path):
+    from forensics.signatures import classify
+
+    def series(name: str, values: list[int]) -> str:
+        return "\n".join(
+            f'{name}{{Hostname="gpu-node-2",UUID="GPU-77aa",gpu="6"}} {v} {1773468000000 + 30_000 * i}'
+            for i, v in enumerate(values)
+        )
+
+    write(
+        tmp_path / "dcgm.txt",
+        "\n".join(
+            [
+                series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", [0, 0, 2, 2]),
+                series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", [5, 5, 6, 6]),  # (5 from long ago)
+                series("DCGM_FI_DEV_ROW_REMAP_FAILURE", [0, 0, 0, 1]),
+            ]
+        )
+        + "\n",
+    )
+    bad = ingest(tmp_path).events.filter(pl.col("level") == "ERROR").sort("ts", "line")
+    assert bad["message"].to_list() == [
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL rose by 2 on GPU 6 (GPU-77aa): uncorrectable ECC errors (double-bit) since the "
+        "driver loaded",
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS rose by 1 on GPU 6 (GPU-77aa): rows remapped after uncorrectable ECC "
+        "errors",
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE is 1 on GPU 6 (GPU-77aa): row remapping failed (uncorrectable ECC errors; reset "
+        "or replace the GPU)",
+    ]
+    assert set(bad["host"]) == {"gpu-node-2"}
+    assert set(classify(bad)["category"]) == {"gpu-fault"}
+
+
 def test_corrupted_requests_rising_is_a_kv_cache_fault_event_of_the_pod(tmp_path):
     from forensics.signatures import classify
 
@@ -275,6 +308,7 @@ LINES = st.sampled_from(
         f"vllm:num_requests_running{{{LABELS}}} 3.0",
         f"vllm:generation_tokens_total{{{LABELS}}} 1.5e+06",
         'DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="n"} 79',
+        'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{gpu="0",Hostname="n"} 3',
         f"vllm:corrupted_requests_total{{{LABELS}}} 2",
         "Sat Mar 14 06:00:00 UTC 2026",
         "2026-03-14T06:00:15Z",
