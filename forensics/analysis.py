@@ -175,10 +175,12 @@ def analyze(
             stragglers = collectives.silent_ranks(events, since=inc.start - rootcause.LOOKBACK)
             if stragglers is not None:
                 v.missing = rootcause.sentences(stragglers.sentence(), v.missing)
+            # Each is put before the last: the flight recorder's word on who stopped leads, then
+            # NCCL RAS's, then what the timeouts themselves say.
             ras = collectives.ras_findings(events)
             if ras is not None:
                 v.missing = rootcause.sentences(ras.sentence(), v.missing)
-            flight = collectives.flight_findings(events)  # (first: the most direct word on who stopped)
+            flight = collectives.flight_findings(events)
             if flight is not None:
                 v.missing = rootcause.sentences(flight.sentence(), v.missing)
             first_timeout = signals.filter(pl.col("category") == "collective-timeout")[s.TS].min()
