@@ -156,6 +156,7 @@ def parse_table(df: pl.DataFrame) -> pl.DataFrame:
         m("type").alias(s.K8S_TYPE),
         m("reason").alias(s.K8S_REASON),
         m("obj").alias(s.K8S_OBJECT),
+        pl.when(m("obj").str.starts_with("pod/")).then(m("obj").str.slice(4)).alias(s.POD),  # (as a document's)
         pl.coalesce(m("ns"), pl.col(s.NAMESPACE) if s.NAMESPACE in df.columns else None).alias(s.NAMESPACE),
         pl.when(wide).then(w("msg")).otherwise(m("msg")).str.strip_chars_end().alias(s.MESSAGE),
         age_seconds(m("age")).alias("_age_s"),

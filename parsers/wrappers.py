@@ -52,6 +52,8 @@ CI_TS_PROBE = r"^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?
 """CI runners: `[2025-06-26T16:27:15Z] INFO ...`."""
 DMESG_PROBE = r"^\[ *\d+\.\d{6}\] "
 """`dmesg`: seconds since boot, no wall time (the kernel's NVRM/Xid, OOM-killer lines)."""
+DMESG_ISO_PROBE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d{6}[+-]\d{2}:\d{2} "
+"""`dmesg --time-format=iso`: the node's wall time with a comma before the microseconds."""
 DMESG_T_PROBE = r"^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} \d{2}:\d{2}:\d{2} \d{4}\] "
 """`dmesg -T`: the node's wall time, year included."""
 KUBECTL_PREFIX_PROBE = r"^\[pod/[^/\]\s]+/[^\]\s]+\] "
@@ -165,6 +167,16 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
     if df.select(body.str.contains(COLLECTOR_PROBE).any()).item():
         df = _peel_collectors(df)
     df = apply(df, body.str.contains(RFC3339_PROBE), _peel_rfc3339)
+    df = apply(
+        df,
+        body.str.contains(DMESG_ISO_PROBE),
+        lambda d: d.with_columns(
+            parse_rfc3339(body.str.slice(0, 32).str.replace(",", ".", literal=True)).alias("_outer_ts"),
+            body.str.slice(33),
+            pl.lit("kernel").alias(s.PROCESS),
+            pl.lit("dmesg").alias("_journal"),
+        ),
+    )
     df = _reassemble_partials(df)
     # tqdm's in-place redraws (`a\rb\rc`) show their last state: after the stamp and CRI head
     # are read (the runtime stamps the whole line; cutting before them lost its time and

@@ -510,6 +510,7 @@ def test_kubectl_get_events_table_rows_are_events(tmp_path):
     assert r.unparsed == 0
     row = _row(r.events, k8s_reason="FailedScheduling")
     assert row[s.K8S_OBJECT] == "pod/vllm-2" and row[s.LEVEL] == "WARNING"
+    assert row[s.POD] == "vllm-2"  # (the pod's event, as an event document's is)
 
 
 def test_cluster_info_dump_markers_set_pod_and_container(tmp_path):
@@ -1025,11 +1026,16 @@ def test_host_logs_from_journalctl_json_short_iso_and_dmesg_are_timed_kernel_and
         tmp_path / "node-7" / "dmesg-T.txt",
         "[Sun Mar  9 09:00:04 2025] Memory cgroup out of memory: Killed process 9120 (python3) total-vm:1024kB\n",
     )
+    write(  # dmesg --time-format=iso: a comma before the microseconds
+        tmp_path / "node-7" / "dmesg-iso.txt",
+        "2025-03-09T10:00:05,250000+01:00 mlx5_core 0000:5e:00.0 ibp94s0: Link down\n",
+    )
     r = ingest(tmp_path)
     assert r.unparsed == 0
     wrappers = {f.file: f.wrapper for f in r.files}
     assert wrappers == {
         "node-7/dmesg-T.txt": "dmesg",
+        "node-7/dmesg-iso.txt": "dmesg",
         "node-7/dmesg.txt": "dmesg",
         "node-7/journal-iso.log": "journald",
         "node-7/journal.json": "journald-json",
@@ -1038,12 +1044,14 @@ def test_host_logs_from_journalctl_json_short_iso_and_dmesg_are_timed_kernel_and
     kernel = ev.filter(pl.col(s.SOURCE) == "kernel")
     assert kernel[s.MESSAGE].to_list() == [
         "Memory cgroup out of memory: Killed process 9120 (python3) total-vm:1024kB",
+        "mlx5_core 0000:5e:00.0 ibp94s0: Link down",
         "NVRM: Xid (PCI:0000:c1:00): 79, GPU has fallen off the bus.",
         "NVRM: Xid (PCI:0000:c1:00): 79, pid=9120, GPU has fallen off the bus.",
         "NVRM: Xid (PCI:0000:c1:00): 79",
     ]
     assert kernel[s.TS].to_list() == [
         datetime(2025, 3, 9, 9, 0, 4, tzinfo=UTC),
+        datetime(2025, 3, 9, 9, 0, 5, 250000, tzinfo=UTC),
         None,  # dmesg without -T: seconds since boot are no wall time
         datetime(2025, 3, 9, 9, 0, 2, tzinfo=UTC),
         datetime(2025, 3, 9, 9, 0, 1, tzinfo=UTC),
@@ -1310,9 +1318,16 @@ def test_kubectl_get_events_wide_gives_the_node_count_and_message_apart(tmp_path
     r = ingest(tmp_path)
     assert r.unparsed == 0
     ev = r.events.filter(pl.col(s.SOURCE) == "k8s-event").sort(s.LINE)
-    assert ev.select(s.K8S_REASON, s.HOST, s.COMPONENT, s.K8S_COUNT, s.MESSAGE).rows() == [
-        ("BackOff", "h100-node-4", "kubelet", 17, "Back-off restarting failed container vllm"),
-        ("Scheduled", None, "default-scheduler", 1, "Successfully assigned llm/phi-3-6d8f7c5b9-q9w8e to h100-node-5"),
+    assert ev.select(s.K8S_REASON, s.HOST, s.POD, s.COMPONENT, s.K8S_COUNT, s.MESSAGE).rows() == [
+        ("BackOff", "h100-node-4", "phi-3-6d8f7c5b9-w2e3r", "kubelet", 17, "Back-off restarting failed container vllm"),
+        (
+            "Scheduled",
+            None,
+            "phi-3-6d8f7c5b9-q9w8e",
+            "default-scheduler",
+            1,
+            "Successfully assigned llm/phi-3-6d8f7c5b9-q9w8e to h100-node-5",
+        ),
     ]
 
 
