@@ -52,6 +52,14 @@ CI_TS_PROBE = r"^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?
 """CI runners: `[2025-06-26T16:27:15Z] INFO ...`."""
 DMESG_PROBE = r"^\[ *\d+\.\d{6}\] "
 """`dmesg`: seconds since boot, no wall time (the kernel's NVRM/Xid, OOM-killer lines)."""
+JOURNAL_FULL_PROBE = (
+    r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})? (?:UTC|GMT) "
+    r"[\w.\-]+ (?:[A-Za-z][\w.\-/]*\[\d+\]|kernel): "
+)
+"""`journalctl -o short-full`: `Sat 2026-03-14 06:39:55 UTC host ident[pid]: msg` (a zone other
+than UTC names no offset, and is left alone)."""
+JOURNAL_UNIX_PROBE = r"^\d{10}\.\d{6} [\w.\-]+ (?:[A-Za-z][\w.\-/]*\[\d+\]|kernel): "
+"""`journalctl -o short-unix`: epoch seconds before `host ident[pid]: msg`."""
 DMESG_ISO_PROBE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d{6}[+-]\d{2}:\d{2} "
 """`dmesg --time-format=iso`: the node's wall time with a comma before the microseconds."""
 DMESG_T_PROBE = r"^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} \d{2}:\d{2}:\d{2} \d{4}\] "
@@ -175,6 +183,31 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
             body.str.slice(33),
             pl.lit("kernel").alias(s.PROCESS),
             pl.lit("dmesg").alias("_journal"),
+        ),
+    )
+    # journalctl's other short modes: their time as the outer time; the host and ident after it
+    # are read as short-iso's (`_jiso`).
+    df = apply(
+        df,
+        body.str.contains(JOURNAL_FULL_PROBE),
+        lambda d: d.with_columns(
+            body.str.extract(r"^\w{3} (\S+ \S+) ", 1)
+            .str.strptime(pl.Datetime("us"), "%Y-%m-%d %H:%M:%S%.f", strict=False)
+            .dt.replace_time_zone("UTC")
+            .alias("_outer_ts"),
+            body.str.replace(r"^\w{3} \S+ \S+ \S+ ", ""),
+            pl.lit(True).alias("_jiso"),
+        ),
+    )
+    df = apply(
+        df,
+        body.str.contains(JOURNAL_UNIX_PROBE),
+        lambda d: d.with_columns(
+            (body.str.slice(0, 10).cast(pl.Int64) * 1_000_000 + body.str.slice(11, 6).cast(pl.Int64))
+            .cast(pl.Datetime("us", "UTC"))
+            .alias("_outer_ts"),
+            body.str.slice(18),
+            pl.lit(True).alias("_jiso"),
         ),
     )
     df = _reassemble_partials(df)

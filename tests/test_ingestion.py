@@ -1063,6 +1063,29 @@ def test_host_logs_from_journalctl_json_short_iso_and_dmesg_are_timed_kernel_and
     assert (containerd[s.SOURCE], containerd[s.LEVEL]) == ("syslog", "ERROR")
 
 
+def test_journalctl_short_full_and_short_unix_are_timed_host_logs(tmp_path):
+    # `journalctl -o short-full` (weekday, date, time, zone) and `-o short-unix` (epoch seconds).
+    write(
+        tmp_path / "node-3" / "journal-full.log",
+        "Sun 2025-03-09 09:00:02 UTC node-3 kernel: NVRM: Xid (PCI:0000:c1:00): 79, pid=9120, GPU has fallen off the bus.\n"
+        'Sun 2025-03-09 09:00:03.250000 UTC node-3 kubelet[2211]: E0309 09:00:03.250000    2211 kubelet.go:2412] "Skipping '
+        'pod synchronization" err="PLEG is not healthy"\n',
+    )
+    write(
+        tmp_path / "node-4" / "journal-unix.log",
+        "1741510804.500001 node-4 kernel: mlx5_core 0000:5e:00.0 ibp94s0: Link down\n",
+    )
+    r = ingest(tmp_path)
+    assert r.unparsed == 0 and {f.wrapper for f in r.files} == {"journald"}
+    ev = r.events.sort(s.TS)
+    assert ev.select(s.SOURCE, s.HOST, s.TS).rows() == [
+        ("kernel", "node-3", datetime(2025, 3, 9, 9, 0, 2, tzinfo=UTC)),
+        ("kubelet", "node-3", datetime(2025, 3, 9, 9, 0, 3, 250000, tzinfo=UTC)),
+        ("kernel", "node-4", datetime(2025, 3, 9, 9, 0, 4, 500001, tzinfo=UTC)),
+    ]
+    assert ev[s.MESSAGE][2] == "mlx5_core 0000:5e:00.0 ibp94s0: Link down"
+
+
 def test_shipper_exports_keep_the_pod_and_node_the_shipper_attached(tmp_path):
     # Fluent Bit / Vector JSON lines, an Elasticsearch export (ECS fields) and `logcli query`
     # output: the incident's logs as pulled from the log store instead of from the pods.
