@@ -362,11 +362,13 @@ def ingest_files(
                 parsed.set_result((_document_events(export.events, fid), _export_metrics(export, metas[fid])))
                 enqueue(parsed, False)
                 continue
-            kind = k8s.sniff_event_document(text)
+            kind, state = k8s.sniff_event_document(text), False
+            if not kind:
+                kind, state = k8s.sniff_state_document(text), True
             if kind:
-                rows, err = k8s.parse_event_document(text, kind)
+                rows, err = (k8s.parse_state_document if state else k8s.parse_event_document)(text, kind)
                 if err is None:
-                    doc_files[fid] = f"k8s-events-{kind}"
+                    doc_files[fid] = f"k8s-{'state' if state else 'events'}-{kind}"
                     lines_read[fid] = text.count("\n") + (0 if text.endswith("\n") else 1)
                     notes[fid] = fnotes
                     if rows:  # its place in file order: after the lines batched so far
@@ -523,7 +525,7 @@ def _not_a_log(text: str, rel: str) -> str | None:
             json.loads(text)
         except ValueError:
             return None
-        return "JSON document that is not a Kubernetes event list (not a log)"
+        return "JSON document, not a log (nor a Kubernetes event, Pod or Node list)"
     return None
 
 
@@ -612,6 +614,7 @@ def _document_events(rows: list[dict], fid: int) -> pl.DataFrame:
             (pl.col("_nfold") if "_nfold" in have else pl.lit(0)).cast(pl.UInt32).alias("_nfold"),
             (pl.col("_extra") if "_extra" in have else pl.lit(False)).alias("_extra"),
             pl.lit(False).alias("_drop"),
+            pl.lit(True).alias("_standalone"),
         )
         .drop(s.TS)
         .sort(s.LINE, maintain_order=True)
@@ -894,8 +897,9 @@ def _resolve_time(ev: pl.DataFrame, clock: _Clock, carry: _Carry) -> tuple[pl.Da
     )
     ev = ev.with_columns(pl.coalesce("_outer_ts", "_inf", "_rel").alias(s.TS), quality.alias(s.TS_QUALITY))
     # A row with a relative age (`5m` in a describe Events table) is not a continuation of
-    # the line above it: without --captured-at it stays untimed rather than borrow a time.
-    untimed_ok = pl.col("_age_s").is_null()
+    # the line above it: without --captured-at it stays untimed rather than borrow a time;
+    # nor is a document's row (`_standalone`).
+    untimed_ok = pl.col("_age_s").is_null() & ~pl.col("_standalone").fill_null(False)
     inherited = pl.when(untimed_ok).then(pl.col(s.TS).forward_fill().over("_fid"))
     if carry.ts is not None:
         inherited = pl.coalesce(inherited, pl.when(untimed_ok & cont).then(pl.lit(carry.ts)))
@@ -938,9 +942,12 @@ TIME_COLUMNS: dict[str, pl.DataType] = {
     "_syslog": pl.String(),
     "_age_s": pl.Float64(),
     "_outer_ts": pl.Datetime("us", "UTC"),
+    "_standalone": pl.Boolean(),
 }
 """What the parsers may leave about a line's time: local date-time parts, a syslog stamp, a
-relative age, the wrapper's exact time. A batch has only the columns its formats produced."""
+relative age, the wrapper's exact time, and whether the row stands alone (a document's: the
+row above is another object, whose time it must not borrow). A batch has only the columns its
+formats produced."""
 
 
 def _set_rows(df: pl.DataFrame, rows: pl.Expr, exprs: list[pl.Expr]) -> pl.DataFrame:

@@ -458,6 +458,136 @@ def parse_event_document(text: str, kind: str) -> tuple[list[dict], str | None]:
     return rows, None
 
 
+STATE_KINDS = ("Pod", "PodList", "Node", "NodeList")
+FAILING_NODE_CONDITIONS = ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
+"""Node conditions that are a problem when True (`Ready` is one when not True), as `describe`'s."""
+
+
+def sniff_state_document(text: str) -> str | None:
+    """'json' or 'yaml' when `text` is a Pod/Node document or list (`kubectl get pods|nodes -o
+    json|yaml`, a cluster-info dump's `pods.json` / `nodes.json`), else None."""
+    head = text[:4096].lstrip()
+    body = text[:200_000]
+    kinds = "|".join(STATE_KINDS)
+    if head.startswith("{"):
+        named = re.search(rf'"kind":\s*"(?:{kinds})"', head + text[-2048:])
+        listed = re.search(r'"kind":\s*"List"', head + text[-2048:]) and re.search(
+            r'"(?:containerStatuses|nodeInfo)"', body
+        )
+        return "json" if named or listed else None
+    if re.search(rf"^(?:apiVersion: v1\s*\n)?(?:items:|kind: (?:{kinds}|List))", head, re.M) and re.search(
+        r"^\s*(?:containerStatuses|nodeInfo):", body, re.M
+    ):
+        return "yaml"
+    return None
+
+
+def parse_state_document(text: str, kind: str) -> tuple[list[dict], str | None]:
+    """A Pod/Node document's telling states as `k8s-state` rows (with `line`), as `kubectl
+    describe` gives them: each container's State / Last State that ended or waits
+    (`Last State: Terminated (OOMKilled, exit code 137 SIGKILL) container vllm`, timed at
+    `finishedAt`), a pod evicted, a node condition that fails (timed at its
+    `lastTransitionTime`). Or ([], error message)."""
+    try:
+        if kind == "json":
+            doc = json.loads(text)
+        else:
+            import yaml
+
+            doc = yaml.safe_load(text)
+    except Exception as e:  # noqa: BLE001 - any decoder error means "not a valid document"
+        return [], f"invalid {kind.upper()} Pod/Node document ({type(e).__name__}: {str(e)[:120]}); parsed line by line"
+    items = doc.get("items") if isinstance(doc, dict) and "items" in doc else [doc]
+    if not isinstance(items, list):
+        return [], f"{kind.upper()} document holds no Pod/Node list; parsed line by line instead"
+    starts = _line_index(text)
+    rows: list[dict] = []
+    cursor = 0
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+        name = str(meta.get("name") or "")
+        pos = text.find(name, cursor) if name else -1
+        cursor = pos + len(name) if pos >= 0 else cursor
+        line = _line_of(starts, pos) if pos >= 0 else 1
+        status = item.get("status") if isinstance(item.get("status"), dict) else {}
+        if item.get("kind") == "Node" or "nodeInfo" in status:
+            rows += _node_rows(name, status, line)
+        else:
+            spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
+            rows += _pod_rows(name, meta.get("namespace"), spec.get("nodeName"), status, line)
+    return rows, None
+
+
+def _pod_rows(pod: str, ns: str | None, node: str | None, status: dict, line: int) -> list[dict]:
+    base = {s.SOURCE: "k8s-state", s.HOST: node, s.POD: pod or None, s.NAMESPACE: ns, s.LINE: line}
+    base[s.K8S_OBJECT] = f"pod/{pod}"
+    rows = []
+    if status.get("reason") == "Evicted":
+        # Timed at its conditions' last transition (DisruptionTarget / Ready=False: the eviction).
+        changed = [
+            _parse_time(c.get("lastTransitionTime")) for c in status.get("conditions") or [] if isinstance(c, dict)
+        ]
+        when = max((t for t in changed if t is not None), default=None)
+        rows.append(base | _state_fields("Evicted", True, when, f"Evicted: {status.get('message') or ''}".strip()))
+    statuses = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+    for cs in statuses:
+        if not isinstance(cs, dict):
+            continue
+        for which, key in (("Last State", "lastState"), ("State", "state")):
+            state = cs.get(key) if isinstance(cs.get(key), dict) else {}
+            for phase, d in state.items():
+                if phase == "running" or not isinstance(d, dict):
+                    continue
+                reason = d.get("reason") or phase.title()
+                code = d.get("exitCode")
+                if phase == "terminated" and reason == "Completed" and code in (0, None):
+                    continue
+                detail = ""
+                if code is not None:
+                    sig = EXIT_MEANING.get(str(code), "")
+                    detail = f", exit code {code}" + (f" {sig}" if sig else "")
+                msg = f"{which}: {phase.title()} ({reason}{detail}) container {cs.get('name')}"
+                if d.get("message"):
+                    msg += f": {str(d['message']).strip()}"
+                bad = phase == "waiting" or reason in ("OOMKilled", "Error") or (code not in (None, 0))
+                ended = (cs.get("lastState") or {}).get("terminated") if phase == "waiting" else d
+                ended = ended if isinstance(ended, dict) else {}  # (a wait starts when the last run ended)
+                when = _parse_time(ended.get("finishedAt") or ended.get("startedAt"))
+                rows.append(base | {s.CONTAINER: cs.get("name")} | _state_fields(reason, bad, when, msg))
+    return rows
+
+
+def _node_rows(node: str, status: dict, line: int) -> list[dict]:
+    rows = []
+    for c in status.get("conditions") or []:
+        if not isinstance(c, dict):
+            continue
+        ctype, cstat = c.get("type"), c.get("status")
+        failing = (ctype == "Ready" and cstat != "True") or (ctype in FAILING_NODE_CONDITIONS and cstat == "True")
+        if not failing:
+            continue
+        reason = "NodeNotReady" if ctype == "Ready" else ctype
+        since = c.get("lastTransitionTime")
+        msg = f"{reason}: {ctype}={cstat} since {since}: {c.get('reason')}: {c.get('message') or ''} (kubectl get node)"
+        rows.append(
+            {s.SOURCE: "k8s-state", s.HOST: node or None, s.K8S_OBJECT: f"node/{node}", s.LINE: line}
+            | _state_fields(reason, True, _parse_time(since), msg)
+        )
+    return rows
+
+
+def _state_fields(reason: str, bad: bool, when: datetime | None, message: str) -> dict:
+    return {
+        s.TS: when,
+        s.LEVEL: "WARNING" if bad else "INFO",
+        s.K8S_TYPE: "Warning" if bad else "Normal",
+        s.K8S_REASON: reason,
+        s.MESSAGE: message,
+    }
+
+
 def _line_index(text: str) -> list[int]:
     starts = [0]
     find = text.find

@@ -292,6 +292,63 @@ def test_describe_pod_last_state_oomkilled_is_the_cause_of_the_crash_loop(tmp_pa
     assert roles["NodeNotReady"] != "root_cause"  # another node, not where the pod ran
 
 
+def test_a_cluster_info_dumps_pods_json_names_the_oom_kill_behind_a_replicas_silence(tmp_path):
+    """`kubectl cluster-info dump`: the pods' logs and `pods.json`. One replica's engine stops
+    reporting; its container's last state in pods.json says the kernel killed it for memory."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2025, 6, 12, 3, 0, tzinfo=UTC)
+    for pod in ("vllm-0", "vllm-1", "vllm-2"):
+        end = 24 * 6 + 5 if pod == "vllm-1" else 40 * 6
+        lines = [
+            f"==== START logs for container vllm of pod serving/{pod} ====",
+            *(
+                f"{(t0 + timedelta(seconds=10 * i)):%Y-%m-%dT%H:%M:%S}.000000000Z INFO {(t0 + timedelta(seconds=10 * i)):%m-%d %H:%M:%S} "
+                "[loggers.py:123] Engine 000: Avg prompt throughput: 900.0 tokens/s, Avg generation throughput: "
+                f"{1500 + i % 7}.0 tokens/s, Running: 30 reqs, Waiting: 0 reqs, GPU KV cache usage: 40.0%, Prefix cache hit "
+                "rate: 10.0%"
+                for i in range(end)
+            ),
+            f"==== END logs for container vllm of pod serving/{pod} ====",
+        ]
+        write_file(tmp_path / "dump" / "serving" / pod / "logs.txt", "\n".join(lines) + "\n")
+    pods = {
+        "kind": "PodList",
+        "items": [
+            {
+                "metadata": {"name": pod, "namespace": "serving"},
+                "spec": {"nodeName": f"gpu-node-{i}"},
+                "status": {
+                    "containerStatuses": [
+                        {
+                            "name": "vllm",
+                            "restartCount": 1 if pod == "vllm-1" else 0,
+                            "state": {"running": {"startedAt": "2025-06-12T03:26:10Z"}},
+                            "lastState": {
+                                "terminated": {
+                                    "exitCode": 137,
+                                    "reason": "OOMKilled",
+                                    "startedAt": "2025-06-12T02:00:00Z",
+                                    "finishedAt": "2025-06-12T03:24:51Z",
+                                }
+                            }
+                            if pod == "vllm-1"
+                            else {},
+                        }
+                    ]
+                },
+            }
+            for i, pod in enumerate(("vllm-0", "vllm-1", "vllm-2"))
+        ],
+    }
+    write_file(tmp_path / "dump" / "serving" / "pods.json", json.dumps(pods, indent=2))
+    inc = analyze(tmp_path).to_json()["incidents"][0]
+    rc = inc["root_cause"]
+    assert (rc["status"], rc["category"], rc["hosts"]) == ("supported", "pod-lifecycle", ["vllm-1", "gpu-node-1"])
+    assert rc["template"].startswith("Last State: Terminated (OOMKilled")
+    assert rc["evidence"][0]["file"] == "dump/serving/pods.json"
+
+
 def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_the_oom(tmp_path):
     """An NCCL_DEBUG=WARN excerpt pasted into a ticket has no timestamps at all: the analysis
     still finds the incident, orders by position, shows no invented times, and reads the

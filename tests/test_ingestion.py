@@ -1086,6 +1086,99 @@ def test_journalctl_short_full_and_short_unix_are_timed_host_logs(tmp_path):
     assert ev[s.MESSAGE][2] == "mlx5_core 0000:5e:00.0 ibp94s0: Link down"
 
 
+POD_LIST = {  # a cluster-info dump's serving/pods.json (`kubectl get pods -o json` is a `List` alike)
+    "kind": "PodList",
+    "apiVersion": "v1",
+    "items": [
+        {
+            "metadata": {"name": "vllm-0", "namespace": "serving"},
+            "spec": {"nodeName": "gpu-node-1"},
+            "status": {"containerStatuses": [{"name": "vllm", "state": {"running": {}}, "lastState": {}}]},
+        },
+        {
+            "metadata": {"name": "vllm-1", "namespace": "serving"},
+            "spec": {"nodeName": "gpu-node-2"},
+            "status": {
+                "containerStatuses": [
+                    {
+                        "name": "vllm",
+                        "restartCount": 3,
+                        "state": {
+                            "waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s restarting failed"}
+                        },
+                        "lastState": {
+                            "terminated": {
+                                "exitCode": 137,
+                                "reason": "OOMKilled",
+                                "startedAt": "2025-06-12T03:21:05Z",
+                                "finishedAt": "2025-06-12T03:24:52Z",
+                            }
+                        },
+                    }
+                ]
+            },
+        },
+        {
+            "metadata": {"name": "vllm-9", "namespace": "serving"},
+            "spec": {"nodeName": "gpu-node-4"},
+            "status": {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory. "},
+        },
+    ],
+}
+NODE_LIST = {
+    "kind": "NodeList",
+    "apiVersion": "v1",
+    "items": [
+        {
+            "metadata": {"name": "gpu-node-4"},
+            "status": {
+                "nodeInfo": {"kubeletVersion": "v1.30.2"},
+                "conditions": [
+                    {
+                        "type": "MemoryPressure",
+                        "status": "True",
+                        "lastTransitionTime": "2025-06-12T03:20:00Z",
+                        "reason": "KubeletHasInsufficientMemory",
+                        "message": "kubelet has insufficient memory available",
+                    },
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "lastTransitionTime": "2025-06-01T00:00:00Z",
+                        "reason": "KubeletReady",
+                        "message": "kubelet is posting ready status",
+                    },
+                ],
+            },
+        }
+    ],
+}
+
+
+def test_pod_and_node_documents_give_what_describe_gives(tmp_path):
+    import yaml
+
+    write(tmp_path / "dump" / "serving" / "pods.json", json.dumps(POD_LIST, indent=2))
+    write(tmp_path / "dump" / "nodes.yaml", yaml.safe_dump(NODE_LIST))
+    r = ingest(tmp_path)
+    assert r.skipped == [] and r.unparsed == 0
+    assert {f.file: f.wrapper for f in r.files} == {
+        "dump/nodes.yaml": "k8s-state-yaml",
+        "dump/serving/pods.json": "k8s-state-json",
+    }
+    ev = r.events.sort(s.FILE, s.LINE)
+    assert ev.select(s.HOST, s.POD, s.K8S_REASON, s.TS).rows() == [
+        ("gpu-node-4", None, "MemoryPressure", datetime(2025, 6, 12, 3, 20, tzinfo=UTC)),
+        ("gpu-node-2", "vllm-1", "OOMKilled", datetime(2025, 6, 12, 3, 24, 52, tzinfo=UTC)),
+        ("gpu-node-2", "vllm-1", "CrashLoopBackOff", datetime(2025, 6, 12, 3, 24, 52, tzinfo=UTC)),  # (since the kill)
+        ("gpu-node-4", "vllm-9", "Evicted", None),  # (no condition to time it: untimed, not the row above's)
+    ]
+    assert ev.filter(pl.col(s.K8S_REASON) == "OOMKilled")[s.MESSAGE][0] == (
+        "Last State: Terminated (OOMKilled, exit code 137 SIGKILL) container vllm"
+    )
+    assert set(ev[s.SOURCE]) == {"k8s-state"} and set(ev[s.LEVEL]) == {"WARNING"}
+
+
 def test_shipper_exports_keep_the_pod_and_node_the_shipper_attached(tmp_path):
     # Fluent Bit / Vector JSON lines, an Elasticsearch export (ECS fields) and `logcli query`
     # output: the incident's logs as pulled from the log store instead of from the pods.
