@@ -76,10 +76,10 @@ DETECT_CONTAINER_STATE = r"^\s+(?:State|Last State):\s+(?:Running|Waiting|Termin
 _RFC1123 = r"[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}"
 # `kubectl describe node` Conditions rows that say something is wrong (healthy rows fold
 # into the `Conditions:` block): Type Status LastHeartbeatTime LastTransitionTime Reason Message.
-DETECT_NODE_CONDITION = (
-    r"^\s{2}(?:Ready\s+(?:False|Unknown)|(?:MemoryPressure|DiskPressure|PIDPressure|NetworkUnavailable)\s+True)\s+"
-    + _RFC1123
-)
+DETECT_NODE_CONDITION = r"^\s{2}(?:Ready\s+(?:False|Unknown)|[A-Za-z]\w*\s+True)\s+" + _RFC1123
+"""A node condition that fails: `Ready` not True, any other True (the pressures, and the
+node-problem-detector's KernelDeadlock, ReadonlyFilesystem, ...). `Ready True` also matches
+the second form and is refused by `parse_node_condition`."""
 NODE_CONDITION = rf"^\s{{2}}(?P<type>\w+)\s+(?P<status>\w+)\s+(?P<hb>{_RFC1123})\s+(?P<tr>{_RFC1123})\s+(?P<reason>\S+)\s*(?P<msg>.*?)\s*$"
 DETECT_DUMP = r"^==== (?:START|END) logs for container "
 DUMP = r"^==== (?P<what>START|END) logs for container (?P<c>\S+) of pod (?P<ns>[^/\s]+)/(?P<pod>\S+) ===="
@@ -238,8 +238,9 @@ def parse_node_condition(df: pl.DataFrame) -> pl.DataFrame:
     m = pl.col("_m").struct.field
     df = df.with_columns(pl.col("body").str.extract_groups(NODE_CONDITION).alias("_m"))
     reason = pl.when(m("type") == "Ready").then(pl.lit("NodeNotReady")).otherwise(m("type"))
+    healthy = (m("type") == "Ready") & (m("status") == "True")
     return df.with_columns(
-        pl.lit("k8s-state").alias(s.SOURCE),
+        pl.when(~healthy).then(pl.lit("k8s-state")).alias(s.SOURCE),  # (null: refused, `Ready True`)
         pl.lit("WARNING").alias(s.LEVEL),
         pl.lit("Warning").alias(s.K8S_TYPE),
         reason.alias(s.K8S_REASON),
@@ -459,8 +460,6 @@ def parse_event_document(text: str, kind: str) -> tuple[list[dict], str | None]:
 
 
 STATE_KINDS = ("Pod", "PodList", "Node", "NodeList")
-FAILING_NODE_CONDITIONS = ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
-"""Node conditions that are a problem when True (`Ready` is one when not True), as `describe`'s."""
 
 
 def sniff_state_document(text: str) -> str | None:
@@ -565,7 +564,7 @@ def _node_rows(node: str, status: dict, line: int) -> list[dict]:
         if not isinstance(c, dict):
             continue
         ctype, cstat = c.get("type"), c.get("status")
-        failing = (ctype == "Ready" and cstat != "True") or (ctype in FAILING_NODE_CONDITIONS and cstat == "True")
+        failing = cstat != "True" if ctype == "Ready" else cstat == "True"  # (as `DETECT_NODE_CONDITION`)
         if not failing:
             continue
         reason = "NodeNotReady" if ctype == "Ready" else ctype

@@ -1148,6 +1148,13 @@ NODE_LIST = {
                         "reason": "KubeletReady",
                         "message": "kubelet is posting ready status",
                     },
+                    {  # (node-problem-detector's: False is healthy)
+                        "type": "ReadonlyFilesystem",
+                        "status": "False",
+                        "lastTransitionTime": "2025-06-01T00:00:00Z",
+                        "reason": "FilesystemIsNotReadOnly",
+                        "message": "Filesystem is not read-only",
+                    },
                 ],
             },
         }
@@ -1316,6 +1323,7 @@ def test_describe_node_failing_conditions_are_timed_node_events(tmp_path):
         "  MemoryPressure   True    Fri, 14 Mar 2025 03:10:44 +0000   Fri, 14 Mar 2025 03:07:31 +0000   KubeletHasInsufficientMemory kubelet has insufficient memory available\n"
         "  DiskPressure     False   Fri, 14 Mar 2025 03:10:44 +0000   Tue, 04 Feb 2025 11:02:10 +0000   KubeletHasNoDiskPressure     kubelet has no disk pressure\n"
         "  Ready            True    Fri, 14 Mar 2025 03:10:44 +0000   Tue, 04 Feb 2025 11:02:40 +0000   KubeletReady                 kubelet is posting ready status\n"
+        "  KernelDeadlock   True    Fri, 14 Mar 2025 03:10:44 +0000   Fri, 14 Mar 2025 03:08:12 +0000   DockerHung                   task docker:7 blocked for more than 120 seconds.\n"
         "Name:               h100-node-13\n"
         "Conditions:\n"
         "  Type             Status    LastHeartbeatTime                 LastTransitionTime                Reason              Message\n"
@@ -1327,9 +1335,14 @@ def test_describe_node_failing_conditions_are_timed_node_events(tmp_path):
     bad = r.events.filter(pl.col(s.K8S_TYPE) == "Warning").sort(s.LINE)
     assert bad.select(s.HOST, s.K8S_REASON, s.K8S_OBJECT, s.TS).rows() == [
         ("h100-node-12", "MemoryPressure", "node/h100-node-12", datetime(2025, 3, 14, 3, 7, 31, tzinfo=UTC)),
+        # node-problem-detector's own condition: True is the problem, as for the pressures
+        ("h100-node-12", "KernelDeadlock", "node/h100-node-12", datetime(2025, 3, 14, 3, 8, 12, tzinfo=UTC)),
         ("h100-node-13", "NodeNotReady", "node/h100-node-13", datetime(2025, 3, 14, 3, 9, 58, tzinfo=UTC)),
     ]
-    assert bad[s.MESSAGE][1].startswith("NodeNotReady: Ready=Unknown since Fri, 14 Mar 2025 03:09:58 +0000")
+    from forensics.signatures import classify
+
+    assert classify(bad)["category"].to_list() == ["node"] * 3
+    assert bad[s.MESSAGE][2].startswith("NodeNotReady: Ready=Unknown since Fri, 14 Mar 2025 03:09:58 +0000")
     # Healthy conditions fold into their block instead of reading as events of their own.
     assert not r.events.filter(pl.col(s.MESSAGE).str.starts_with("DiskPressure")).height
 
