@@ -209,7 +209,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         0,
         r"PLEG is not healthy|NodeNotReady|status is now: NodeNotReady|SystemOOM|OOMKilling|Rebooted|has been rebooted|NodeHasInsufficientMemory|NodeHas(?:Disk|Memory|PID)Pressure|NodeHasInsufficientPID|EvictionThresholdMet|Kernel panic|Out of memory: Killed process|(?:Memory|Disk|PID)Pressure=True"
-        r"|^\w+: \w+=(?:True|False|Unknown) since .*\(kubectl (?:describe|get) node\)$"
+        r"|^\w+: \w+=(?:True|False|Unknown)(?: since .*)? \((?:kubectl (?:describe|get) node|kube-state-metrics node \S+)\)$"
         r"|because its node has died|node \S+ has been marked dead|has been marked dead because the detector has missed",
         "node failure",
     ),

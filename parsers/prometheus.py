@@ -93,11 +93,21 @@ NOTABLE = {
     "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": ("rise", "uncorrectable ECC errors (double-bit) since the driver loaded"),
     "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": ("rise after", "rows remapped after uncorrectable ECC errors"),
     CORRUPTED: ("rise", "Corrupted: {n} reqs"),
+    # kube-state-metrics: 1 while the state holds, in `kubectl describe`'s words
+    "kube_pod_container_status_last_terminated_reason": (
+        "change",
+        "Last State: Terminated ({reason}) container {container}",
+    ),
+    "kube_pod_container_status_waiting_reason": ("change", "State: Waiting ({reason}) container {container}"),
+    "kube_pod_status_reason": ("change", "{reason}: pod {pod} (kube-state-metrics)"),
+    "kube_node_status_condition": ("change", "{cause}: {condition}={state} (kube-state-metrics node {node})"),
 }
 """Series whose change is an event: `change`, a value turning non-zero or to another (DCGM's
-gauges hold the last Xid or state); `rise`, a counter's increase (its first sample counts when
-non-zero: since the process or driver started); `rise after`, only an increase between samples
-(a lifetime counter's first value is history). `{v}` is the value, `{n}` the increase."""
+gauges hold the last Xid or state, kube-state-metrics' are 1 while a state holds); `rise`, a
+counter's increase (its first sample counts when non-zero: since the process or driver
+started); `rise after`, only an increase between samples (a lifetime counter's first value is
+history). `{v}` is the value, `{n}` the increase, other names the series' labels."""
+KSM_PREFIX = "kube_"
 
 POD_LABELS = ("pod", "pod_name", "kubernetes_pod_name", "exported_pod")
 HOST_LABELS = ("Hostname", "node", "kubernetes_node", "nodename", "hostname")
@@ -436,12 +446,18 @@ def _notable(samples: pl.DataFrame) -> list[dict]:
     if df.is_empty():
         return []
     prev = pl.col(s.VALUE).shift(1).over("_family", "_key")
-    df = df.with_columns(prev.alias("_prev"), _label("gpu").alias("_gpu"), _label("UUID").alias("_uuid"))
+    labels = ("gpu", "UUID", "reason", "container", "condition", "status", "node")
+    df = df.with_columns(prev.alias("_prev"), *(_label(n).alias(f"_{n}") for n in labels))
     out = []
     for row in df.iter_rows(named=True):
         family, v, before = row["_family"], row[s.VALUE], row["_prev"]
         mode, says = NOTABLE[family]
         if v is None or v != v or v <= 0 or v == float("inf"):
+            continue
+        if family.startswith(KSM_PREFIX):
+            msg = _state_message(family, says, row)
+            if msg is not None and (before is None or before <= 0):
+                out.append(_event(row[s.LINE], row[s.TS], "WARNING", msg, host=row[s.HOST], pod=row[s.POD], extra=True))
             continue
         if mode == "change":
             if before is not None and v == before:
@@ -459,7 +475,7 @@ def _notable(samples: pl.DataFrame) -> list[dict]:
             msg = f"{family}_total rose by {int(n)} {since}{engine} ({says.format(n=int(n))})"
         else:
             where = f"GPU {row['_gpu']}" if row["_gpu"] is not None else "a GPU"
-            where += f" ({row['_uuid']})" if row["_uuid"] else ""
+            where += f" ({row['_UUID']})" if row["_UUID"] else ""
             what = says.format(v=int(v), n=int(n))
             if mode == "change" and family == XID:
                 msg = f"{family}: {what} on {where}"
@@ -469,6 +485,26 @@ def _notable(samples: pl.DataFrame) -> list[dict]:
                 msg = f"{family} rose by {int(n)} on {where}: {what}"
         out.append(_event(row[s.LINE], row[s.TS], "ERROR", msg, host=row[s.HOST], pod=row[s.POD], extra=True))
     return out
+
+
+def _state_message(family: str, says: str, row: dict) -> str | None:
+    """A kube-state-metrics state series in `kubectl describe`'s words, or None for a healthy
+    one (a node condition is failing when Ready is not true, or another is true)."""
+    condition, state = row["_condition"], (row["_status"] or "").lower()
+    if family == "kube_node_status_condition":
+        failing = state != "true" if condition == "Ready" else state == "true"
+        if condition is None or not failing:
+            return None
+    fields = {
+        "reason": row["_reason"],
+        "container": row["_container"],
+        "pod": row[s.POD],
+        "node": row["_node"] or row[s.HOST],
+        "condition": condition,
+        "state": state.title(),
+        "cause": "NodeNotReady" if condition == "Ready" else condition,
+    }
+    return says.format(**fields)
 
 
 def _event(

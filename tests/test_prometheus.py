@@ -251,6 +251,42 @@ def test_a_gpus_uncorrectable_ecc_errors_are_gpu_fault_events_but_a_lifetime_cou
     assert set(classify(bad)["category"]) == {"gpu-fault"}
 
 
+def test_kube_state_metrics_states_become_the_events_describe_would_give(tmp_path):
+    from forensics.signatures import classify
+
+    ms = [1773468000000 + 30_000 * i for i in range(4)]
+    lines = [
+        *(
+            'kube_pod_container_status_last_terminated_reason{container="vllm",namespace="serving",pod="vllm-1",'
+            f'reason="OOMKilled"}} {v} {t}'
+            for v, t in zip([0, 1, 1, 1], ms, strict=True)
+        ),
+        *(
+            'kube_pod_container_status_waiting_reason{container="vllm",namespace="serving",pod="vllm-1",'
+            f'reason="CrashLoopBackOff"}} {v} {t}'
+            for v, t in zip([0, 0, 1, 1], ms, strict=True)
+        ),
+        *(
+            f'kube_node_status_condition{{condition="Ready",node="gpu-node-4",status="{st}"}} {v} {ms[2]}'
+            for st, v in (("true", 0), ("false", 0), ("unknown", 1))
+        ),
+        f'kube_node_status_condition{{condition="MemoryPressure",node="gpu-node-2",status="false"}} 1 {ms[0]}',
+    ]
+    write(tmp_path / "ksm.txt", "\n".join(lines) + "\n")
+    ev = ingest(tmp_path).events.filter(pl.col("level") == "WARNING").sort("ts", "line")
+    assert ev.select("message", "pod", "host").rows() == [
+        ("Last State: Terminated (OOMKilled) container vllm", "vllm-1", None),
+        ("State: Waiting (CrashLoopBackOff) container vllm", "vllm-1", None),
+        ("NodeNotReady: Ready=Unknown (kube-state-metrics node gpu-node-4)", None, "gpu-node-4"),
+    ]
+    got = classify(ev).sort("_ev")
+    assert got.select("category", "kind").rows() == [
+        ("pod-lifecycle", "fault"),
+        ("pod-lifecycle", "symptom"),
+        ("node", "fault"),
+    ]
+
+
 def test_corrupted_requests_rising_is_a_kv_cache_fault_event_of_the_pod(tmp_path):
     from forensics.signatures import classify
 
