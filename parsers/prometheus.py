@@ -159,6 +159,8 @@ def parse_document(text: str, kind: str, tz: str = "UTC") -> Export:
 
 
 def _parse_text(text: str, tz: str) -> Export:
+    """Exposition text, classified line by line in polars (a scrape loop of an hour is ~250,000
+    lines): sample, comment, time line, blank, or a stray line; scrapes split at time lines."""
     body = text.split("\n")
     if body and body[-1] == "":
         body.pop()
@@ -228,6 +230,8 @@ def _parse_text(text: str, tz: str) -> Export:
 
 
 def _parse_json(text: str) -> Export:
+    """An HTTP API `query` / `query_range` result (`vector` / `matrix`): one event for the
+    document, its named series' points as samples (an unnamed series is an expression: noted)."""
     out = Export()
     n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
     try:
