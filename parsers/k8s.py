@@ -428,20 +428,23 @@ def sniff_event_document(text: str) -> str | None:
     return None
 
 
-def parse_event_document(text: str, kind: str) -> tuple[list[dict], str | None]:
-    """Events of a JSON/YAML document as row dicts (with `line`), or ([], error message)."""
+def _load(text: str, kind: str, what: str) -> tuple[object, str | None]:
+    """A JSON or YAML document, or (None, a note that it is read line by line instead)."""
     try:
         if kind == "json":
-            doc = json.loads(text)
-        else:
-            import yaml
+            return json.loads(text), None
+        import yaml
 
-            doc = yaml.safe_load(text)
+        return yaml.safe_load(text), None
     except Exception as e:  # noqa: BLE001 - any decoder error means "not a valid document"
-        return (
-            [],
-            f"invalid {kind.upper()} event document ({type(e).__name__}: {str(e)[:120]}); parsed line by line instead",
-        )
+        return None, f"invalid {kind.upper()} {what} ({type(e).__name__}: {str(e)[:120]}); parsed line by line instead"
+
+
+def parse_event_document(text: str, kind: str) -> tuple[list[dict], str | None]:
+    """Events of a JSON/YAML document as row dicts (with `line`), or ([], error message)."""
+    doc, err = _load(text, kind, "event document")
+    if err:
+        return [], err
     items = doc.get("items") if isinstance(doc, dict) and "items" in doc else [doc] if isinstance(doc, dict) else doc
     if not isinstance(items, list):
         return [], f"{kind.upper()} document holds no event list; parsed line by line instead"
@@ -487,15 +490,9 @@ def parse_state_document(text: str, kind: str) -> tuple[list[dict], str | None]:
     (`Last State: Terminated (OOMKilled, exit code 137 SIGKILL) container vllm`, timed at
     `finishedAt`), a pod evicted, a node condition that fails (timed at its
     `lastTransitionTime`). Or ([], error message)."""
-    try:
-        if kind == "json":
-            doc = json.loads(text)
-        else:
-            import yaml
-
-            doc = yaml.safe_load(text)
-    except Exception as e:  # noqa: BLE001 - any decoder error means "not a valid document"
-        return [], f"invalid {kind.upper()} Pod/Node document ({type(e).__name__}: {str(e)[:120]}); parsed line by line"
+    doc, err = _load(text, kind, "Pod/Node document")
+    if err:
+        return [], err
     items = doc.get("items") if isinstance(doc, dict) and "items" in doc else [doc]
     if not isinstance(items, list):
         return [], f"{kind.upper()} document holds no Pod/Node list; parsed line by line instead"
