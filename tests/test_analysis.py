@@ -778,6 +778,22 @@ def test_a_rank_one_collective_behind_the_others_is_named_as_the_straggler(tmp_p
     )
 
 
+def _beside_the_chorus(tmp_path: Path, ranks: int, op: str, name: str, report: str):
+    """(`name`'s file report, the root cause) when every rank's watchdog fired in the same
+    collective (SeqNum 4182: who stopped is not in those lines) and `report` lies beside them."""
+    chorus = "".join(
+        f"[rank{r}]:[E0523 09:41:17.20417{r % 10}093 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+        f"operation timeout: WorkNCCL(SeqNum=4182, OpType={op}, NumelIn=65536, NumelOut=65536, Timeout(ms)=600000) "
+        "ran for 600031 milliseconds before timing out.\n"
+        for r in range(ranks)
+    )
+    write_file(tmp_path / "ranks.log", chorus)
+    write_file(tmp_path / name, report)
+    analysis = analyze(tmp_path, year=2024)
+    (f,) = [f for f in analysis.ingest.files if f.file == name]
+    return f, analysis.to_json()["incidents"][0]["root_cause"]
+
+
 FR_MISSING = (  # torchfrtrace, torch 2.5/2.6 (the tutorial's shape)
     "Not all ranks joining collective 4182 at entry 97\n"
     "group info: 0:default_pg\n"
@@ -827,20 +843,8 @@ FR_CULPRIT = (  # torchfrtrace, torch 2.7+: a rank that ran another collective
 def test_a_flight_recorder_finding_beside_the_timeouts_names_the_rank_that_stopped(tmp_path, report, said):
     # Every rank's watchdog fired in the same collective: the timeouts alone cannot say who
     # stopped; torchfrtrace over the ranks' dumps can, and was saved beside the logs.
-    write_file(
-        tmp_path / "ranks.log",
-        "".join(
-            f"[rank{r}]:[E0523 09:41:17.20417{r}093 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
-            "operation timeout: WorkNCCL(SeqNum=4182, OpType=_ALLGATHER_BASE, NumelIn=65536, NumelOut=524288, "
-            "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.\n"
-            for r in range(8)
-        ),
-    )
-    write_file(tmp_path / "fr_trace.txt", report)
-    report_ = analyze(tmp_path, year=2024)
-    (f,) = [f for f in report_.ingest.files if f.file == "fr_trace.txt"]
+    f, rc = _beside_the_chorus(tmp_path, 8, "_ALLGATHER_BASE", "fr_trace.txt", report)
     assert (f.parsed, f.unparsed, f.folded) == (1, 0, f.lines - 1)  # (one finding, its details folded in)
-    rc = report_.to_json()["incidents"][0]["root_cause"]
     assert rc["status"] == "inconclusive"
     assert rc["missing"].startswith(said)
 
@@ -933,20 +937,8 @@ RAS_ERROR = (
     ],
 )
 def test_an_ncclras_report_beside_the_timeouts_names_the_process_the_others_waited_on(tmp_path, report, said):
-    write_file(
-        tmp_path / "ranks.log",
-        "".join(
-            f"[rank{r}]:[E0523 09:41:17.20417{r % 10}093 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
-            "collective operation timeout: WorkNCCL(SeqNum=4182, OpType=ALLREDUCE, NumelIn=65536, NumelOut=65536, "
-            "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.\n"
-            for r in range(16)
-        ),
-    )
-    write_file(tmp_path / "ncclras.txt", report)
-    analysis = analyze(tmp_path, year=2024)
-    (f,) = [f for f in analysis.ingest.files if f.file == "ncclras.txt"]
+    f, rc = _beside_the_chorus(tmp_path, 16, "ALLREDUCE", "ncclras.txt", report)
     assert f.lines == f.parsed + f.folded + f.unparsed and f.parsed == report.count("\n#") + ("DEAD" in report)
-    rc = analysis.to_json()["incidents"][0]["root_cause"]
     assert rc["status"] == "inconclusive"
     assert rc["missing"].startswith(said)
 
