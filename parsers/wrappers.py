@@ -86,6 +86,12 @@ ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 ANSI_RESIDUE = r"(^|[^\w\]])\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
 PROC_PROBE = r"^\s*\([A-Za-z]\w*(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\)"
 RAY_REPEAT = r"\s*\[repeated \d+x across cluster\]\s*$"
+VLLM_LEVEL_HEAD = (
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?(?:\.\d{3})? \[?[\w./\-]+\.py:\d+\] "
+)
+LOGGING_PREFIX_PROBE = r"^\S.{0,38}? " + VLLM_LEVEL_HEAD
+"""`VLLM_LOGGING_PREFIX` (log-formats 1.1): any text the operator set, before vLLM's level
+(`(VLLM) INFO 03-14 ...`, `[prefill-0] INFO ...`); a space ends it (a glued record has none)."""
 RANK = r"^\s?\[?rank(?P<rank>\d+)\]: ?"
 RANK_PROBE = RANK.replace("(?P<rank>", "(?:")
 MONTHS = {m: i + 1 for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())}
@@ -110,7 +116,7 @@ PASTED = _any_of(
     LOKI_LABELS_PROBE,
 )
 """The paste and host wrappers `_peel_pasted` strips, in its order."""
-INNER = _any_of(PASTED, PROC_PROBE, RANK_PROBE)
+INNER = _any_of(PASTED, PROC_PROBE, RANK_PROBE, LOGGING_PREFIX_PROBE)
 """Any layer `_peel_inner` strips (ANSI colour is probed apart: it is not anchored)."""
 
 STR, TS = pl.String, pl.Datetime("us", "UTC")
@@ -326,7 +332,19 @@ def _peel_producer_prefixes(df: pl.DataFrame) -> pl.DataFrame:
         lambda d: d.with_columns(body.str.replace(RAY_REPEAT, "")),
     )
     df = apply(df, body.str.contains(RANK_PROBE), _peel_rank)
-    return df
+    # Last: what is left before a vLLM level is the operator's prefix (a process, rank or
+    # host layer above would have been peeled), kept as the line's process when it has none.
+    prefixed = body.str.contains(LOGGING_PREFIX_PROBE) & ~body.str.contains(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
+    return apply(df, prefixed, _peel_logging_prefix)
+
+
+def _peel_logging_prefix(d: pl.DataFrame) -> pl.DataFrame:
+    body = pl.col("body")
+    prefix = body.str.extract(r"^(\S.{0,38}?) " + VLLM_LEVEL_HEAD, 1)
+    return d.with_columns(
+        body.str.slice(prefix.str.len_chars() + 1),
+        pl.coalesce(pl.col(s.PROCESS), prefix.str.strip_chars("[]():| ")).alias(s.PROCESS),
+    )
 
 
 def _peel_rfc3339(d: pl.DataFrame) -> pl.DataFrame:

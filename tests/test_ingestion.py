@@ -427,6 +427,33 @@ def test_glued_vllm_records_on_one_line_are_split(tmp_path):
     assert r.metrics.filter(pl.col(s.METRIC) == "prompt_tokens_per_s")[s.VALUE].to_list() == [0.0, 9.0]
 
 
+def test_an_operators_vllm_logging_prefix_is_peeled_and_kept_as_the_process(tmp_path):
+    # VLLM_LOGGING_PREFIX="(VLLM) " (log-formats 1.1): before every line, continuation lines of a
+    # traceback included (NewLineFormatter repeats the whole header).
+    write(
+        tmp_path / "decode-0.log",
+        "(VLLM) INFO 03-14 06:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 900.0 tokens/s, Avg "
+        "generation throughput: 1500.0 tokens/s, Running: 30 reqs, Waiting: 0 reqs, GPU KV cache usage: 40.0%, "
+        "Prefix cache hit rate: 10.0%\n"
+        "(VLLM) ERROR 03-14 06:00:05 [core.py:720] EngineCore encountered a fatal error.\r\n"
+        "(VLLM) ERROR 03-14 06:00:05 [core.py:720] Traceback (most recent call last):\r\n"
+        '(VLLM) ERROR 03-14 06:00:05 [core.py:720]   File "/vllm/v1/engine/core.py", line 711, in run_engine_core\r\n'
+        "(VLLM) ERROR 03-14 06:00:05 [core.py:720] RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "[prefill-0] WARNING 03-14 06:00:06 [scheduler.py:1] prefill instance lost its decode peer\n",
+    )
+    r = ingest(tmp_path, year=2026)
+    _balanced(r)
+    assert r.unparsed == 0
+    ev = r.events.sort(s.LINE)
+    assert ev.select(s.LINE, s.SOURCE, s.PROCESS, s.LEVEL).rows() == [
+        (1, "vllm", "VLLM", "INFO"),
+        (2, "vllm", "VLLM", "ERROR"),  # (its traceback folded in)
+        (6, "vllm", "prefill-0", "WARNING"),
+    ]
+    assert ev[s.RAW_LINES].to_list() == [1, 4, 1] and ev[s.MESSAGE][1].endswith("illegal memory access was encountered")
+    assert r.metrics.filter(pl.col(s.METRIC) == "generation_tokens_per_s")[s.VALUE].to_list() == [1500.0]
+
+
 def test_v0_metrics_line_has_swapped_pending_and_cpu_cache(tmp_path):
     write(
         tmp_path / "v0.log",

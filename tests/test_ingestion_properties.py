@@ -47,6 +47,7 @@ VALID_LINES = [
     "   indented continuation",
     "Not all ranks joining collective 5 at entry 4",
     "missing ranks: {1}",
+    "(VLLM) ERROR 03-02 08:00:11 [core.py:720] Traceback (most recent call last):",
     "#0-0 (9a3c5e1f00d2b417) MISMATCH",
     "  Rank 12 has launched up to operation 4181 -- GPU 4 managed by process 41376 on node gpu-node-3",
 ]
