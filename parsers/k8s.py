@@ -454,7 +454,7 @@ def parse_event_document(text: str, kind: str) -> tuple[list[dict], str | None]:
     for item in items:
         if not isinstance(item, dict):
             continue
-        name = (item.get("metadata") or {}).get("name") or ""
+        name = _text(_dict(item.get("metadata")).get("name")) or ""
         pos = text.find(name, cursor) if name else -1
         if pos >= 0:
             cursor = pos + len(name)
@@ -502,18 +502,31 @@ def parse_state_document(text: str, kind: str) -> tuple[list[dict], str | None]:
     for item in items:
         if not isinstance(item, dict):
             continue
-        meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
-        name = str(meta.get("name") or "")
+        meta = _dict(item.get("metadata"))
+        name = _text(meta.get("name")) or ""
         pos = text.find(name, cursor) if name else -1
         cursor = pos + len(name) if pos >= 0 else cursor
         line = _line_of(starts, pos) if pos >= 0 else 1
-        status = item.get("status") if isinstance(item.get("status"), dict) else {}
+        status = _dict(item.get("status"))
         if item.get("kind") == "Node" or "nodeInfo" in status:
             rows += _node_rows(name, status, line)
         else:
-            spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
-            rows += _pod_rows(name, meta.get("namespace"), spec.get("nodeName"), status, line)
+            spec = _dict(item.get("spec"))
+            rows += _pod_rows(name, _text(meta.get("namespace")), _text(spec.get("nodeName")), status, line)
     return rows, None
+
+
+def _dict(v: object) -> dict:
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v: object) -> list:
+    return v if isinstance(v, list) else []
+
+
+def _text(v: object) -> str | None:
+    """A document's scalar as text (what a hand-edited or truncated document holds need not be one)."""
+    return None if v is None or isinstance(v, dict | list) else str(v)
 
 
 def _pod_rows(pod: str, ns: str | None, node: str | None, status: dict, line: int) -> list[dict]:
@@ -522,45 +535,46 @@ def _pod_rows(pod: str, ns: str | None, node: str | None, status: dict, line: in
     rows = []
     if status.get("reason") == "Evicted":
         # Timed at its conditions' last transition (DisruptionTarget / Ready=False: the eviction).
-        changed = [
-            _parse_time(c.get("lastTransitionTime")) for c in status.get("conditions") or [] if isinstance(c, dict)
-        ]
+        changed = [_parse_time(_dict(c).get("lastTransitionTime")) for c in _list(status.get("conditions"))]
         when = max((t for t in changed if t is not None), default=None)
-        rows.append(base | _state_fields("Evicted", True, when, f"Evicted: {status.get('message') or ''}".strip()))
-    statuses = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
-    for cs in statuses:
+        said = f"Evicted: {_text(status.get('message')) or ''}".strip()
+        rows.append(base | _state_fields("Evicted", True, when, said))
+    for cs in [*_list(status.get("initContainerStatuses")), *_list(status.get("containerStatuses"))]:
         if not isinstance(cs, dict):
             continue
+        container = _text(cs.get("name"))
         for which, key in (("Last State", "lastState"), ("State", "state")):
-            state = cs.get(key) if isinstance(cs.get(key), dict) else {}
-            for phase, d in state.items():
+            for phase, d in _dict(cs.get(key)).items():
+                phase = str(phase)
                 if phase == "running" or not isinstance(d, dict):
                     continue
-                reason = d.get("reason") or phase.title()
-                code = d.get("exitCode")
+                reason = _text(d.get("reason")) or phase.title()
+                code = d.get("exitCode") if isinstance(d.get("exitCode"), int) else None
                 if phase == "terminated" and reason == "Completed" and code in (0, None):
                     continue
                 detail = ""
                 if code is not None:
                     sig = EXIT_MEANING.get(str(code), "")
                     detail = f", exit code {code}" + (f" {sig}" if sig else "")
-                msg = f"{which}: {phase.title()} ({reason}{detail}) container {cs.get('name')}"
-                if d.get("message"):
-                    msg += f": {str(d['message']).strip()}"
+                msg = f"{which}: {phase.title()} ({reason}{detail}) container {container}"
+                if _text(d.get("message")):
+                    msg += f": {_text(d['message']).strip()}"
                 bad = phase == "waiting" or reason in ("OOMKilled", "Error") or (code not in (None, 0))
-                ended = (cs.get("lastState") or {}).get("terminated") if phase == "waiting" else d
-                ended = ended if isinstance(ended, dict) else {}  # (a wait starts when the last run ended)
+                # (a wait starts when the last run ended)
+                ended = _dict(_dict(cs.get("lastState")).get("terminated")) if phase == "waiting" else d
                 when = _parse_time(ended.get("finishedAt") or ended.get("startedAt"))
-                rows.append(base | {s.CONTAINER: cs.get("name")} | _state_fields(reason, bad, when, msg))
+                rows.append(base | {s.CONTAINER: container} | _state_fields(reason, bad, when, msg))
     return rows
 
 
 def _node_rows(node: str, status: dict, line: int) -> list[dict]:
     rows = []
-    for c in status.get("conditions") or []:
+    for c in _list(status.get("conditions")):
         if not isinstance(c, dict):
             continue
-        ctype, cstat = c.get("type"), c.get("status")
+        ctype, cstat = _text(c.get("type")), _text(c.get("status"))
+        if ctype is None:
+            continue
         failing = cstat != "True" if ctype == "Ready" else cstat == "True"  # (as `DETECT_NODE_CONDITION`)
         if not failing:
             continue
@@ -601,11 +615,11 @@ def _line_of(starts: list[int], pos: int) -> int:
 
 
 def _event_row(ev: dict, line: int) -> dict:
-    obj = ev.get("involvedObject") or ev.get("regarding") or {}
+    obj = _dict(ev.get("involvedObject") or ev.get("regarding"))
     # events.k8s.io/v1 shows an event a core/v1 client (the kubelet, most controllers) created
     # with its old fields renamed `deprecated*` and a null eventTime.
-    src = ev.get("source") or ev.get("deprecatedSource") or {}
-    series = ev.get("series") or {}
+    src = _dict(ev.get("source") or ev.get("deprecatedSource"))
+    series = _dict(ev.get("series"))
     ts_str = (
         series.get("lastObservedTime")
         or ev.get("lastTimestamp")
@@ -613,30 +627,31 @@ def _event_row(ev: dict, line: int) -> dict:
         or ev.get("eventTime")
         or ev.get("firstTimestamp")
         or ev.get("deprecatedFirstTimestamp")
-        or (ev.get("metadata") or {}).get("creationTimestamp")
+        or _dict(ev.get("metadata")).get("creationTimestamp")
     )
     count = ev.get("count") or series.get("count") or ev.get("deprecatedCount") or 1
-    reporter = src.get("component") or ev.get("reportingComponent") or ev.get("reportingController") or None
-    kind = (obj.get("kind") or "").lower()
-    etype = ev.get("type") or "Normal"
-    reason = ev.get("reason")
-    message = (ev.get("message") or ev.get("note") or "").strip()
+    reporter = _text(src.get("component") or ev.get("reportingComponent") or ev.get("reportingController"))
+    kind = (_text(obj.get("kind")) or "").lower()
+    name = _text(obj.get("name"))
+    etype = _text(ev.get("type")) or "Normal"
+    reason = _text(ev.get("reason"))
+    message = (_text(ev.get("message") or ev.get("note")) or "").strip()
     return {
         s.TS: _parse_time(ts_str),
         s.SOURCE: "k8s-event",
         s.LEVEL: "WARNING" if etype == "Warning" else "INFO",
-        s.HOST: src.get("host")
-        or (obj.get("name") if kind == "node" else None)
-        or (ev.get("reportingInstance") if reporter == "kubelet" else None),  # the kubelet's: its node
-        s.POD: obj.get("name") if kind == "pod" else None,
-        s.NAMESPACE: obj.get("namespace") or (ev.get("metadata") or {}).get("namespace"),
-        s.CONTAINER: _container_of(obj.get("fieldPath")),
+        s.HOST: _text(src.get("host"))
+        or (name if kind == "node" else None)
+        or (_text(ev.get("reportingInstance")) if reporter == "kubelet" else None),  # the kubelet's: its node
+        s.POD: name if kind == "pod" else None,
+        s.NAMESPACE: _text(obj.get("namespace") or _dict(ev.get("metadata")).get("namespace")),
+        s.CONTAINER: _container_of(_text(obj.get("fieldPath"))),
         s.COMPONENT: reporter,
         s.MESSAGE: f"{reason}: {message}" if reason else message,
         s.K8S_REASON: reason,
         s.K8S_TYPE: etype,
-        s.K8S_OBJECT: f"{kind}/{obj.get('name')}" if kind else obj.get("name"),
-        s.K8S_COUNT: int(count) if str(count).isdigit() else 1,
+        s.K8S_OBJECT: f"{kind}/{name}" if kind else name,
+        s.K8S_COUNT: int(count) if str(count).isdigit() and len(str(count)) < 12 else 1,
         s.LINE: line,
     }
 

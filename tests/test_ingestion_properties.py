@@ -867,3 +867,75 @@ def test_compiled_block_flags_agree_with_the_fold_expressions(pieces):
     assert unsure or cont == row["cont"][0]
     if message.isascii():
         assert not unsure
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
+    max_leaves=8,
+)
+
+
+def _shaped(**fields):
+    """A dict with these keys, each value of its own strategy or anything at all (a document
+    hand-edited or cut short holds any JSON where Kubernetes writes an object)."""
+    return _JSON | st.fixed_dictionaries({k: v | _JSON for k, v in fields.items()})
+
+
+_RUN = _shaped(reason=st.text(max_size=10), exitCode=st.integers(), finishedAt=st.text(max_size=25))
+_CONTAINER = _shaped(name=st.text(max_size=6), lastState=_shaped(terminated=_RUN), state=_shaped(waiting=_RUN))
+_CONDITION = _shaped(type=st.sampled_from(["Ready", "MemoryPressure", "KernelDeadlock"]), status=st.text(max_size=5))
+_ITEM = _shaped(
+    kind=st.sampled_from(["Pod", "Node"]),
+    metadata=_shaped(name=st.text(max_size=6), namespace=st.text(max_size=6)),
+    spec=_shaped(nodeName=st.text(max_size=6)),
+    status=_shaped(
+        containerStatuses=st.lists(_CONTAINER, max_size=2),
+        conditions=st.lists(_CONDITION, max_size=2),
+        reason=st.just("Evicted"),
+        nodeInfo=st.just({}),
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_ITEM, max_size=3), st.sampled_from(["PodList", "NodeList", "List"]))
+@example(
+    [
+        {
+            "metadata": {"name": "a", "namespace": 5},
+            "status": {"containerStatuses": [{"name": 3, "lastState": {"terminated": {"reason": 7, "exitCode": "x"}}}]},
+        },
+        {"status": {"containerStatuses": 7}},
+    ],
+    "PodList",
+)
+def test_any_pod_or_node_document_never_raises_and_accounting_balances(items, kind):
+    import json
+
+    r = _ingest_beside_a_good_log("pods.json", json.dumps({"kind": kind, "items": items, "x": "containerStatuses"}))
+    for f in r.files:
+        assert f.lines == f.parsed + f.folded + f.unparsed
+
+
+_EVENT = _shaped(
+    involvedObject=_shaped(kind=st.sampled_from(["Pod", "Node"]), name=st.text(max_size=6)),
+    reason=st.text(max_size=8),
+    message=st.text(max_size=12),
+    type=st.sampled_from(["Warning", "Normal"]),
+    count=st.integers(),
+    lastTimestamp=st.text(max_size=25),
+    source=_shaped(component=st.text(max_size=6), host=st.text(max_size=6)),
+    series=_shaped(count=st.integers(), lastObservedTime=st.text(max_size=25)),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_EVENT, max_size=3))
+@example([{"involvedObject": {"kind": "Pod", "name": 5}, "reason": 7, "message": ["x"], "count": "a", "type": 3}])
+def test_any_event_document_never_raises_and_accounting_balances(items):
+    import json
+
+    r = _ingest_beside_a_good_log("events.json", json.dumps({"kind": "EventList", "items": items}))
+    for f in r.files:
+        assert f.lines == f.parsed + f.folded + f.unparsed
