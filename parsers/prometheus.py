@@ -374,8 +374,8 @@ def _base(name: pl.Expr) -> pl.Expr:
 
 
 def _keyed(samples: pl.DataFrame) -> pl.DataFrame:
-    """The samples vLLM's and DCGM's names this module reads, with their series key (labels
-    but the name), pod, host and engine, in (series, time, line) order."""
+    """The samples whose names this module reads (`_READ`: vLLM's, DCGM's, kube-state-metrics'),
+    with their series key (labels but the name), pod, host and engine, in (series, time, line) order."""
     df = samples.filter(_base(pl.col("name")).is_in(_READ)).with_columns(
         _base(pl.col("name")).alias("_family"),
         pl.col("labels").str.replace_all(r'(?:^|,)\s*__name__\s*=\s*"[^"]*"', "").str.strip_chars(", ").alias("_key"),
