@@ -199,7 +199,6 @@ def _parse_text(text: str, tz: str) -> Export:
         s.LINE, s.TS, "name", pl.col("labels").fill_null(""), _value(pl.col("value")).alias(s.VALUE)
     )
     out = Export()
-    notable = _notable(samples)
     scrapes = df.group_by("_scrape").agg(
         pl.col(s.LINE).filter(~pl.col("_junk")).first().alias(s.LINE),
         pl.col(s.TS).filter(pl.col("_time")).first().alias("_at"),
@@ -218,9 +217,7 @@ def _parse_text(text: str, tz: str) -> Export:
         out.events.append(_event(ln, None, None, body, source="unknown"))
         if n == 0:
             out.notes.append(f"line {ln}: not a Prometheus sample, comment or time line; kept as an unparsed event")
-    out.events.extend(notable)
-    out.events.sort(key=lambda r: (r[s.LINE], r["_extra"]))
-    out.metrics, out.names_pods = _metrics(samples), _names_pods(samples)
+    _read_samples(out, samples)
     if not samples.is_empty() and samples[s.TS].null_count() == samples.height:
         out.notes.append(
             "no sample has a time (no timestamps and no `date` line before a scrape): its metrics are kept "
@@ -294,10 +291,17 @@ def _parse_json(text: str) -> Export:
             f"{unnamed} series without a metric name (an expression such as rate()): left out; export the raw "
             "series (e.g. `vllm:generation_tokens_total`) and forensics computes the rate"
         )
-    out.events.extend(_notable(samples))
-    out.events.sort(key=lambda r: (r[s.LINE], r["_extra"]))
-    out.metrics, out.names_pods = _metrics(samples), _names_pods(samples)
+    _read_samples(out, samples)
     return out
+
+
+def _read_samples(out: Export, samples: pl.DataFrame) -> None:
+    """What an export's samples (line, ts, name, labels, value) add to it: the events of their
+    notable changes (in file order among the others), its metrics rows, whether they name pods."""
+    keyed = _keyed(samples)  # (labels read once for both)
+    out.events.extend(_notable(keyed))
+    out.events.sort(key=lambda r: (r[s.LINE], r["_extra"]))
+    out.metrics, out.names_pods = _metrics(keyed), _names_pods(samples)
 
 
 def _escape(v: str) -> str:
@@ -391,9 +395,9 @@ def _keyed(samples: pl.DataFrame) -> pl.DataFrame:
     ).sort("_family", "_key", s.TS, s.LINE, nulls_last=True)
 
 
-def _metrics(samples: pl.DataFrame) -> pl.DataFrame:
-    """Metrics rows in the schema's vocabulary (without `file`, which the caller knows)."""
-    df = _keyed(samples)
+def _metrics(df: pl.DataFrame) -> pl.DataFrame:
+    """Metrics rows in the schema's vocabulary (without `file`, which the caller knows) from
+    the `_keyed` samples."""
     if df.is_empty():
         return s.empty_metrics().drop(s.FILE)
     quality = pl.when(pl.col(s.TS).is_null()).then(pl.lit("none")).otherwise(pl.lit("exact")).alias(s.TS_QUALITY)
@@ -444,9 +448,9 @@ def _steps(df: pl.DataFrame) -> pl.DataFrame:
     ).filter(prev_t.is_not_null())
 
 
-def _notable(samples: pl.DataFrame) -> list[dict]:
-    """Events for the changes a human should see (`NOTABLE`), one per sample line."""
-    df = _keyed(samples).filter(pl.col("_family").is_in(NOTABLE))
+def _notable(keyed: pl.DataFrame) -> list[dict]:
+    """Events for the changes a human should see (`NOTABLE`) among the `_keyed` samples, one per sample line."""
+    df = keyed.filter(pl.col("_family").is_in(NOTABLE))
     if df.is_empty():
         return []
     prev = pl.col(s.VALUE).shift(1).over("_family", "_key")
