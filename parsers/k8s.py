@@ -440,16 +440,17 @@ def _load(text: str, kind: str, what: str) -> tuple[object, str | None]:
         return None, f"invalid {kind.upper()} {what} ({type(e).__name__}: {str(e)[:120]}); parsed line by line instead"
 
 
-def parse_event_document(text: str, kind: str) -> tuple[list[dict], str | None]:
-    """Events of a JSON/YAML document as row dicts (with `line`), or ([], error message)."""
-    doc, err = _load(text, kind, "event document")
+def _items(text: str, kind: str, what: str) -> tuple[list[tuple[dict, int]], str | None]:
+    """A JSON/YAML document's objects (its `items`, or itself), each with the line where its
+    name first appears after the previous one's (1 when it has none), or ([], error message)."""
+    doc, err = _load(text, kind, f"{what} document")
     if err:
         return [], err
     items = doc.get("items") if isinstance(doc, dict) and "items" in doc else [doc] if isinstance(doc, dict) else doc
     if not isinstance(items, list):
-        return [], f"{kind.upper()} document holds no event list; parsed line by line instead"
-    line_starts = _line_index(text)
-    rows: list[dict] = []
+        return [], f"{kind.upper()} document holds no {what} list; parsed line by line instead"
+    starts = _line_index(text)
+    located: list[tuple[dict, int]] = []
     cursor = 0
     for item in items:
         if not isinstance(item, dict):
@@ -458,8 +459,14 @@ def parse_event_document(text: str, kind: str) -> tuple[list[dict], str | None]:
         pos = text.find(name, cursor) if name else -1
         if pos >= 0:
             cursor = pos + len(name)
-        rows.append(_event_row(item, _line_of(line_starts, max(pos, 0)) if pos >= 0 else 1))
-    return rows, None
+        located.append((item, _line_of(starts, pos) if pos >= 0 else 1))
+    return located, None
+
+
+def parse_event_document(text: str, kind: str) -> tuple[list[dict], str | None]:
+    """Events of a JSON/YAML document as row dicts (with `line`), or ([], error message)."""
+    items, err = _items(text, kind, "event")
+    return [_event_row(item, line) for item, line in items], err
 
 
 STATE_KINDS = ("Pod", "PodList", "Node", "NodeList")
@@ -490,30 +497,18 @@ def parse_state_document(text: str, kind: str) -> tuple[list[dict], str | None]:
     (`Last State: Terminated (OOMKilled, exit code 137 SIGKILL) container vllm`, timed at
     `finishedAt`), a pod evicted, a node condition that fails (timed at its
     `lastTransitionTime`). Or ([], error message)."""
-    doc, err = _load(text, kind, "Pod/Node document")
-    if err:
-        return [], err
-    items = doc.get("items") if isinstance(doc, dict) and "items" in doc else [doc]
-    if not isinstance(items, list):
-        return [], f"{kind.upper()} document holds no Pod/Node list; parsed line by line instead"
-    starts = _line_index(text)
+    items, err = _items(text, kind, "Pod/Node")
     rows: list[dict] = []
-    cursor = 0
-    for item in items:
-        if not isinstance(item, dict):
-            continue
+    for item, line in items:
         meta = _dict(item.get("metadata"))
         name = _text(meta.get("name")) or ""
-        pos = text.find(name, cursor) if name else -1
-        cursor = pos + len(name) if pos >= 0 else cursor
-        line = _line_of(starts, pos) if pos >= 0 else 1
         status = _dict(item.get("status"))
         if item.get("kind") == "Node" or "nodeInfo" in status:
             rows += _node_rows(name, status, line)
         else:
             spec = _dict(item.get("spec"))
             rows += _pod_rows(name, _text(meta.get("namespace")), _text(spec.get("nodeName")), status, line)
-    return rows, None
+    return rows, err
 
 
 def _dict(v: object) -> dict:
