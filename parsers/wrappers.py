@@ -116,6 +116,8 @@ PASTED = _any_of(
     LOKI_LABELS_PROBE,
 )
 """The paste and host wrappers `_peel_pasted` strips, in its order."""
+HOST_TIMES_PROBE = _any_of(DMESG_ISO_PROBE, JOURNAL_FULL_PROBE, JOURNAL_UNIX_PROBE)
+"""Any of the host-log time modes `_peel_host_times` reads."""
 INNER = _any_of(PASTED, PROC_PROBE, RANK_PROBE, LOGGING_PREFIX_PROBE)
 """Any layer `_peel_inner` strips (ANSI colour is probed apart: it is not anchored)."""
 
@@ -181,6 +183,26 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
     if df.select(body.str.contains(COLLECTOR_PROBE).any()).item():
         df = _peel_collectors(df)
     df = apply(df, body.str.contains(RFC3339_PROBE), _peel_rfc3339)
+    # Host-log time modes that name their time alone (dmesg --time-format=iso, journalctl
+    # short-full / short-unix) are rare: one probe decides whether their three passes run.
+    if df.select(body.str.contains(HOST_TIMES_PROBE).any()).item():
+        df = _peel_host_times(df)
+    df = _reassemble_partials(df)
+    # tqdm's in-place redraws (`a\rb\rc`) show their last state: after the stamp and CRI head
+    # are read (the runtime stamps the whole line; cutting before them lost its time and
+    # stream, and a CRI line so cut no longer ended the partial run before it).
+    df = apply(df, body.str.contains("\r", literal=True), lambda d: d.with_columns(body.str.replace(r"^.*\r", "")))
+    # One capture-free pass decides which rows need any of the inner layers at all.
+    return apply(
+        df,
+        body.str.contains(INNER) | body.str.contains(r"\x1b|\[[0-9;]+m|across cluster\]") | pl.col("_jiso"),
+        _peel_inner,
+    )
+
+
+def _peel_host_times(df: pl.DataFrame) -> pl.DataFrame:
+    """`dmesg --time-format=iso`, `journalctl -o short-full` and `-o short-unix`: their time as the outer time."""
+    body = pl.col("body")
     df = apply(
         df,
         body.str.contains(DMESG_ISO_PROBE),
@@ -191,8 +213,7 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
             pl.lit("dmesg").alias("_journal"),
         ),
     )
-    # journalctl's other short modes: their time as the outer time; the host and ident after it
-    # are read as short-iso's (`_jiso`).
+    # journalctl's other short modes: the host and ident after their time are read as short-iso's (`_jiso`).
     df = apply(
         df,
         body.str.contains(JOURNAL_FULL_PROBE),
@@ -216,17 +237,7 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
             pl.lit(True).alias("_jiso"),
         ),
     )
-    df = _reassemble_partials(df)
-    # tqdm's in-place redraws (`a\rb\rc`) show their last state: after the stamp and CRI head
-    # are read (the runtime stamps the whole line; cutting before them lost its time and
-    # stream, and a CRI line so cut no longer ended the partial run before it).
-    df = apply(df, body.str.contains("\r", literal=True), lambda d: d.with_columns(body.str.replace(r"^.*\r", "")))
-    # One capture-free pass decides which rows need any of the inner layers at all.
-    return apply(
-        df,
-        body.str.contains(INNER) | body.str.contains(r"\x1b|\[[0-9;]+m|across cluster\]") | pl.col("_jiso"),
-        _peel_inner,
-    )
+    return df
 
 
 def _peel_collectors(df: pl.DataFrame) -> pl.DataFrame:
