@@ -89,7 +89,8 @@ RAY_REPEAT = r"\s*\[repeated \d+x across cluster\]\s*$"
 VLLM_LEVEL_HEAD = (
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?(?:\.\d{3})? \[?[\w./\-]+\.py:\d+\] "
 )
-LOGGING_PREFIX_PROBE = r"^\S.{0,38}? " + VLLM_LEVEL_HEAD
+LOGGING_PREFIX = r"^(?P<prefix>\S.{0,38}?) " + VLLM_LEVEL_HEAD
+LOGGING_PREFIX_PROBE = LOGGING_PREFIX.replace("(?P<prefix>", "(?:")
 """`VLLM_LOGGING_PREFIX` (log-formats 1.1): any text the operator set, before vLLM's level
 (`(VLLM) INFO 03-14 ...`, `[prefill-0] INFO ...`); a space ends it (a glued record has none)."""
 RANK = r"^\s?\[?rank(?P<rank>\d+)\]: ?"
@@ -351,7 +352,7 @@ def _peel_producer_prefixes(df: pl.DataFrame) -> pl.DataFrame:
 
 def _peel_logging_prefix(d: pl.DataFrame) -> pl.DataFrame:
     body = pl.col("body")
-    prefix = body.str.extract(r"^(\S.{0,38}?) " + VLLM_LEVEL_HEAD, 1)
+    prefix = body.str.extract(LOGGING_PREFIX, 1)
     return d.with_columns(
         body.str.slice(prefix.str.len_chars() + 1),
         pl.coalesce(pl.col(s.PROCESS), prefix.str.strip_chars("[]():| ")).alias(s.PROCESS),
