@@ -180,7 +180,7 @@ def analyze(
             ras = collectives.ras_findings(events)
             if ras is not None:
                 v.missing = rootcause.sentences(ras.sentence(), v.missing)
-            flight = collectives.flight_findings(events)
+            flight = collectives.flight_findings(events) or collectives.dump_findings(events)
             if flight is not None:
                 v.missing = rootcause.sentences(flight.sentence(), v.missing)
             first_timeout = signals.filter(pl.col("category") == "collective-timeout")[s.TS].min()
@@ -323,6 +323,7 @@ def _signals(events: pl.DataFrame, templates: pl.DataFrame, pod_node: dict[str, 
         s.LINE,
         s.LEVEL,
         mining.TEMPLATE_ID,
+        s.COLL_RAN_MS,
         pl.col(s.MESSAGE).alias("full"),
     )
     names = templates.select(mining.TEMPLATE_ID, pl.col(mining.TEMPLATE).alias("_tmpl"))

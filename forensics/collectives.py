@@ -10,13 +10,13 @@ analysis can say exactly whose logs to get.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import polars as pl
 
 from forensics import schema as s
-from parsers import nccl, torch
+from parsers import flight_dump, nccl, torch
 
 NRANKS = r"\bnranks (\d+)\b"
 """NCCL's `comm 0x... rank 0 nranks 4 cudaDev 0 ... Init COMPLETE` line gives the world size."""
@@ -51,7 +51,8 @@ class SilentRanks:
 
 @dataclass(frozen=True)
 class FlightFinding:
-    """What the flight recorder's analyser (`torchfrtrace`) found about one collective."""
+    """What the flight recorder found about one collective: from its analyser's output
+    (`torchfrtrace`), or from the per-rank dumps themselves (`dump_findings`)."""
 
     seq: int | None
     op: str | None
@@ -60,20 +61,43 @@ class FlightFinding:
     culprits: list[tuple[int, str]]
     """(rank, what differed) for ranks that joined with another collective, size or state."""
     where: str
+    by: str = "analysis"
+    """`analysis` (torchfrtrace's findings) or `dumps` (read here from the dumps)."""
+    stalled: list[int] = field(default_factory=list)
+    """Ranks that enqueued it but whose GPU never started it, while the others' had."""
+    undumped: list[int] = field(default_factory=list)
+    """Members of the group with no dump, when every dumped rank waits in the collective."""
 
     def sentence(self) -> str:
         what = f"{self.op or 'a collective'}" + (f" (sequence number {self.seq})" if self.seq is not None else "")
+        said = f"the flight recorder's {self.by} ({self.where})"
+        _s = "s" if self.by == "analysis" else ""  # (the analysis shows; the dumps show)
         if self.missing:
             who = ", ".join(map(str, self.missing))
             s_ = "s" if len(self.missing) > 1 else ""
             return (
-                f"the flight recorder's analysis ({self.where}) shows rank{s_} {who} never joined {what}: the "
+                f"{said} show{_s} rank{s_} {who} never joined {what}: the "
                 f"straggler, hung or dead before it, so rank {who}'s host, GPU and logs are where to look"
             )
-        rank, why = self.culprits[0]
+        if self.culprits:
+            rank, why = self.culprits[0]
+            return (
+                f"{said} name{_s} rank {rank} as the culprit of {what}: {why}; the ranks "
+                f"ran different code (a desync), so what rank {rank} did differently is where to look"
+            )
+        if self.stalled:
+            who = ", ".join(map(str, self.stalled))
+            s_ = "s" if len(self.stalled) > 1 else ""
+            return (
+                f"{said} show{_s} rank{s_} {who} enqueued {what} but never started it on the GPU while the other "
+                f"ranks had: an earlier kernel hung there, so rank {who}'s GPU (Xid, ECC), driver and logs are where "
+                "to look"
+            )
+        who = _span(self.undumped)
         return (
-            f"the flight recorder's analysis ({self.where}) names rank {rank} as the culprit of {what}: {why}; the ranks "
-            f"ran different code (a desync), so what rank {rank} did differently is where to look"
+            f"{said} show{_s} every dumped rank waiting in {what}, and no dump from rank{'s' if len(self.undumped) > 1 else ''} "
+            f"{who}: the straggler is among them (a rank that died or hung cannot answer the dump request), so get "
+            f"rank {who}'s dumps and logs"
         )
 
 
@@ -97,6 +121,86 @@ def flight_findings(events: pl.DataFrame) -> FlightFinding | None:
             op = re.search(_FLIGHT_OP, msg or "")
             return FlightFinding(seq, (op[1] or op[2]) if op else None, ranks, culprits, f"{file}:{line}")
     return None
+
+
+_DUMP_LAST = re.compile(flight_dump.LAST)
+
+
+def dump_findings(events: pl.DataFrame) -> FlightFinding | None:
+    """Who the others waited on, from the per-rank flight-recorder dumps (`parsers.flight_dump`),
+    as NVRx's "wavefront" reads them: in each process group, the dumped ranks whose last
+    collective is behind the others' never joined the next one; if all reached it, a rank that
+    joined with another op or size, or whose op never started on its GPU while the others' had,
+    is the culprit; else members that left no dump are where the straggler is. The group whose
+    stuck collective was enqueued first is the one reported (the rest waited on it)."""
+    rows = events.filter(
+        (pl.col(s.SOURCE) == "torch")
+        & (pl.col(s.COMPONENT).cast(pl.String) == flight_dump.FLIGHT_DUMP_COMPONENT)
+        & pl.col(s.RANK).is_not_null()
+    )
+    groups: dict[tuple[str, str], dict[int, dict]] = {}
+    for ts, msg, file, line in rows.sort(s.FILE, s.LINE).select(s.TS, s.MESSAGE, s.FILE, s.LINE).iter_rows():
+        m = _DUMP_LAST.match(msg or "")
+        if m is None:
+            continue
+        last = m.groupdict() | {"ts": ts, "where": f"{file}:{line}", "seq": int(m["seq"])}
+        groups.setdefault((m["pg"], m["ranks"]), {})[int(m["rank"])] = last
+    found: list[tuple[int, datetime | None, FlightFinding]] = []
+    for (_pg, members), by_rank in sorted(groups.items()):
+        hi = max(r["seq"] for r in by_rank.values())
+        ahead = sorted(r for r in by_rank if by_rank[r]["seq"] == hi)
+        waiting = [r for r in ahead if by_rank[r]["state"] != "completed"]
+        if not waiting:
+            continue  # (the group's last collective finished)
+        stuck = by_rank[waiting[0]]
+        behind = sorted(r for r in by_rank if by_rank[r]["seq"] < hi)
+        op = stuck["op"]
+        if behind:
+            where = by_rank[behind[0]]["where"]
+            found.append((0, stuck["ts"], FlightFinding(hi, op, behind, [], where, by="dumps")))
+            continue
+        odd = _odd_ones(by_rank, ahead)
+        if odd:
+            found.append((1, stuck["ts"], FlightFinding(hi, op, [], odd, by_rank[odd[0][0]]["where"], by="dumps")))
+            continue
+        phases = {r: by_rank[r]["phase"] for r in ahead}
+        stalled = sorted(r for r in ahead if phases[r] == "scheduled") if "started" in phases.values() else []
+        if stalled:
+            where = by_rank[stalled[0]]["where"]
+            found.append((1, stuck["ts"], FlightFinding(hi, op, [], [], where, by="dumps", stalled=stalled)))
+            continue
+        undumped = sorted({int(r) for r in re.findall(r"\d+", members)} - set(by_rank))
+        if undumped:
+            found.append((2, stuck["ts"], FlightFinding(hi, op, [], [], stuck["where"], by="dumps", undumped=undumped)))
+    if not found:
+        return None
+    return min(found, key=lambda f: (f[0], f[1] is None, f[1] or datetime.min, f[2].where))[2]
+
+
+def _odd_ones(by_rank: dict[int, dict], ranks: list[int]) -> list[tuple[int, str]]:
+    """Ranks whose copy of the collective differs from the most common one: another op or
+    input shape (a desync)."""
+
+    def common(key: str) -> str:
+        values = [by_rank[r][key] for r in ranks]
+        return max(sorted(set(values)), key=values.count)
+
+    for key, says in (
+        ("op", "ran {mine} where the others ran {theirs}"),
+        ("what", "joined with {mine} where the others had {theirs}"),
+    ):
+        usual = common(key)
+        odd = [(r, says.format(mine=by_rank[r][key], theirs=usual)) for r in ranks if by_rank[r][key] != usual]
+        if odd and len(odd) < len(ranks):
+            return odd
+    return []
+
+
+def _span(ranks: list[int]) -> str:
+    """`3` / `8-15` / `1, 4, 6`: ranks as a reader scans them."""
+    if len(ranks) > 2 and ranks[-1] - ranks[0] == len(ranks) - 1:
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ", ".join(map(str, ranks))
 
 
 @dataclass(frozen=True)

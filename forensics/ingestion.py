@@ -34,7 +34,7 @@ from forensics import schema as s
 from forensics._malloc import release_free_memory
 from forensics.arrow_text import categories_as_arrow, count_lines, lines_column
 from forensics.errors import NoInputError
-from parsers import k8s, prometheus, vllm
+from parsers import flight_dump, k8s, prometheus, vllm
 from parsers._common import TIME_PARTS
 from parsers.lines import parse_lines
 from parsers.wrappers import syslog_time_parts
@@ -337,6 +337,24 @@ def ingest_files(
             if not data:
                 skipped.append(_files.Skipped(f.rel, "empty file" + (f" ({'; '.join(fnotes)})" if fnotes else "")))
                 continue
+            dump_kind = flight_dump.sniff(data)
+            if dump_kind:
+                try:
+                    dump = flight_dump.read(data, dump_kind, f.rel)
+                except ValueError as e:
+                    skipped.append(_files.Skipped(f.rel, str(e)))
+                    continue
+                del data
+                fid = len(metas)
+                metas.append(replace(_meta(f), pod=None))  # (its name is a rank's, not a pod's)
+                doc_files[fid] = f"flight-recorder-{dump_kind}"
+                lines_read[fid] = dump.records
+                notes[fid] = fnotes + dump.notes
+                flush()  # (its place in file order: after the lines batched so far)
+                parsed = Future()
+                parsed.set_result(_document_events(flight_dump.rows(dump), fid))
+                enqueue(parsed, False)
+                continue
             if _files.is_binary(data):
                 skipped.append(_files.Skipped(f.rel, f"binary file ({len(data)} bytes), not a text log"))
                 continue
@@ -612,6 +630,7 @@ def _document_events(rows: list[dict], fid: int) -> pl.DataFrame:
             pl.lit(fid, pl.UInt32).alias("_fid"),
             pl.col(s.TS).alias("_outer_ts"),
             (pl.col("_nfold") if "_nfold" in have else pl.lit(0)).cast(pl.UInt32).alias("_nfold"),
+            (1 + (pl.col("_nfold") if "_nfold" in have else pl.lit(0))).cast(pl.UInt32).alias(s.RAW_LINES),
             (pl.col("_extra") if "_extra" in have else pl.lit(False)).alias("_extra"),
             pl.lit(False).alias("_drop"),
             pl.lit(True).alias("_standalone"),

@@ -438,19 +438,31 @@ def _runs(mask: np.ndarray, min_len: int) -> list[tuple[int, int]]:
 
 
 def error_bursts(signals: pl.DataFrame, gap: timedelta = timedelta(minutes=10)) -> list[Incident]:
-    """Incidents from faults and symptoms alone (no throughput series): clusters in time."""
+    """Incidents from faults and symptoms alone (no throughput series): clusters in time.
+
+    A watchdog timeout belongs with what happened while it waited: it is placed at the
+    start of its wait (`coll_ran_ms` before it) for clustering, so the hang a flight
+    recorder dump or an engine fault records and the timeouts 10-30 min later are one
+    incident, not two."""
     sig = signals.filter(pl.col("kind").is_in(["fault", "symptom"]) & pl.col(s.TS).is_not_null()).sort(s.TS)
     if sig.is_empty():
         return []
+    waited = pl.col(s.COLL_RAN_MS) if s.COLL_RAN_MS in sig.columns else pl.lit(None, pl.Int64)
+    since = sig.select(pl.col(s.TS) - pl.duration(milliseconds=waited.fill_null(0).clip(0, WAIT_MAX_MS)))
     out: list[Incident] = []
     start = prev = sig[s.TS][0]
-    for t in sig[s.TS][1:]:
-        if t - prev > gap:
+    for t, waiting_since in zip(sig[s.TS][1:], since.to_series()[1:], strict=True):
+        if waiting_since - prev > gap:
             out.append(Incident(start, prev, None, None, "error-burst"))
             start = t
         prev = t
     out.append(Incident(start, prev, None, None, "error-burst"))
     return out
+
+
+WAIT_MAX_MS = 6 * 3600 * 1000
+"""The longest wait a watchdog timeout may stretch a cluster back over (collective timeouts
+are minutes to an hour; a larger `ran for` is a garbled line)."""
 
 
 def tell_kv_full_no_queue(series: Series, before: datetime) -> tuple[datetime, datetime] | None:

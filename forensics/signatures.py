@@ -341,7 +341,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "symptom",
         3,
         r"^(?:Not all ranks joining collective\b|Collective sequence number: \d+ has errors|Collective \d+ at entry \d+ "
-        r"errors|Input/output mismatch in the collective\b)",
+        r"errors|Input/output mismatch in the collective\b|flight recorder: rank \d+'s .*\bnot completed \()",
         "collectives out of step (flight recorder)",
     ),
     Signature(
