@@ -383,7 +383,9 @@ def stream_head(f: InputFile) -> str | None:
     if f.size <= (SEGMENT_CHARS // 4 if gz else 2 * SEGMENT_CHARS):  # (logs compress ~10x)
         return None
     head = read_head(f, SNIFF_BYTES)
-    if not head or head.startswith((b"\xff\xfe", b"\xfe\xff")) or is_binary(head):
+    # (a pickle, a flight-recorder dump, starts with 0x80, never a text's first byte; its
+    # many path strings can make it pass for text)
+    if not head or head.startswith((b"\xff\xfe", b"\xfe\xff", b"\x80")) or is_binary(head):
         return None
     first = head.lstrip(UTF8_BOM + b" \t\r\n")
     if first.startswith((b"{", b"[", b"apiVersion", b"items:", b"kind:")) and not first.startswith(b'{"log":'):

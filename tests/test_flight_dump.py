@@ -182,6 +182,26 @@ def test_the_stuck_collective_is_timed_when_it_was_enqueued(tmp_path):
     assert "not completed (started)" in row["message"]
 
 
+def test_a_dump_large_enough_to_be_read_in_pieces_is_still_read_whole(tmp_path, monkeypatch):
+    # A dump's frames (paths, function names) make most of its bytes text: past the size
+    # where logs are streamed it must not be taken for one.
+    from forensics import _files
+
+    monkeypatch.setattr(_files, "SEGMENT_CHARS", 1024)
+    dump = _stuck(0)
+    site = "/usr/local/lib/python3.12/dist-packages"
+    for e in dump["entries"]:  # (a serving stack: ~30 frames, each its own path)
+        e["frames"] = [
+            {"name": f"forward_{i}", "filename": f"{site}/vllm/model_executor/layers/layer_{i}.py", "line": 100 + i}
+            for i in range(30)
+        ]
+    _write_dumps(tmp_path, {0: dump})
+    data = (tmp_path / "nccl_trace_rank_0").read_bytes()
+    assert len(data) > 2 * 1024 and not _files.is_binary(data)
+    (f,) = ingest(tmp_path).files
+    assert (f.wrapper, f.unparsed) == ("flight-recorder-pickle", 0)
+
+
 def test_a_dump_that_refers_to_python_code_is_refused_without_running_it(tmp_path):
     marker = tmp_path / "ran"
 
