@@ -34,7 +34,7 @@ from forensics import schema as s
 from forensics._malloc import release_free_memory
 from forensics.arrow_text import categories_as_arrow, count_lines, lines_column
 from forensics.errors import NoInputError
-from parsers import flight_dump, k8s, prometheus, vllm
+from parsers import flight_dump, k8s, prometheus, ras_json, vllm
 from parsers._common import TIME_PARTS
 from parsers.lines import parse_lines
 from parsers.wrappers import syslog_time_parts
@@ -380,6 +380,21 @@ def ingest_files(
                 parsed.set_result((_document_events(export.events, fid), _export_metrics(export, metas[fid])))
                 enqueue(parsed, False)
                 continue
+            if ras_json.sniff(text):
+                try:
+                    rows, ras_notes = ras_json.parse_document(text, tz)
+                except ValueError as e:
+                    fnotes.append(f"{e}; parsed line by line instead")
+                else:
+                    metas[fid] = replace(metas[fid], pod=None)  # (the report names hosts, not its file)
+                    doc_files[fid] = "ncclras-json"
+                    lines_read[fid] = text.count("\n") + (0 if text.endswith("\n") else 1)
+                    notes[fid] = fnotes + ras_notes
+                    flush()
+                    parsed = Future()
+                    parsed.set_result(_document_events(rows, fid))
+                    enqueue(parsed, False)
+                    continue
             kind, state = k8s.sniff_event_document(text), False
             if not kind:
                 kind, state = k8s.sniff_state_document(text), True

@@ -943,6 +943,99 @@ def test_an_ncclras_report_beside_the_timeouts_names_the_process_the_others_wait
     assert rc["missing"].startswith(said)
 
 
+def _ras_json(
+    missing: dict[int, dict] | None = None, async_error: dict[int, int] | None = None, behind: int | None = None
+):
+    """`ncclras -f json` as NCCL 2.28.9 writes it (2-space indent; a missing rank's `status`
+    without the comma before it), for 16 ranks on two nodes."""
+
+    def where(r: int) -> str:
+        return (
+            f'"rank": {r},\n          "host": "gpu-node-{1 + r // 8}",\n          "pid": {41360 + r},\n'
+            f'          "cuda_dev": {r % 8},\n          "nvml_dev": {r % 8}'
+        )
+
+    reported = [
+        "        {\n          " + where(r) + ',\n          "status": {\n            "init_state": 0,\n'
+        f'            "async_error": {(async_error or {}).get(r, 0)},\n            "finalize_called": false,\n'
+        '            "destroy_flag": false,\n            "abort_flag": false\n          },\n'
+        '          "collective_counts": {\n            "Broadcast": 0,\n            "AllGather": 0,\n'
+        f'            "AllReduce": {4181 if r == behind else 4182}\n          }}\n        }}'
+        for r in range(16)
+        if r not in (missing or {})
+    ]
+    gone = [
+        "        {\n          " + where(r) + '\n          "status": {\n'  # (no comma: NCCL 2.28.9)
+        f'            "unresponsive": {json.dumps(st["unresponsive"])},\n'
+        f'            "considered_dead": {json.dumps(st["considered_dead"])}\n          }}\n        }}'
+        for r, st in (missing or {}).items()
+    ]
+    return (
+        '{\n  "nccl_version": "2.28.9",\n  "cuda_runtime_version": 12090,\n  "cuda_driver_version": 13000,\n'
+        '  "timestamp": "2024-05-23 09:51:40",\n  "communicators_count": 1,\n  "communicators": [\n    {\n'
+        '      "hash": "0x9a3c5e1f00d2b417",\n      "secondary_hash": "0x51e0c2d4a9b7f613:0x0c6a1f9e3d2b8475",\n'
+        f'      "size": 16,\n      "ranks_count": {len(reported)},\n      "missing_ranks_count": {len(gone)},\n'
+        '      "ranks": [\n'
+        + ",\n".join(reported)
+        + '\n      ],\n      "missing_ranks": [\n'
+        + ",\n".join(gone)
+        + '\n      ]\n    }\n  ],\n  "ras": {\n    "collection_time_sec": 0.004,\n'
+        '    "timeouts_count": 0\n  }\n}\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("report", "said"),
+    [
+        (
+            _ras_json(missing={13: {"unresponsive": True, "considered_dead": True}}),
+            "NCCL's RAS report (ncclras.json:9) lists process 41373 on node gpu-node-2 (GPU 5) as dead",
+        ),
+        (
+            _ras_json(missing={13: {"unresponsive": True, "considered_dead": False}}),
+            "NCCL's RAS report (ncclras.json:9) lists rank 13 (process 41373 on node gpu-node-2, GPU 5) as missing "
+            "from the communicator (it did not answer)",
+        ),
+        (
+            _ras_json(async_error={6: 6}),
+            "NCCL's RAS report (ncclras.json:9) lists rank 6 (process 41366 on node gpu-node-1, GPU 6) as failing: "
+            "rank 6 reported remote process exited or there was a network error (ncclRemoteError)",
+        ),
+        (
+            _ras_json(behind=12),
+            "NCCL's RAS report (ncclras.json:9) lists rank 12 (process 41372 on node gpu-node-2, GPU 4) as out of "
+            "step: rank 12 has launched up to operation 4181",
+        ),
+    ],
+)
+def test_an_ncclras_json_report_names_the_process_the_others_waited_on_as_the_text_one_does(tmp_path, report, said):
+    f, rc = _beside_the_chorus(tmp_path, 16, "ALLREDUCE", "ncclras.json", report)
+    assert (f.wrapper, f.lines, f.parsed, f.unparsed) == ("ncclras-json", report.count("\n"), f.lines, 0)
+    assert any("commas NCCL's writer left out were put back" in n for n in f.notes) == ('"unresponsive"' in report)
+    assert rc["status"] == "inconclusive"
+    assert rc["missing"].startswith(said)
+
+
+def test_a_healthy_ncclras_json_report_is_one_informational_event(tmp_path):
+    from forensics import collectives, ingest
+
+    write_file(tmp_path / "ras.json", _ras_json())
+    r = ingest(tmp_path)
+    assert r.events["level"].cast(pl.String).to_list() == ["INFO"]
+    assert r.events["ts"][0].isoformat() == "2024-05-23T09:51:40+00:00"  # (the report's own time, in --tz)
+    assert collectives.ras_findings(r.events) is None
+
+
+def test_a_truncated_ncclras_json_report_is_read_line_by_line_with_a_note(tmp_path):
+    from forensics import ingest
+
+    text = _ras_json(behind=3)
+    write_file(tmp_path / "ras.json", text[: len(text) // 2])
+    (f,) = ingest(tmp_path).files
+    assert f.lines == f.parsed + f.folded + f.unparsed
+    assert any(n.startswith("ncclras JSON report not read") and "line by line" in n for n in f.notes)
+
+
 def test_timeouts_of_different_process_groups_are_not_read_as_a_rank_falling_behind():
     import polars as pl
 

@@ -939,3 +939,35 @@ def test_any_event_document_never_raises_and_accounting_balances(items):
     r = _ingest_beside_a_good_log("events.json", json.dumps({"kind": "EventList", "items": items}))
     for f in r.files:
         assert f.lines == f.parsed + f.folded + f.unparsed
+
+
+_RAS_RANK = _shaped(
+    rank=st.integers(),
+    host=st.text(max_size=6),
+    pid=st.integers(),
+    cuda_dev=st.integers(),
+    status=_shaped(
+        async_error=st.integers(-1, 9),
+        init_state=st.integers(-1, 9),
+        considered_dead=st.booleans(),
+        unresponsive=st.booleans(),
+    ),
+    collective_counts=_shaped(AllReduce=st.integers(), AllGather=st.integers()),
+)
+_COMMUNICATOR = _shaped(
+    hash=st.text(max_size=8), ranks=st.lists(_RAS_RANK, max_size=3), missing_ranks=st.lists(_RAS_RANK, max_size=2)
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_COMMUNICATOR, max_size=3), _JSON)
+@example([{"hash": 7, "ranks": [{"rank": "x", "collective_counts": {"AllReduce": 3}}, 5], "missing_ranks": 3}], 1)
+def test_any_ncclras_json_report_never_raises_and_accounting_balances(communicators, stamp):
+    import json
+
+    doc = {"nccl_version": "2.28.9", "timestamp": stamp, "communicators": communicators, "ranks": 0}
+    r = _ingest_beside_a_good_log("ncclras.json", json.dumps(doc, indent=2))  # ("ranks": read as a report)
+    (f,) = [f for f in r.files if f.file == "ncclras.json"]
+    assert f.wrapper == "ncclras-json"
+    for f in r.files:
+        assert f.lines == f.parsed + f.folded + f.unparsed
