@@ -193,7 +193,7 @@ def analyze(
                     "crash)",
                     v.missing,
                 )
-        reports.append(_incident_report(inc, hyps, v, events, signals, series))
+        reports.append(_incident_report(inc, hyps, v, events, signals, series, metrics))
     changes = None
     if incidents:
         first = incidents[0].start
@@ -389,11 +389,19 @@ def _active(
     return len(pods), len(nodes)
 
 
-def _incident_report(inc, hyps, v, events, signals, series) -> IncidentReport:
-    end = inc.end or events[s.TS].max()
+def _incident_report(inc, hyps, v, events, signals, series, metrics) -> IncidentReport:
+    # (not recovered: to the end of what was collected, metrics included)
+    end = inc.end or max(t for t in (events[s.TS].max(), metrics[s.TS].max(), inc.start) if t is not None)
     window = events.filter((pl.col(s.TS) >= inc.start) & (pl.col(s.TS) <= end))
     answered = window.filter(pl.col(s.HTTP_STATUS).is_not_null())
-    failed = answered.filter(pl.col(s.HTTP_STATUS) >= 500).height
+    requests, failed, http_from = answered.height, answered.filter(pl.col(s.HTTP_STATUS) >= 500).height, "access log"
+    if not requests:  # (no access log: the API server's own counter, from a Prometheus export)
+        counted = metrics.filter(
+            pl.col(s.METRIC).is_in(["http_requests", "http_5xx"]) & (pl.col(s.TS) > inc.start) & (pl.col(s.TS) <= end)
+        )
+        sums = dict(counted.group_by(s.METRIC).agg(pl.col(s.VALUE).sum()).iter_rows())
+        requests, failed = round(sums.get("http_requests", 0)), round(sums.get("http_5xx", 0))
+        http_from = "prometheus" if requests else None
     affected_pods = sorted({p for h in hyps if h.role in ("root_cause", "symptom") for p in h.hosts if p})
     impact = {
         "start": _iso(inc.start),
@@ -405,7 +413,8 @@ def _incident_report(inc, hyps, v, events, signals, series) -> IncidentReport:
         "drop_fraction": _r(1 - inc.minimum / inc.baseline) if inc.baseline and inc.minimum is not None else None,
         "unit": series.unit if inc.baseline is not None else None,
         "http_5xx": failed,
-        "http_requests": answered.height,
+        "http_requests": requests,
+        "http_from": http_from,
         "peak_waiting": _r(inc.peak_waiting),
         "partial_recoveries": [[_iso(a), _iso(b)] for a, b in inc.recoveries],
         "affected": affected_pods,

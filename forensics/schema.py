@@ -183,8 +183,12 @@ MetricName = Literal[
     "cpu_prefix_cache_hit_rate",
     "external_prefix_cache_hit_rate",
     "corrupted",
+    "http_requests",
+    "http_5xx",
 ]
-"""Usages and hit rates are fractions in [0, 1] (the log prints percent), like Prometheus."""
+"""Usages and hit rates are fractions in [0, 1] (the log prints percent), like Prometheus.
+`http_requests` / `http_5xx` count the API server's responses (all, and 5xx) since the
+series' previous sample (Prometheus `http_requests_total`, when no access log is there)."""
 METRIC_NAMES: Final = MetricName.__args__
 
 NCCL_RESULT_NAMES: Final[dict[int, str]] = {

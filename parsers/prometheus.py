@@ -111,7 +111,11 @@ KSM_PREFIX = "kube_"
 
 POD_LABELS = ("pod", "pod_name", "kubernetes_pod_name", "exported_pod")
 HOST_LABELS = ("Hostname", "node", "kubernetes_node", "nodename", "hostname")
-_READ = {*COUNTER_RATES, *COUNTER_DELTAS, *GAUGES, *(n for pair in HIT_RATIOS for n in pair), *NOTABLE}
+HTTP = "http_requests"
+"""The API server's responses (prometheus-fastapi-instrumentator, which vLLM's server uses:
+`http_requests_total{handler="/v1/chat/completions",method="POST",status="5xx"}`), read as
+counts since the previous sample: all of them, and those with a 5xx `status`."""
+_READ = {*COUNTER_RATES, *COUNTER_DELTAS, *GAUGES, *(n for pair in HIT_RATIOS for n in pair), *NOTABLE, HTTP}
 
 SNIFF_LINES = 50
 
@@ -418,6 +422,13 @@ def _metrics(df: pl.DataFrame) -> pl.DataFrame:
         step.filter(pl.col("_family").is_in(COUNTER_DELTAS)).with_columns(
             pl.col("_family").replace_strict(COUNTER_DELTAS, return_dtype=pl.String).alias(s.METRIC),
             pl.col("_dv").alias(s.VALUE),
+        )
+    )
+    http = step.filter(pl.col("_family") == HTTP)
+    parts.append(http.with_columns(pl.lit("http_requests").alias(s.METRIC), pl.col("_dv").alias(s.VALUE)))
+    parts.append(
+        http.filter(_label("status").str.starts_with("5")).with_columns(
+            pl.lit("http_5xx").alias(s.METRIC), pl.col("_dv").alias(s.VALUE)
         )
     )
     for (hits, queries), metric in HIT_RATIOS.items():

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from forensics import analyze, ingest
+from forensics.report import render
 from parsers import prometheus
 from tests.conftest import write
 
@@ -385,15 +386,22 @@ def test_an_incident_seen_only_in_prometheus_is_found_and_blamed_on_the_gpu_that
     fail = T0 + timedelta(minutes=30)
     pods = {"vllm-0": "gpu-node-1", "vllm-1": "gpu-node-2", "vllm-2": "gpu-node-3"}
     total = dict.fromkeys(pods, 5e6)
-    lines = []
+    served = {(pod, code): 0 for pod in pods for code in ("2xx", "5xx")}
+    lines, failed_at = [], []
     for i in range(200):
         t = T0 + timedelta(seconds=15 * i)
         for pod, node in pods.items():
             dead = pod == "vllm-2" and t >= fail
             total[pod] += 0 if dead else 1200 * 15
+            served[pod, "5xx" if dead else "2xx"] += 45
+            failed_at += [t] * dead
             lab = f'engine="0",node="{node}",pod="{pod}"'
-            lines.append(f"vllm:generation_tokens_total{{{lab}}} {total[pod]:.1f} {int(t.timestamp() * 1000)}")
-            lines.append(f"vllm:num_requests_waiting{{{lab}}} {40 if dead else 0} {int(t.timestamp() * 1000)}")
+            ms = int(t.timestamp() * 1000)
+            lines.append(f"vllm:generation_tokens_total{{{lab}}} {total[pod]:.1f} {ms}")
+            lines.append(f"vllm:num_requests_waiting{{{lab}}} {40 if dead else 0} {ms}")
+            for code in ("2xx", "5xx"):  # (the API server's own counter, from prometheus-fastapi-instrumentator)
+                http = f'handler="/v1/chat/completions",method="POST",node="{node}",pod="{pod}",status="{code}"'
+                lines.append(f"http_requests_total{{{http}}} {served[pod, code]}.0 {ms}")
     write(tmp_path / "prometheus" / "federate.txt", "\n".join(lines) + "\n")
     xids = [79 if T0 + timedelta(seconds=30 * i) >= fail else 0 for i in range(100)]
     write(tmp_path / "prometheus" / "dcgm.txt", _dcgm(xids))
@@ -415,6 +423,15 @@ def test_an_incident_seen_only_in_prometheus_is_found_and_blamed_on_the_gpu_that
     assert (rc["status"], rc["category"], rc["hosts"]) == ("supported", "gpu-fault", ["gpu-node-3"])
     assert "DCGM_FI_DEV_XID_ERRORS" in rc["template"]
     assert incident["start"].startswith("2026-03-14T06:30")
+    # No access log: the impact's request counts are the API servers' counter over the incident.
+    start = datetime.fromisoformat(incident["start"].replace("Z", "+00:00"))
+    assert incident["end"] is None  # (not recovered: the incident runs to the end of the logs)
+    impact = incident["impact"]
+    assert impact["http_from"] == "prometheus"
+    assert impact["http_5xx"] == 45 * sum(start < t for t in failed_at) > 0
+    assert impact["http_requests"] == 3 * impact["http_5xx"]  # (the two healthy pods kept answering)
+    said = f"{impact['http_5xx']:,} of {impact['http_requests']:,} HTTP responses counted by the API server"
+    assert said in render(report)
 
 
 def test_an_export_that_cannot_be_read_is_parsed_as_a_log_with_a_note(tmp_path, monkeypatch):
