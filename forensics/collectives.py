@@ -33,9 +33,9 @@ class SilentRanks:
     """Set when every rank reported, but `silent` timed out on this earlier SeqNum: they fell behind."""
 
     def sentence(self) -> str:
-        who = ", ".join(map(str, self.silent))
+        who = _span(self.silent)
         s_ = "s" if len(self.silent) > 1 else ""
-        waiting = f"rank{'s' if len(self.timed_out) > 1 else ''} {', '.join(map(str, self.timed_out))}"
+        waiting = f"rank{'s' if len(self.timed_out) > 1 else ''} {_span(self.timed_out)}"
         if self.behind_seq is not None:
             return (
                 f"{waiting} timed out waiting in {self.op or 'a collective'} "
@@ -73,7 +73,7 @@ class FlightFinding:
         said = f"the flight recorder's {self.by} ({self.where})"
         _s = "s" if self.by == "analysis" else ""  # (the analysis shows; the dumps show)
         if self.missing:
-            who = ", ".join(map(str, self.missing))
+            who = _span(self.missing)
             s_ = "s" if len(self.missing) > 1 else ""
             return (
                 f"{said} show{_s} rank{s_} {who} never joined {what}: the "
@@ -86,7 +86,7 @@ class FlightFinding:
                 f"ran different code (a desync), so what rank {rank} did differently is where to look"
             )
         if self.stalled:
-            who = ", ".join(map(str, self.stalled))
+            who = _span(self.stalled)
             s_ = "s" if len(self.stalled) > 1 else ""
             return (
                 f"{said} show{_s} rank{s_} {who} enqueued {what} but never started it on the GPU while the other "
@@ -197,10 +197,15 @@ def _odd_ones(by_rank: dict[int, dict], ranks: list[int]) -> list[tuple[int, str
 
 
 def _span(ranks: list[int]) -> str:
-    """`3` / `8-15` / `1, 4, 6`: ranks as a reader scans them."""
-    if len(ranks) > 2 and ranks[-1] - ranks[0] == len(ranks) - 1:
-        return f"{ranks[0]}-{ranks[-1]}"
-    return ", ".join(map(str, ranks))
+    """`3` / `1, 4, 6` / `0-16, 18-63`: ranks as a reader scans them, runs of three or more
+    written as a range (a 64-rank chorus is one line, not 63 numbers)."""
+    runs: list[list[int]] = []
+    for r in sorted(set(ranks)):
+        if runs and r == runs[-1][-1] + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)) for run in runs)
 
 
 @dataclass(frozen=True)
@@ -272,7 +277,10 @@ process groups (each counts its own collectives), not one rank behind the others
 def silent_ranks(events: pl.DataFrame, since: datetime | None = None) -> SilentRanks | None:
     """The most reported timed-out collective from `since` on (untimed lines included), and the
     ranks of its world that did not report it."""
-    lf = events.lazy().select(s.TS, s.SOURCE, s.RANK, s.COLL_SEQ, s.COLL_OP, s.MESSAGE)
+    lf = events.lazy()
+    if s.COMPONENT in events.columns:  # (a flight-recorder dump's collectives are not timeouts)
+        lf = lf.filter(pl.col(s.COMPONENT).cast(pl.String).fill_null("") != flight_dump.FLIGHT_DUMP_COMPONENT)
+    lf = lf.select(s.TS, s.SOURCE, s.RANK, s.COLL_SEQ, s.COLL_OP, s.MESSAGE)
     if since is not None:
         lf = lf.filter(pl.col(s.TS).is_null() | (pl.col(s.TS) >= since))
     to = lf.filter(pl.col(s.COLL_SEQ).is_not_null() & pl.col(s.RANK).is_not_null()).collect()

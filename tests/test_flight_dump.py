@@ -152,6 +152,23 @@ def test_the_dumps_name_the_odd_rank_out_when_every_rank_reached_the_collective(
     assert finding is not None and finding.sentence().startswith(said)
 
 
+def test_the_dumps_collectives_are_not_read_as_watchdog_timeouts(tmp_path):
+    # 63 ranks wait in the collective their dumps record; none of them logged a timeout.
+    dumps = {r: _stuck(r) for r in range(64) if r != 17} | {17: _dump([_entry(0, 4181)])}
+    for d in dumps.values():
+        d["pg_config"]["0"]["ranks"] = str(list(range(64)))
+    _write_dumps(tmp_path, dumps)
+    ev = ingest(tmp_path).events
+    assert collectives.silent_ranks(ev) is None
+    assert collectives.dump_findings(ev).missing == [17]
+
+
+def test_rank_lists_read_as_ranges():
+    assert collectives._span([0, 1, 2, 3, 4, 6, 7]) == "0-4, 6, 7"
+    assert collectives._span(list(range(64))[:17] + list(range(18, 64))) == "0-16, 18-63"
+    assert collectives._span([5]) == "5"
+
+
 def test_dumps_where_every_collective_completed_name_no_one(tmp_path):
     _write_dumps(tmp_path, {r: _dump([_entry(0, 4182)]) for r in range(RANKS)})
     r = ingest(tmp_path)
