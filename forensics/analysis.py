@@ -175,6 +175,9 @@ def analyze(
             stragglers = collectives.silent_ranks(events, since=inc.start - rootcause.LOOKBACK)
             if stragglers is not None:
                 v.missing = rootcause.sentences(stragglers.sentence(), v.missing)
+            first = collectives.first_collective_hung(events, since=inc.start - rootcause.LOOKBACK)
+            if first is not None:
+                v.missing = rootcause.sentences(first, v.missing)
             # Each is put before the last: the flight recorder's word on who stopped leads, then
             # NCCL RAS's, then what the timeouts themselves say.
             ras = collectives.ras_findings(events)

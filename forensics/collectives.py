@@ -269,6 +269,39 @@ def ras_findings(events: pl.DataFrame) -> RasFinding | None:
     return next((found[w] for _, w in _RAS_KIND if w in found), None)
 
 
+NEVER_COMPLETED = r"last completed (?:NCCL )?work: -1\b"
+"""c10d's watchdog status (torch >= 2.3) when no collective of the group ever completed."""
+
+
+def first_collective_hung(events: pl.DataFrame, since: datetime | None = None) -> str | None:
+    """A sentence when the timed-out collective was the group's first (SeqNum 1, or the
+    watchdog's "last completed NCCL work: -1"): the communicator never moved any data, which
+    points first at the transport between the GPUs or nodes (a hang at the first all-reduce
+    is what vLLM's troubleshooting guide answers with its NCCL sanity check)."""
+    lf = events.lazy().filter(
+        (pl.col(s.SOURCE) == "torch")
+        & (pl.col(s.COMPONENT).cast(pl.String).fill_null("") != flight_dump.FLIGHT_DUMP_COMPONENT)
+    )
+    if since is not None:
+        lf = lf.filter(pl.col(s.TS).is_null() | (pl.col(s.TS) >= since))
+    hit = (
+        lf.filter((pl.col(s.COLL_SEQ) == 1) | pl.col(s.MESSAGE).str.contains(NEVER_COMPLETED))
+        .select(s.FILE, s.LINE)
+        .sort(s.FILE, s.LINE)
+        .head(1)
+        .collect()
+    )
+    if hit.is_empty():
+        return None
+    file, line = hit.row(0)
+    return (
+        f"no collective of the group ever completed ({file}:{line}: its first one timed out): the communicator "
+        "never moved data, so the transport between the GPUs or nodes is the first suspect (P2P/NVLink or PCIe "
+        "peer access blocked by ACS/IOMMU, the wrong NCCL_SOCKET_IFNAME, a firewall): run with NCCL_DEBUG=INFO "
+        "to see the transport chosen, and try NCCL_P2P_DISABLE=1 to confirm"
+    )
+
+
 BEHIND_MAX = 2
 """Ranks whose timed-out SeqNums differ by more than this are taken to be in different
 process groups (each counts its own collectives), not one rank behind the others."""

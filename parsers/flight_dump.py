@@ -55,7 +55,8 @@ IN_FLIGHT = "not completed"
 
 _PICKLE_PROTOCOLS = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
 SNIFF_BYTES = 1 << 20
-"""Where the dump's top-level keys must show: the groups' config comes before the entries."""
+"""Where a dump shows itself: its groups' config, or an entry's `profiling_name` (the first
+entry, when a torch version writes the entries first)."""
 _SAFE_GLOBALS = {
     ("torch.jit._pickle", name)
     for name in ("build_intlist", "build_doublelist", "build_boollist", "build_tensorlist", "restore_type_tag")
@@ -70,7 +71,7 @@ def sniff(data: bytes) -> str | None:
     """`pickle` or `json` when `data` looks like a flight-recorder dump, else None."""
     head = data[:SNIFF_BYTES]
     if head.startswith(_PICKLE_PROTOCOLS):
-        return "pickle" if b"pg_config" in head else None
+        return "pickle" if b"pg_config" in head or b"profiling_name" in head else None
     stripped = head.lstrip()
     if stripped.startswith(b"{") and b'"pg_config"' in head and b'"entries"' in data:
         return "json"

@@ -1036,6 +1036,27 @@ def test_a_truncated_ncclras_json_report_is_read_line_by_line_with_a_note(tmp_pa
     assert any(n.startswith("ncclras JSON report not read") and "line by line" in n for n in f.notes)
 
 
+@pytest.mark.parametrize(("seq", "completed", "first"), [(1, -1, True), (4182, 4181, False)])
+def test_a_timeout_in_the_groups_first_collective_points_at_the_transport(tmp_path, seq, completed, first):
+    write_file(
+        tmp_path / "ranks.log",
+        "".join(
+            f"[rank{r}]:[E1001 16:06:04.53713184{r} ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective "
+            f"operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=128, NumelOut=128, "
+            "Timeout(ms)=600000) ran for 600009 milliseconds before timing out.\n"
+            f"[rank{r}]:[E1001 16:06:04.53735690{r} ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank {r}] Exception "
+            f"(either an error or timeout) detected by watchdog at work: {seq}, last enqueued NCCL work: {seq}, last "
+            f"completed NCCL work: {completed}.\n"
+            for r in range(4)
+        ),
+    )
+    rc = analyze(tmp_path, year=2024).to_json()["incidents"][0]["root_cause"]
+    assert rc["status"] == "inconclusive"
+    said = "No collective of the group ever completed (ranks.log:1: its first one timed out): the communicator never"
+    assert rc["missing"].startswith(said) == first
+    assert ("NCCL_P2P_DISABLE=1" in rc["missing"]) == first
+
+
 def test_timeouts_of_different_process_groups_are_not_read_as_a_rank_falling_behind():
     import polars as pl
 
