@@ -312,6 +312,19 @@ def ingest_files(
                 flush()
         return first - 1
 
+    def document(fid: int, kind: str, lines: int, file_notes: list[str], rows: list[dict], metrics=None) -> None:
+        """Account a document read whole (its `lines` all parsed, `LINE_DOCUMENTS` aside) and
+        queue its rows, in file order: after the lines batched so far. No line of a document
+        is a metrics line; an export brings its own `metrics` rows (and always an event, its
+        scrape's or query's, so they are queued with it)."""
+        doc_files[fid], lines_read[fid], notes[fid] = kind, lines, file_notes
+        if rows:
+            flush()
+            parsed: Future = Future()
+            events = _document_events(rows, fid)
+            parsed.set_result(events if metrics is None else (events, metrics))
+            enqueue(parsed, False)
+
     try:
         for f in files:
             if progress:
@@ -345,15 +358,14 @@ def ingest_files(
                     skipped.append(_files.Skipped(f.rel, str(e)))
                     continue
                 del data
-                fid = len(metas)
                 metas.append(replace(_meta(f), pod=None))  # (its name is a rank's, not a pod's)
-                doc_files[fid] = f"flight-recorder-{dump_kind}"
-                lines_read[fid] = dump.records
-                notes[fid] = fnotes + dump.notes
-                flush()  # (its place in file order: after the lines batched so far)
-                parsed = Future()
-                parsed.set_result(_document_events(flight_dump.rows(dump), fid))
-                enqueue(parsed, False)
+                document(
+                    len(metas) - 1,
+                    f"flight-recorder-{dump_kind}",
+                    dump.records,
+                    fnotes + dump.notes,
+                    flight_dump.rows(dump),
+                )
                 continue
             if _files.is_binary(data):
                 skipped.append(_files.Skipped(f.rel, f"binary file ({len(data)} bytes), not a text log"))
@@ -369,16 +381,12 @@ def ingest_files(
             except Exception as e:  # noqa: BLE001 - a flaw in reading an export must not cost the run
                 export = None
                 fnotes.append(f"Prometheus export not read ({type(e).__name__}: {str(e)[:120]}); parsed line by line")
+            n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
             if export is not None:
                 if export.names_pods:  # (a federate or DCGM dump: its file name is no pod's)
                     metas[fid] = replace(metas[fid], pod=None)
-                doc_files[fid] = f"prometheus-{export_kind}"
-                lines_read[fid] = text.count("\n") + (0 if text.endswith("\n") else 1)
-                notes[fid] = fnotes + export.notes
-                flush()  # (its place in file order: after the lines batched so far)
-                parsed = Future()
-                parsed.set_result((_document_events(export.events, fid), _export_metrics(export, metas[fid])))
-                enqueue(parsed, False)
+                metrics = _export_metrics(export, metas[fid])
+                document(fid, f"prometheus-{export_kind}", n_lines, fnotes + export.notes, export.events, metrics)
                 continue
             if ras_json.sniff(text):
                 try:
@@ -387,13 +395,7 @@ def ingest_files(
                     fnotes.append(f"{e}; parsed line by line instead")
                 else:
                     metas[fid] = replace(metas[fid], pod=None)  # (the report names hosts, not its file)
-                    doc_files[fid] = "ncclras-json"
-                    lines_read[fid] = text.count("\n") + (0 if text.endswith("\n") else 1)
-                    notes[fid] = fnotes + ras_notes
-                    flush()
-                    parsed = Future()
-                    parsed.set_result(_document_events(rows, fid))
-                    enqueue(parsed, False)
+                    document(fid, "ncclras-json", n_lines, fnotes + ras_notes, rows)
                     continue
             kind, state = k8s.sniff_event_document(text), False
             if not kind:
@@ -401,14 +403,7 @@ def ingest_files(
             if kind:
                 rows, err = (k8s.parse_state_document if state else k8s.parse_event_document)(text, kind)
                 if err is None:
-                    doc_files[fid] = f"k8s-{'state' if state else 'events'}-{kind}"
-                    lines_read[fid] = text.count("\n") + (0 if text.endswith("\n") else 1)
-                    notes[fid] = fnotes
-                    if rows:  # its place in file order: after the lines batched so far
-                        flush()
-                        parsed: Future = Future()
-                        parsed.set_result(_document_events(rows, fid))
-                        enqueue(parsed, False)  # (no line of a document is a metrics line)
+                    document(fid, f"k8s-{'state' if state else 'events'}-{kind}", n_lines, fnotes, rows)
                     continue
                 fnotes.append(err)
             why = _not_a_log(text, f.rel)
