@@ -164,13 +164,14 @@ def rows(dump: Dump) -> list[dict]:
         for line, e in entries:
             if (last is not None and line == last[0]) or _done(e, completed):
                 continue
-            out.append(_row(dump, line, e, name, f"{_what(e)} of PG {name} ({desc}) {IN_FLIGHT} ({_phase(e)})"))
+            said = f"flight recorder: rank {_r(dump)}'s {_what(e)} of PG {name} ({desc}) {IN_FLIGHT} ({_phase(e)})"
+            out.append(_row(dump, line, e, name, said))
         if last is not None:
             line, e = last
             seq = _int(e.get("collective_seq_id"))
             done = _done(e, completed)
             said = "completed" if done else f"{IN_FLIGHT} ({_phase(e)})"
-            msg = (
+            msg = (  # (`LAST` reads it back)
                 f"flight recorder: rank {_r(dump)}'s last collective of PG {name} ({desc}; ranks [{members}]) is "
                 f"#{seq} {_op(e)} {_shape(e)}, {said}"
             )
@@ -193,8 +194,6 @@ def rows(dump: Dump) -> list[dict]:
 
 
 def _row(dump: Dump, line: int, e: dict, group: str, msg: str, level: str = "WARNING") -> dict:
-    if not msg.startswith("flight recorder:"):
-        msg = f"flight recorder: rank {_r(dump)}'s {msg}"
     created = _int(e.get("time_created_ns"))
     return {
         s.TS: datetime.fromtimestamp(created / 1e9, UTC) if created and 0 < created < 2**62 else None,

@@ -199,6 +199,19 @@ def test_the_stuck_collective_is_timed_when_it_was_enqueued(tmp_path):
     assert "not completed (started)" in row["message"]
 
 
+def test_a_p2p_op_still_in_flight_beside_the_last_collective_is_its_own_event(tmp_path):
+    send = _entry(0, 0, op="nccl:send 0->1", state="scheduled", is_p2p=True, p2p_seq_id=9, collective_seq_id=4182)
+    dump = _dump([_entry(0, 4182, state="started"), send])
+    _write_dumps(tmp_path, {0: dump})
+    warned = ingest(tmp_path).events.filter(pl.col("level").cast(pl.String) == "WARNING")["message"].to_list()
+    assert warned == [
+        "flight recorder: rank 0's last collective of PG 0 (default_pg; ranks [0, 1, 2, 3, 4, 5, 6, 7]) is #4182 "
+        "nccl:_allgather_base (input [[65536]] BFloat16), not completed (started); last completed #4181",
+        "flight recorder: rank 0's p2p op #9 nccl:send 0->1 (input [[65536]] BFloat16) of PG 0 (default_pg) not "
+        "completed (scheduled)",
+    ]
+
+
 def test_a_dump_large_enough_to_be_read_in_pieces_is_still_read_whole(tmp_path, monkeypatch):
     # A dump's frames (paths, function names) make most of its bytes text: past the size
     # where logs are streamed it must not be taken for one.
