@@ -44,6 +44,11 @@ CATEGORIES: tuple[Category, ...] = (
 """The fixed vocabulary of root-cause categories."""
 
 
+def _xid(*codes: int) -> str:
+    """An Xid with one of `codes`, as the kernel, the device plugin and DCGM print it."""
+    return rf"(?:\bXid \(PCI:[^)]*\):\s*|\bXid[=: ]\s*)(?:{'|'.join(map(str, codes))})\b"
+
+
 @dataclass(frozen=True)
 class Signature:
     category: Category
@@ -115,6 +120,62 @@ SIGNATURES: tuple[Signature, ...] = (
         2,
         r"To serve at least one request with the models?'s max seq len|estimated maximum model length is",
         "KV cache too small for max_model_len (engine start)",
+    ),
+    # An Xid's number says what failed (NVIDIA's Xid catalog); the kernel (`NVRM: Xid (PCI:..): 79,`),
+    # the device plugin (`Xid=79`) and DCGM (`Xid=79`) spell it. The generic GPU fault below
+    # takes the rest.
+    Signature(
+        "gpu-fault",
+        "fault",
+        0,
+        _xid(79) + r"|fallen off the bus",
+        "GPU fell off the bus (Xid 79)",
+        action="Drain {host}: the GPU is gone until the node reboots. Check its PCIe link, power and temperature "
+        "(BMC logs), reseat it, and RMA it if it falls off again.",
+    ),
+    Signature(
+        "gpu-fault",
+        "fault",
+        0,
+        _xid(48, 63, 64, 92, 94, 95) + r"|uncorrectable ECC|double bit error",
+        "GPU memory ECC error (Xid 48/63/64/92/94/95)",
+        action="Drain {host} and reset the GPU (`nvidia-smi -r`) so pending row remaps apply; read "
+        "`nvidia-smi -q -d ROW_REMAPPER,ECC`, and RMA the GPU when a remap failed or the errors recur.",
+    ),
+    Signature(
+        "gpu-fault",
+        "fault",
+        0,
+        _xid(74),
+        "NVLink error (Xid 74)",
+        action="Drain {host}; read the link's error counters (`nvidia-smi nvlink -e`) and the fabric manager's log, "
+        "reset the GPUs on that link, and RMA the GPU or baseboard if the link stays down.",
+    ),
+    Signature(
+        "gpu-fault",
+        "fault",
+        0,
+        _xid(119, 120, 140),
+        "GPU firmware (GSP) timeout or error (Xid 119/120/140)",
+        action="Reset the GPU or reboot {host}; if it recurs, move to a driver release that fixes it (or run with "
+        "the GSP firmware disabled where NVIDIA's notes allow).",
+    ),
+    Signature(
+        "gpu-fault",
+        "fault",
+        0,
+        _xid(13, 31, 43),
+        "GPU exception in a kernel (Xid 13/31/43, usually software)",
+        action="Find whose kernel faulted: if the fault follows the workload to another GPU it is a software bug "
+        "(the kernel or its inputs, such as block tables); if it stays with {host}'s GPU, run DCGM diagnostics "
+        "(level 3) there.",
+    ),
+    Signature(
+        "gpu-fault",
+        "symptom",
+        0,
+        _xid(45),
+        "GPU work cleaned up after its process died or an earlier error (Xid 45)",
     ),
     Signature(
         "gpu-fault",

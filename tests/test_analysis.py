@@ -635,6 +635,39 @@ def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, ca
     assert (sig.category, sig.kind) == (category, kind)
 
 
+@pytest.mark.parametrize(
+    ("line", "label", "kind"),
+    [
+        (
+            "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.",
+            "fell off the bus",
+            "fault",
+        ),
+        ("XidCriticalError: Xid=79 on Device=GPU-5e7e3a2b, the device will go unhealthy.", "fell off the bus", "fault"),
+        ("DCGM_FI_DEV_XID_ERRORS: Xid=48 on GPU 1 (GPU-5fd3)", "ECC", "fault"),
+        ("NVRM: Xid (PCI:0000:18:00): 94, pid=2311, Contained: SM (0x1). RST: No, D-RST: No", "ECC", "fault"),
+        ("NVRM: Xid (PCI:0000:18:00): 74, pid=2311, NVLink: fatal error detected on link 3", "NVLink", "fault"),
+        ("NVRM: Xid (PCI:0000:18:00): 119, pid=2311, Timeout waiting for RPC from GSP!", "GSP", "fault"),
+        (
+            "NVRM: Xid (PCI:0000:18:00): 31, pid=2311, name=python3, Ch 00000008, intr 10000000. MMU Fault: ENGINE "
+            "GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f1a_2c000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ",
+            "usually software",
+            "fault",
+        ),
+        ("NVRM: Xid (PCI:0000:18:00): 45, pid=2311, Ch 00000010", "Xid 45", "symptom"),
+        ("NVRM: Xid (PCI:0000:18:00): 154, pid=1, GPU recovery action changed", "GPU / CUDA fault", "fault"),
+    ],
+)
+def test_an_xids_number_names_what_failed_and_what_to_do(line, label, kind):
+    # Xid 45 is the driver cleaning up after a process that died (an OOM kill, a crash): never the cause.
+    from forensics import report, signatures
+
+    sig, _ = signatures.classify_text(line, None)
+    assert (sig.category, sig.kind) == ("gpu-fault", kind) and label in sig.label
+    if kind == "fault" and "Xid" in sig.label:
+        assert "{host}" in report.ACTIONS_BY_LABEL[sig.label]  # (its own action item, for the node at fault)
+
+
 _CATALOG_WORDS = sorted({w for sig in SIGNATURES for w in re.findall(r"[A-Za-z][\w.]+", sig.pattern)})
 """The catalog's own words, so that generated lines come near (and into) its patterns."""
 
