@@ -109,6 +109,7 @@ def hypotheses(
         h = Hypothesis(
             cat, kind, int(first["layer"]), first["label"], first["template"], tid, first[s.TS], hosts, part.height, ev
         )
+        _on_many_gpus(h, part)
         _score(
             h,
             part,
@@ -233,6 +234,33 @@ def _probe_killed_a_serving_engine(out: list[Hypothesis], metrics: pl.DataFrame 
             f"its engine was generating {recent[s.VALUE][-1]:,.0f} tokens/s when the probe failed, "
             "and nothing on the pod failed before it"
         )
+
+
+SOFTWARE_PRONE = re.compile(
+    r"illegal memory access|device-side assert|CUDA error: (?!out of memory)|\bXid (?:\(PCI:[^)]*\):\s*)?(?:13|31|43)\b"
+    r"|Xid=(?:13|31|43)\b"
+)
+"""GPU faults a kernel raises: a bug or a bad input can cause them as well as the hardware
+(the Xids that only hardware raises, 79, ECC, NVLink, GSP, have their own signatures)."""
+SOFTWARE_FAULT_LABEL = "the same CUDA fault on several GPUs at once: a kernel bug or a request that crashes every replica it reaches, not one GPU's hardware"
+SOFTWARE_FAULT_ACTION = (
+    "Treat it as a software fault: find the request each replica was running when it crashed (the same prompt, "
+    "length or sampling parameters?) and replay it on one replica with `CUDA_LAUNCH_BLOCKING=1`; roll back the "
+    "vLLM/torch/driver version or the kernel option (attention backend, CUDA graphs) that changed, and shed that "
+    "request at the gateway until it is fixed."
+)
+
+
+def _on_many_gpus(h: Hypothesis, part: pl.DataFrame) -> None:
+    """A kernel's GPU fault (`SOFTWARE_PRONE`) on two or more nodes (or pods, where the node is
+    not known) within one incident is software: GPUs do not fail together, code and inputs do
+    (a "query of death" that a load balancer retries onto the next replica)."""
+    if h.category != "gpu-fault" or h.kind != "fault" or not SOFTWARE_PRONE.search(h.template or ""):
+        return
+    places = part.select(pl.coalesce("node", s.POD).drop_nulls().n_unique()).item()
+    if places >= 2:
+        h.label = SOFTWARE_FAULT_LABEL
+        h.why.append(f"the same fault on {places} {'nodes' if part['node'].drop_nulls().len() else 'pods'}")
 
 
 def _peers(n: int) -> str:

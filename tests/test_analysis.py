@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics import analyze
+from forensics import analyze, rootcause
 from forensics.postmortem import write_all
 from forensics.signatures import SIGNATURES
 from tests.conftest import DATA
@@ -666,6 +667,56 @@ def test_an_xids_number_names_what_failed_and_what_to_do(line, label, kind):
     assert (sig.category, sig.kind) == ("gpu-fault", kind) and label in sig.label
     if kind == "fault" and "Xid" in sig.label:
         assert "{host}" in report.ACTIONS_BY_LABEL[sig.label]  # (its own action item, for the node at fault)
+
+
+def _replicas_crashing(tmp_path: Path, crashes: dict[str, int], error: str) -> dict:
+    """Three vLLM replicas serving 1,800 tokens/s; each pod in `crashes` dies on `error` at
+    its 10-second tick. The root cause of the one incident."""
+    t0 = datetime(2025, 3, 2, 8, 0, 0, tzinfo=UTC)
+    for pod in ("vllm-0", "vllm-1", "vllm-2"):
+        lines = []
+        for i in range(80):
+            t = t0 + timedelta(seconds=10 * i)
+            stamp, local = t.strftime("%Y-%m-%dT%H:%M:%S.000000000Z"), t.strftime("%m-%d %H:%M:%S")
+            dead = pod in crashes and i > crashes[pod]
+            if pod in crashes and i == crashes[pod]:
+                lines += [
+                    f"{stamp} ERROR {local} [core.py:700] EngineCore encountered a fatal error.",
+                    f"{stamp} Traceback (most recent call last):",
+                    f'{stamp}   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 690, in run',
+                    f"{stamp} {error}",
+                ]
+                continue
+            rate = 0.0 if dead else 1800.0
+            lines.append(
+                f"{stamp} INFO {local} [loggers.py:116] Engine 000: Avg prompt throughput: {rate * 1.3:.1f} tokens/s, "
+                f"Avg generation throughput: {rate:.1f} tokens/s, Running: {0 if dead else 30} reqs, Waiting: "
+                f"{30 if dead else 0} reqs, GPU KV cache usage: {0 if dead else 60}.0%, Prefix cache hit rate: 40.0%"
+            )
+        write_file(tmp_path / f"{pod}.log", "\n".join(lines) + "\n")
+    (incident,) = analyze(tmp_path).to_json()["incidents"]
+    return incident["root_cause"]
+
+
+@pytest.mark.parametrize(
+    ("crashes", "error", "software"),
+    [
+        (
+            {"vllm-0": 40, "vllm-1": 43, "vllm-2": 47},
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            True,
+        ),
+        ({"vllm-1": 43}, "RuntimeError: CUDA error: an illegal memory access was encountered", False),
+        ({"vllm-0": 40, "vllm-2": 47}, "RuntimeError: CUDA error: device-side assert triggered", True),
+        ({"vllm-0": 40, "vllm-2": 47}, "RuntimeError: CUDA error: unspecified launch failure", True),
+    ],
+)
+def test_the_same_kernel_fault_on_several_replicas_is_read_as_software_not_one_gpu(tmp_path, crashes, error, software):
+    # GPUs do not fail together; code and inputs do (a request retried onto the next replica).
+    rc = _replicas_crashing(tmp_path, crashes, error)
+    assert rc["category"] == "gpu-fault" and rc["status"] == "supported"
+    assert (rc["label"] == rootcause.SOFTWARE_FAULT_LABEL) == software
+    assert (f"the same fault on {len(crashes)} pods" in rc["why"]) == software
 
 
 _CATALOG_WORDS = sorted({w for sig in SIGNATURES for w in re.findall(r"[A-Za-z][\w.]+", sig.pattern)})
