@@ -719,6 +719,36 @@ def test_the_same_kernel_fault_on_several_replicas_is_read_as_software_not_one_g
     assert (f"the same fault on {len(crashes)} pods" in rc["why"]) == software
 
 
+@pytest.mark.parametrize("oom_logged", [True, False])
+def test_the_drivers_clean_up_after_a_process_death_is_not_blamed_for_it(tmp_path, oom_logged):
+    # The kernel kills the engine for memory; the driver then tears down its GPU channels
+    # (Xid 45). The Xid is the death's echo, not its cause, whether or not the kill was collected.
+    t0 = datetime(2025, 3, 2, 8, 0, 0, tzinfo=UTC)
+    stats = []
+    for i in range(80):
+        t, rate = t0 + timedelta(seconds=10 * i), 1800.0 if i < 45 else 0.0
+        stats.append(
+            f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z INFO {t:%m-%d %H:%M:%S} [loggers.py:116] Engine 000: Avg prompt "
+            f"throughput: {rate * 1.3:.1f} tokens/s, Avg generation throughput: {rate:.1f} tokens/s, Running: "
+            f"{30 if rate else 0} reqs, Waiting: {0 if rate else 30} reqs, GPU KV cache usage: 60.0%"
+        )
+    write_file(tmp_path / "vllm-0.log", "\n".join(stats) + "\n")
+    t = t0 + timedelta(seconds=449)
+    oom = (
+        f"{t:%b %d %H:%M:%S} gpu-node-1 kernel: Memory cgroup out of memory: Killed process 4121 (python3) "
+        "total-vm:98765432kB, anon-rss:62914560kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:123456kB "
+        "oom_score_adj:-997\n"
+    )
+    xid = f"{t:%b %d %H:%M:%S} gpu-node-1 kernel: NVRM: Xid (PCI:0000:3b:00): 45, pid=4121, name=python3, Ch 00000010\n"
+    write_file(tmp_path / "gpu-node-1-kern.log", (oom if oom_logged else "") + xid)
+    (incident,) = analyze(tmp_path, year=2025).to_json()["incidents"]
+    rc = incident["root_cause"]
+    if oom_logged:
+        assert "OOM" in rc["label"]
+    else:
+        assert rc["status"] == "inconclusive"
+
+
 _CATALOG_WORDS = sorted({w for sig in SIGNATURES for w in re.findall(r"[A-Za-z][\w.]+", sig.pattern)})
 """The catalog's own words, so that generated lines come near (and into) its patterns."""
 
