@@ -36,6 +36,7 @@ import io
 import json
 import pickle
 import re
+import reprlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -135,7 +136,7 @@ def read(data: bytes, kind: str, name: str) -> Dump:
     m = _RANK_IN_NAME.search(stem)
     dump = Dump(
         int(m[1]) if m and len(m[1]) < 10 else None,
-        str(raw.get("version", "")),
+        _text(raw.get("version", "")),
         {str(k): v for k, v in _dict(raw.get("pg_config")).items() if isinstance(v, dict)},
         {str(k): v for k, v in _dict(raw.get("pg_status")).items() if isinstance(v, dict)},
         [e if isinstance(e, dict) else {} for e in raw.get("entries", [])],
@@ -156,7 +157,7 @@ def rows(dump: Dump) -> list[dict]:
     out: list[dict] = []
     for name, entries in sorted(by_group.items()):
         cfg = _config(dump, name, entries[0][1])
-        desc = str(cfg.get("desc") or _pg(entries[0][1])[1] or "")
+        desc = _text(cfg.get("desc") or _pg(entries[0][1])[1] or "")
         members = ", ".join(str(r) for r in _ranks(cfg.get("ranks")))
         completed = _status(dump, name, entries[0][1], "last_completed_collective")
         collectives = [(line, e) for line, e in entries if not e.get("is_p2p") and _int(e.get("collective_seq_id"))]
@@ -225,18 +226,19 @@ def _what(e: dict) -> str:
 
 
 def _op(e: dict) -> str:
-    return str(e.get("profiling_name") or "?").split(" ")[0] if not e.get("is_p2p") else str(e.get("profiling_name"))
+    name = _text(e.get("profiling_name") or "?")
+    return name if e.get("is_p2p") else name.split(" ")[0]
 
 
 def _shape(e: dict) -> str:
     sizes = e.get("input_sizes")
     dtypes = e.get("input_dtypes")
-    dt = ",".join(map(str, dtypes)) if isinstance(dtypes, list) else ""
-    return f"(input {sizes if isinstance(sizes, list) else '?'} {dt})".replace(" )", ")")
+    dt = ",".join(_text(d) for d in dtypes[:8]) if isinstance(dtypes, list) else ""
+    return f"(input {_text(sizes) if isinstance(sizes, list) else '?'} {dt})".replace(" )", ")")
 
 
 def _phase(e: dict) -> str:
-    return str(e.get("state") or "unknown")
+    return _text(e.get("state") or "unknown")
 
 
 def _r(dump: Dump) -> str:
@@ -246,8 +248,8 @@ def _r(dump: Dump) -> str:
 def _pg(e: dict) -> tuple[str, str]:
     pg = e.get("process_group")
     if isinstance(pg, list | tuple) and len(pg) == 2:
-        return str(pg[0]), str(pg[1])
-    return str(e.get("pg_id", "?")), ""
+        return _text(pg[0]), _text(pg[1])
+    return _text(e.get("pg_id", "?")), ""
 
 
 def _group_name(e: dict) -> str:
@@ -266,7 +268,7 @@ def _config(dump: Dump, name: str, e: dict) -> dict:
 
 
 def _status(dump: Dump, name: str, e: dict, key: str) -> int | None:
-    st = dump.status.get(name) or dump.status.get(str(e.get("pg_id")))
+    st = dump.status.get(name) or dump.status.get(_text(e.get("pg_id")))
     if st is None and len(dump.status) == 1:
         st = next(iter(dump.status.values()))
     return _int((st or {}).get(key))
@@ -276,7 +278,18 @@ def _ranks(v: object) -> list[int]:
     """pg_config's `ranks`: a string `"[0, 1, 2]"` (or, in hand-made dumps, a list)."""
     if isinstance(v, list):
         return [int(r) for r in v if isinstance(r, int)]
-    return [int(r) for r in re.findall(r"\d+", str(v or ""))]
+    return [int(r) for r in re.findall(r"\d+", v)] if isinstance(v, str) else []
+
+
+_SHORT = reprlib.Repr()
+"""How a dump's values are written into messages: a pickle's memo can share one list many
+times over (a few bytes that `str` would spell out exponentially), so non-strings are cut."""
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxtuple, _SHORT.maxdict = 3, 8, 8, 8
+_SHORT.maxstring, _SHORT.maxother = 200, 80
+
+
+def _text(v: object) -> str:
+    return v[:200] if isinstance(v, str) else _SHORT.repr(v)
 
 
 def _int(v: object) -> int | None:

@@ -334,3 +334,13 @@ def test_any_dump_shaped_document_gives_events_and_never_raises(entries, groups,
         return
     rows = flight_dump.rows(dump)
     assert rows and all(1 <= r["line"] <= dump.records for r in rows)
+
+
+def test_a_dump_whose_lists_share_themselves_is_written_short_not_spelled_out(tmp_path):
+    # 40 bytes of pickle memo can name a list of 2**40 leaves; no message may spell it out.
+    nested: list = [65536]
+    for _ in range(40):
+        nested = [nested, nested]
+    _write_dumps(tmp_path, {0: _dump([_entry(0, 4182, state="started", input_sizes=nested, profiling_name=nested)])})
+    (f,) = ingest(tmp_path).files
+    assert f.unparsed == 0 and f.events >= 1
