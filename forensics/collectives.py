@@ -49,6 +49,15 @@ class SilentRanks:
         )
 
 
+_NEVER_JOINED = (
+    "never joined {what}: the straggler, hung or dead before it, so rank {who}'s host, GPU and logs are where to look"
+)
+_NEVER_STARTED = (
+    "enqueued {what} but never started it on the GPU while the other ranks had: an earlier kernel hung there, so "
+    "rank {who}'s GPU (Xid, ECC), driver and logs are where to look"
+)
+
+
 @dataclass(frozen=True)
 class FlightFinding:
     """What the flight recorder found about one collective: from its analyser's output
@@ -72,26 +81,15 @@ class FlightFinding:
         what = f"{self.op or 'a collective'}" + (f" (sequence number {self.seq})" if self.seq is not None else "")
         said = f"the flight recorder's {self.by} ({self.where})"
         _s = "s" if self.by == "analysis" else ""  # (the analysis shows; the dumps show)
-        if self.missing:
-            who = _span(self.missing)
-            s_ = "s" if len(self.missing) > 1 else ""
-            return (
-                f"{said} show{_s} rank{s_} {who} never joined {what}: the "
-                f"straggler, hung or dead before it, so rank {who}'s host, GPU and logs are where to look"
-            )
+        for ranks, says in ((self.missing, _NEVER_JOINED), (self.stalled, _NEVER_STARTED)):
+            if ranks:
+                who = _span(ranks)
+                return f"{said} show{_s} rank{'s' if len(ranks) > 1 else ''} {who} " + says.format(what=what, who=who)
         if self.culprits:
             rank, why = self.culprits[0]
             return (
                 f"{said} name{_s} rank {rank} as the culprit of {what}: {why}; the ranks "
                 f"ran different code (a desync), so what rank {rank} did differently is where to look"
-            )
-        if self.stalled:
-            who = _span(self.stalled)
-            s_ = "s" if len(self.stalled) > 1 else ""
-            return (
-                f"{said} show{_s} rank{s_} {who} enqueued {what} but never started it on the GPU while the other "
-                f"ranks had: an earlier kernel hung there, so rank {who}'s GPU (Xid, ECC), driver and logs are where "
-                "to look"
             )
         who = _span(self.undumped)
         return (
