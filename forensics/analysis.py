@@ -327,6 +327,8 @@ def _signals(events: pl.DataFrame, templates: pl.DataFrame, pod_node: dict[str, 
         s.LEVEL,
         mining.TEMPLATE_ID,
         s.COLL_RAN_MS,
+        s.PROCESS,
+        s.PID,
         pl.col(s.MESSAGE).alias("full"),
     )
     names = templates.select(mining.TEMPLATE_ID, pl.col(mining.TEMPLATE).alias("_tmpl"))

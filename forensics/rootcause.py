@@ -251,16 +251,31 @@ SOFTWARE_FAULT_ACTION = (
 )
 
 
+WORKER = r"^(?:Worker|VllmWorker|RayWorker)"
+"""vLLM's worker processes (log-formats.md 1.2: `Worker_TP3`, `VllmWorker rank=3`,
+`VllmWorkerProcess`, Ray's `RayWorkerWrapper`): one GPU each."""
+
+
 def _on_many_gpus(h: Hypothesis, part: pl.DataFrame) -> None:
-    """A kernel's GPU fault (`SOFTWARE_PRONE`) on two or more nodes (or pods, where the node is
-    not known) within one incident is software: GPUs do not fail together, code and inputs do
-    (a "query of death" that a load balancer retries onto the next replica)."""
+    """A kernel's GPU fault (`SOFTWARE_PRONE`) on two or more GPUs within one incident is
+    software: GPUs do not fail together, code and inputs do (a kernel bug every tensor-parallel
+    worker runs, a "query of death" that a load balancer retries onto the next replica).
+    GPUs are told apart by node (pod, where the node is not known) and, within one, by worker
+    process; an engine core re-raising its worker's error is not a GPU of its own."""
     if h.category != "gpu-fault" or h.kind != "fault" or not SOFTWARE_PRONE.search(h.template or ""):
         return
-    places = part.select(pl.coalesce("node", s.POD).drop_nulls().n_unique()).item()
-    if places >= 2:
+    place = pl.coalesce("node", s.POD)
+    places = part.select(place.drop_nulls().n_unique()).item()
+    workers = 0
+    if s.PROCESS in part.columns:
+        worker = pl.col(s.PROCESS).cast(pl.String).str.contains(WORKER).fill_null(False)
+        workers = part.filter(worker).select(pl.struct(place, s.PROCESS, s.PID).n_unique()).item()
+    if places >= 2 or workers >= 2:
         h.label = SOFTWARE_FAULT_LABEL
-        h.why.append(f"the same fault on {places} {'nodes' if part['node'].drop_nulls().len() else 'pods'}")
+        where = "nodes" if part["node"].drop_nulls().len() else "pods"
+        h.why.append(
+            f"the same fault on {places} {where}" if places >= 2 else f"the same fault on {workers} GPU workers"
+        )
 
 
 def _peers(n: int) -> str:

@@ -719,6 +719,44 @@ def test_the_same_kernel_fault_on_several_replicas_is_read_as_software_not_one_g
     assert (f"the same fault on {len(crashes)} pods" in rc["why"]) == software
 
 
+@pytest.mark.parametrize(("workers", "software"), [(4, True), (1, False)])
+def test_the_same_kernel_fault_in_several_tensor_parallel_workers_is_software(tmp_path, workers, software):
+    # One pod, one node, TP=4: each worker process is a GPU. The engine core re-raises its
+    # worker's error, which is not a second GPU.
+    t0 = datetime(2025, 3, 2, 8, 0, 0, tzinfo=UTC)
+    lines = []
+    for i in range(80):
+        t = t0 + timedelta(seconds=10 * i)
+        stamp, local = t.strftime("%Y-%m-%dT%H:%M:%S.000000000Z"), t.strftime("%m-%d %H:%M:%S")
+        if i == 45:
+            for r in range(workers):
+                p = f"{stamp} (Worker_TP{r} pid={200 + r})"
+                lines += [
+                    f"{p} ERROR {local} [multiproc_executor.py:671] WorkerProc hit an exception.",
+                    f"{p} Traceback (most recent call last):",
+                    f"{p} RuntimeError: CUDA error: an illegal memory access was encountered",
+                ]
+            p = f"{stamp} (EngineCore_DP0 pid=120)"
+            lines += [
+                f"{p} ERROR {local} [core.py:700] EngineCore encountered a fatal error.",
+                f"{p} Traceback (most recent call last):",
+                f"{p} RuntimeError: CUDA error: an illegal memory access was encountered",
+            ]
+            continue
+        rate = 1800.0 if i < 45 else 0.0
+        lines.append(
+            f"{stamp} (APIServer pid=1) INFO {local} [loggers.py:116] Engine 000: Avg prompt throughput: "
+            f"{rate * 1.3:.1f} tokens/s, Avg generation throughput: {rate:.1f} tokens/s, Running: {30 if rate else 0} "
+            f"reqs, Waiting: {0 if rate else 30} reqs, GPU KV cache usage: 60.0%"
+        )
+    write_file(tmp_path / "vllm-0.log", "\n".join(lines) + "\n")
+    (incident,) = analyze(tmp_path).to_json()["incidents"]
+    rc = incident["root_cause"]
+    assert rc["category"] == "gpu-fault" and rc["status"] == "supported"
+    assert (rc["label"] == rootcause.SOFTWARE_FAULT_LABEL) == software
+    assert ("the same fault on 4 GPU workers" in rc["why"]) == software
+
+
 @pytest.mark.parametrize("oom_logged", [True, False])
 def test_the_drivers_clean_up_after_a_process_death_is_not_blamed_for_it(tmp_path, oom_logged):
     # The kernel kills the engine for memory; the driver then tears down its GPU channels
