@@ -344,3 +344,16 @@ def test_a_dump_whose_lists_share_themselves_is_written_short_not_spelled_out(tm
     _write_dumps(tmp_path, {0: _dump([_entry(0, 4182, state="started", input_sizes=nested, profiling_name=nested)])})
     (f,) = ingest(tmp_path).files
     assert f.unparsed == 0 and f.events >= 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200), st.binary(max_size=200))
+def test_any_bytes_behind_a_pickle_header_are_read_or_refused_with_a_message(before, after):
+    data = b"\x80\x02" + before + b"pg_config" + after
+    assert flight_dump.sniff(data) == "pickle"
+    try:
+        dump = flight_dump.read(data, "pickle", "nccl_trace_rank_0")
+    except ValueError as e:
+        assert str(e).startswith("flight-recorder dump not read")
+        return
+    assert flight_dump.rows(dump)
