@@ -34,7 +34,7 @@ from forensics import schema as s
 from forensics._malloc import release_free_memory
 from forensics.arrow_text import categories_as_arrow, count_lines, lines_column
 from forensics.errors import NoInputError
-from parsers import flight_dump, k8s, prometheus, ras_json, vllm
+from parsers import flight_dump, k8s, nvidia_smi, prometheus, ras_json, vllm
 from parsers._common import TIME_PARTS
 from parsers.lines import parse_lines
 from parsers.wrappers import syslog_time_parts
@@ -336,6 +336,7 @@ def ingest_files(
                 and _not_a_log(head, f.rel) is None
                 and not k8s.sniff_event_document(head)
                 and prometheus.sniff(head) is None
+                and not nvidia_smi.sniff(head)
             ):
                 # A large log: read, decoded and batched a segment at a time (never whole).
                 fid = len(metas)
@@ -396,6 +397,17 @@ def ingest_files(
                 else:
                     metas[fid] = replace(metas[fid], pod=None)  # (the report names hosts, not its file)
                     document(fid, "ncclras-json", n_lines, fnotes + ras_notes, rows)
+                    continue
+            if nvidia_smi.sniff(text):
+                try:
+                    rows = nvidia_smi.parse_document(text, f.rel, tz)
+                except Exception as e:  # noqa: BLE001 - a flaw in reading a snapshot must not cost the run
+                    fnotes.append(
+                        f"nvidia-smi snapshot not read ({type(e).__name__}: {str(e)[:120]}); parsed line by line"
+                    )
+                else:
+                    metas[fid] = replace(metas[fid], pod=None)  # (a node's file: its GPUs, not a pod's)
+                    document(fid, "nvidia-smi", n_lines, fnotes, rows)
                     continue
             kind, state = k8s.sniff_event_document(text), False
             if not kind:
@@ -1212,7 +1224,7 @@ def _finish(ev: pl.DataFrame, metas: list[_Meta], carry: _Carry) -> tuple[pl.Dat
         last = ev.filter(pl.col("_fid") == ev["_fid"][-1]).select(dump).tail(1).row(0, named=True)
         dump_out = {c: v for c, v in last.items() if v is not None}
         ev = ev.with_columns(pl.col(c).replace("", None) for c in dump)
-    node_sources = ["kubelet", "klog", "k8s-event", "k8s-state", "syslog", "kernel"]
+    node_sources = ["kubelet", "klog", "k8s-event", "k8s-state", "syslog", "kernel", "nvidia-smi"]
     container_log = ~pl.col(s.SOURCE).is_in(node_sources)
     if s.HOST in have:  # (a Prometheus export's event that names its node is the node's: a GPU's Xid)
         container_log &= ~((pl.col(s.SOURCE) == "prometheus") & pl.col(s.HOST).is_not_null())

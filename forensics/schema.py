@@ -154,6 +154,7 @@ Source = Literal[
     "syslog",
     "kernel",
     "prometheus",
+    "nvidia-smi",
     "unknown",
 ]
 SOURCES: Final = Source.__args__

@@ -172,6 +172,15 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         "gpu-fault",
+        "fault",
+        0,
+        r"clocks held down by the hardware|\b(?:HW|SW) (?:Thermal |Power Brake )?Slowdown\s*:\s*Active",
+        "GPU clocks held down by heat or power (HW slowdown)",
+        action="Check {host}'s cooling and power (BMC logs; `nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER`): a "
+        "slowed GPU slows every collective it is in, so drain it until it runs at full clocks again.",
+    ),
+    Signature(
+        "gpu-fault",
         "symptom",
         0,
         _xid(45),

@@ -1,0 +1,211 @@
+"""`nvidia-smi -q` snapshots: what a node's GPUs said about themselves when the bundle was taken.
+
+Why: `nvidia-smi -q > node-3/nvidia-smi.txt` is in every GPU incident bundle, and it is where
+the kernel log's story ends: uncorrectable ECC errors counted since the driver loaded, a row
+remap pending (the GPU needs a reset) or failed (it needs replacing), pages waiting to be
+retired, clocks held down by the hardware (thermal, power brake), a GPU the tool could not
+read. Each block (`nvidia-smi -q -l N` repeats them) is timed by its own `Timestamp` line, in
+the node's local time (`--tz`):
+
+    ==============NVSMI LOG==============
+
+    Timestamp                                 : Tue Dec  1 18:41:52 2026
+    Driver Version                            : 550.54.15
+    GPU 00000000:18:00.0
+        Product Name                          : NVIDIA H100 80GB HBM3
+        ECC Errors
+            Volatile
+                DRAM Uncorrectable            : 2
+        Remapped Rows
+            Pending                           : Yes
+            Remapping Failure Occurred        : No
+        Clocks Event Reasons                  (`Clocks Throttle Reasons` before driver 535)
+            HW Thermal Slowdown               : Active
+
+Events (source `nvidia-smi`, on the node the file's directory or name gives, else none):
+one per GPU a block lists (its model, UUID and temperature), one per finding above, and one
+per line the structure does not hold (an error nvidia-smi printed: `Unable to determine the
+device handle for GPU 0000:3b:00.0: Unknown Error`), so the catalog reads it. Volatile counters
+only: the aggregate ones are the GPU's history, not this incident.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
+from zoneinfo import ZoneInfo
+
+from forensics import schema as s
+
+HEADER = re.compile(r"^=+NVSMI LOG=+\s*$", re.MULTILINE)
+_FIELD = re.compile(r"^(?P<indent>\s*)(?P<key>[^:]*?\S)\s*:\s?(?P<value>.*?)\s*$")
+_SECTION = re.compile(r"^(?P<indent>\s*)(?P<key>\S.*?)\s*$")
+_GPU = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
+SLOWDOWNS = ("HW Slowdown", "HW Thermal Slowdown", "HW Power Brake Slowdown", "SW Thermal Slowdown")
+"""Clock reasons that mean the GPU is held below its clocks by heat or power, not by choice."""
+_NAME_WORDS = re.compile(r"(?i)(?:^|[._-])(?:nvidia[._-]?)?smi(?:[._-]q)?(?=$|[._-])")
+
+
+def sniff(text: str) -> bool:
+    return HEADER.search(text[:8192]) is not None
+
+
+@dataclass
+class _Gpu:
+    bus_id: str
+    line: int
+    fields: dict[str, str] = field(default_factory=dict)
+    """`Section/Sub/Key` -> value."""
+
+
+def host_of(rel: str) -> str | None:
+    """The node a snapshot belongs to: its file name without the words `nvidia-smi`/`-q`
+    (`gpu-node-3-nvidia-smi.txt`), else its directory (`gpu-node-3/nvidia-smi.txt`)."""
+    path = PurePosixPath(rel)
+    stem = path.name.split(".")[0]
+    name = _NAME_WORDS.sub("-", stem).strip("-_. ")
+    if name:
+        return name
+    return path.parent.name or None if len(path.parts) > 1 else None
+
+
+def parse_document(text: str, rel: str, tz: str = "UTC") -> list[dict]:
+    """The snapshot's events as row dicts (with `line`). Never raises on text `sniff` accepted."""
+    host = host_of(rel)
+    rows: list[dict] = []
+    when: datetime | None = None
+    gpu: _Gpu | None = None
+    path: list[tuple[int, str]] = []
+
+    def close() -> None:
+        if gpu is not None:
+            rows.extend(_gpu_rows(gpu, when, host))
+
+    for n, raw in enumerate(text.split("\n"), 1):  # (not splitlines: the file counts \n only)
+        line = raw.rstrip()
+        if not line.strip() or HEADER.match(line):
+            if HEADER.match(line):
+                close()
+                gpu, path, when = None, [], None
+            continue
+        if _GPU.match(line):
+            close()
+            gpu, path = _Gpu(line.split(" ", 1)[1], n), []
+            continue
+        m = _FIELD.match(line)
+        indent = len(line) - len(line.lstrip())
+        if m and m["value"] != "" and not line.lstrip().startswith(("Unable to", "Failed to", "No devices")):
+            while path and path[-1][0] >= indent:
+                path.pop()
+            key = "/".join([p for _, p in path] + [m["key"]])
+            if gpu is None:
+                if m["key"] == "Timestamp":
+                    when = _time(m["value"], tz)
+                continue
+            gpu.fields[key] = m["value"]
+            continue
+        sec = _SECTION.match(line)
+        if sec and indent > 0 and gpu is not None:
+            while path and path[-1][0] >= indent:
+                path.pop()
+            path.append((indent, sec["key"].rstrip(":")))
+            continue
+        # An error nvidia-smi printed, or anything else the structure does not hold.
+        rows.append(_row(n, when, host, "ERROR" if re.search(r"(?i)error|lost|fail", line) else "INFO", line.strip()))
+    close()
+    if not rows:
+        rows.append(_row(1, when, host, "INFO", "nvidia-smi -q: no GPU listed"))
+    return sorted(rows, key=lambda r: r[s.LINE])
+
+
+def _gpu_rows(gpu: _Gpu, when: datetime | None, host: str | None) -> list[dict]:
+    f = gpu.fields
+    say = f"nvidia-smi: GPU {gpu.bus_id}"
+    model = f.get("Product Name", "?")
+    out = [
+        _row(
+            gpu.line,
+            when,
+            host,
+            "INFO",
+            f"{say} {model} ({f.get('GPU UUID', '?')}), {f.get('Temperature/GPU Current Temp', '? C')}",
+        )
+    ]
+    ecc = sum(
+        _count(v)
+        for k, v in f.items()
+        if k.startswith("ECC Errors/Volatile/")
+        and ("Uncorrectable" in k or k.startswith("ECC Errors/Volatile/Double Bit/Total"))
+    )
+    if ecc:
+        out.append(
+            _row(gpu.line, when, host, "ERROR", f"{say}: {ecc} uncorrectable ECC errors since the driver loaded")
+        )
+    if f.get("Remapped Rows/Remapping Failure Occurred") == "Yes":
+        out.append(
+            _row(
+                gpu.line,
+                when,
+                host,
+                "ERROR",
+                f"{say}: row remapping failed (uncorrectable ECC errors; replace the GPU)",
+            )
+        )
+    elif f.get("Remapped Rows/Pending") == "Yes":
+        out.append(
+            _row(gpu.line, when, host, "ERROR", f"{say}: uncorrectable ECC errors, a row remap pending (reset the GPU)")
+        )
+    if (
+        f.get("Retired Pages/Pending Page Blacklist") == "Yes"
+        or f.get("Retired Pages/Pending Page Retirement") == "Yes"
+    ):
+        out.append(
+            _row(
+                gpu.line,
+                when,
+                host,
+                "ERROR",
+                f"{say}: uncorrectable ECC errors, page retirement pending (reset the GPU)",
+            )
+        )
+    active = [
+        k.rsplit("/", 1)[-1]
+        for k, v in f.items()
+        if v == "Active"
+        and k.startswith(("Clocks Event Reasons/", "Clocks Throttle Reasons/", "Clocks Reasons/"))
+        and k.rsplit("/", 1)[-1] in SLOWDOWNS
+    ]
+    if active:
+        out.append(
+            _row(gpu.line, when, host, "WARNING", f"{say}: clocks held down by the hardware ({', '.join(active)})")
+        )
+    unreadable = sorted({k.split("/", 1)[0] for k, v in f.items() if "Unknown Error" in v or "GPU is lost" in v})
+    if unreadable:
+        out.append(
+            _row(
+                gpu.line,
+                when,
+                host,
+                "ERROR",
+                f"{say}: Unknown Error reading {', '.join(unreadable[:4])} (GPU is lost?)",
+            )
+        )
+    return out
+
+
+def _row(line: int, when: datetime | None, host: str | None, level: str, msg: str) -> dict:
+    return {s.TS: when, s.SOURCE: "nvidia-smi", s.HOST: host, s.LEVEL: level, s.MESSAGE: msg, s.LINE: line}
+
+
+def _count(v: str) -> int:
+    return int(v) if v.strip().isdigit() else 0
+
+
+def _time(v: str, tz: str) -> datetime | None:
+    try:
+        local = datetime.strptime(" ".join(v.split()), "%a %b %d %H:%M:%S %Y")
+    except ValueError:
+        return None
+    return local.replace(tzinfo=ZoneInfo(tz)).astimezone(UTC)
