@@ -336,7 +336,7 @@ def ingest_files(
                 and _not_a_log(head, f.rel) is None
                 and not k8s.sniff_event_document(head)
                 and prometheus.sniff(head) is None
-                and not nvidia_smi.sniff(head)
+                and nvidia_smi.sniff(head) is None
             ):
                 # A large log: read, decoded and batched a segment at a time (never whole).
                 fid = len(metas)
@@ -398,7 +398,7 @@ def ingest_files(
                     metas[fid] = replace(metas[fid], pod=None)  # (the report names hosts, not its file)
                     document(fid, "ncclras-json", n_lines, fnotes + ras_notes, rows)
                     continue
-            if nvidia_smi.sniff(text):
+            if nvidia_smi.sniff(text) is not None:
                 try:
                     rows = nvidia_smi.parse_document(text, f.rel, tz)
                 except Exception as e:  # noqa: BLE001 - a flaw in reading a snapshot must not cost the run

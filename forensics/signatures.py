@@ -181,6 +181,15 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         "gpu-fault",
+        "fault",
+        0,
+        r"ERR! in its row",
+        "GPU in an error state (nvidia-smi shows ERR!)",
+        action="Read the Xid in {host}'s kernel log (`dmesg | grep -i xid`) to know what failed; drain {host} and reset "
+        "the GPU, and replace it if the error returns.",
+    ),
+    Signature(
+        "gpu-fault",
         "symptom",
         0,
         _xid(45),

@@ -1,4 +1,4 @@
-"""`nvidia-smi -q` snapshots: what a node's GPUs said about themselves when the bundle was taken.
+"""`nvidia-smi -q` and plain `nvidia-smi` snapshots: what a node's GPUs said about themselves.
 
 Why: `nvidia-smi -q > node-3/nvidia-smi.txt` is in every GPU incident bundle, and it is where
 the kernel log's story ends: uncorrectable ECC errors counted since the driver loaded, a row
@@ -48,8 +48,19 @@ SLOWDOWNS = ("HW Slowdown", "HW Thermal Slowdown", "HW Power Brake Slowdown", "S
 _NAME_WORDS = re.compile(r"(?i)(?:^|[._-])(?:nvidia[._-]?)?smi(?:[._-]q)?(?=$|[._-])")
 
 
-def sniff(text: str) -> bool:
-    return HEADER.search(text[:8192]) is not None
+TABLE = re.compile(r"^\|\s*NVIDIA-SMI \d", re.MULTILINE)
+"""Plain `nvidia-smi`'s table, whose first row names the tool and the driver."""
+_TABLE_GPU = re.compile(
+    r"^\|\s+(?P<index>\d+)\s+(?P<name>.+?)\s+(?:On|Off)\s+\|\s+(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)"
+    r"\s+\S+\s+\|\s+(?P<ecc>\S+)\s+\|"
+)
+_TABLE_STAMP = re.compile(r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) +\w{3} +\d{1,2} +\d{2}:\d{2}:\d{2} +\d{4}\s*$")
+
+
+def sniff(text: str) -> str | None:
+    """`q` for `nvidia-smi -q` output, `table` for plain `nvidia-smi`'s, else None."""
+    head = text[:8192]
+    return "q" if HEADER.search(head) else "table" if TABLE.search(head) else None
 
 
 @dataclass
@@ -73,6 +84,8 @@ def host_of(rel: str) -> str | None:
 
 def parse_document(text: str, rel: str, tz: str = "UTC") -> list[dict]:
     """The snapshot's events as row dicts (with `line`). Never raises on text `sniff` accepted."""
+    if sniff(text) == "table":
+        return _parse_table(text, host_of(rel), tz)
     host = host_of(rel)
     rows: list[dict] = []
     when: datetime | None = None
@@ -118,6 +131,45 @@ def parse_document(text: str, rel: str, tz: str = "UTC") -> list[dict]:
     if not rows:
         rows.append(_row(1, when, host, "INFO", "nvidia-smi -q: no GPU listed"))
     return sorted(rows, key=lambda r: r[s.LINE])
+
+
+def _parse_table(text: str, host: str | None, tz: str) -> list[dict]:
+    """Plain `nvidia-smi` (a loop of them, each after its `date`-style first line): one event
+    per GPU row, a finding where its row reads `ERR!` (the driver reports an error on the GPU:
+    fallen off the bus, an ECC error, a lost GPU) or its Volatile Uncorr. ECC count is not 0."""
+    rows: list[dict] = []
+    when: datetime | None = None
+    lines = text.split("\n")
+    for n, line in enumerate(lines, 1):
+        if _TABLE_STAMP.match(line.strip()):
+            when = _time(line.strip(), tz)
+            continue
+        m = _TABLE_GPU.match(line)
+        if m is None:
+            if re.search(r"(?i)unable to|failed to|unknown error|gpu is lost", line):
+                rows.append(_row(n, when, host, "ERROR", line.strip()))
+            continue
+        say = f"nvidia-smi: GPU {m['index']} ({m['bus']})"
+        below = lines[n] if n < len(lines) else ""
+        temp = re.search(r"\b(\d+C)\b", below)
+        rows.append(_row(n, when, host, "INFO", f"{say} {m['name']}, {temp[1] if temp else '? C'}"))
+        if "ERR!" in line or "ERR!" in below:
+            rows.append(
+                _row(n, when, host, "ERROR", f"{say}: ERR! in its row (the driver reports an error on this GPU)")
+            )
+        elif _count(m["ecc"]):
+            rows.append(
+                _row(
+                    n,
+                    when,
+                    host,
+                    "ERROR",
+                    f"{say}: {_count(m['ecc'])} uncorrectable ECC errors since the driver loaded",
+                )
+            )
+    if not rows:
+        rows.append(_row(1, when, host, "INFO", "nvidia-smi: no GPU listed"))
+    return rows
 
 
 def _gpu_rows(gpu: _Gpu, when: datetime | None, host: str | None) -> list[dict]:

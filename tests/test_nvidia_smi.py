@@ -169,3 +169,54 @@ def test_any_mix_of_snapshot_lines_is_read_and_every_line_accounted(lines):
     text = "==============NVSMI LOG==============\n" + "\n".join(lines) + "\n"
     rows = nvidia_smi.parse_document(text, "gpu-node-3/nvidia-smi.txt")
     assert rows and all(1 <= r["line"] <= text.count("\n") for r in rows)
+
+
+def _table(ecc1: str = "0", temp1: str = "36C") -> str:
+    """Plain `nvidia-smi` as driver 550 prints it, two H100s (the processes table cut)."""
+    return (
+        "Sun Mar  2 08:09:12 2025       \n"
+        "+-----------------------------------------------------------------------------------------+\n"
+        "| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |\n"
+        "|-----------------------------------------+------------------------+----------------------+\n"
+        "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |\n"
+        "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |\n"
+        "|                                         |                        |               MIG M. |\n"
+        "|=========================================+========================+======================|\n"
+        "|   0  NVIDIA H100 80GB HBM3          On  |   00000000:18:00.0 Off |                    0 |\n"
+        "| N/A   34C    P0             69W /  700W |       1MiB /  81559MiB |      0%      Default |\n"
+        "|                                         |                        |             Disabled |\n"
+        "+-----------------------------------------+------------------------+----------------------+\n"
+        f"|   1  NVIDIA H100 80GB HBM3          On  |   00000000:2A:00.0 Off | {ecc1:>20} |\n"
+        f"| N/A   {temp1:>4}    P0             70W /  700W |       1MiB /  81559MiB |      0%      Default |\n"
+        "|                                         |                        |             Disabled |\n"
+        "+-----------------------------------------+------------------------+----------------------+\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("table", "finding"),
+    [
+        (_table(), None),
+        (_table(ecc1="ERR!"), "nvidia-smi: GPU 1 (00000000:2A:00.0): ERR! in its row"),
+        (_table(temp1="ERR!"), "nvidia-smi: GPU 1 (00000000:2A:00.0): ERR! in its row"),
+        (_table(ecc1="3"), "nvidia-smi: GPU 1 (00000000:2A:00.0): 3 uncorrectable ECC errors since the driver loaded"),
+    ],
+)
+def test_plain_nvidia_smi_lists_each_gpu_and_flags_err_and_ecc(tmp_path, table, finding):
+    write(tmp_path / "gpu-node-3" / "nvidia-smi.txt", table)
+    r = ingest(tmp_path)
+    (f,) = r.files
+    assert (f.wrapper, f.unparsed) == ("nvidia-smi", 0)
+    gpus = r.events.filter(pl.col("level").cast(pl.String) == "INFO")["message"].to_list()
+    assert gpus == ["nvidia-smi: GPU 0 (00000000:18:00.0) NVIDIA H100 80GB HBM3, 34C", gpus[1]] and len(gpus) == 2
+    found = [m for _h, _l, m in _findings(r)]
+    assert found == ([] if finding is None else [found[0]]) and (finding is None or found[0].startswith(finding))
+    assert set(r.events["host"]) == {"gpu-node-3"} and r.events["ts"].dt.strftime("%H:%M:%S")[0] == "08:09:12"
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_table(ecc1="ERR!").split("\n")) | st.text(max_size=30), max_size=30))
+def test_any_mix_of_table_lines_is_read_and_every_line_accounted(lines):
+    text = "| NVIDIA-SMI 550.54.15     Driver Version: 550.54.15     CUDA Version: 12.4 |\n" + "\n".join(lines) + "\n"
+    rows = nvidia_smi.parse_document(text, "gpu-node-3/nvidia-smi.txt")
+    assert rows and all(1 <= r["line"] <= text.count("\n") for r in rows)
