@@ -175,16 +175,8 @@ def _parse_table(text: str, host: str | None, tz: str) -> list[dict]:
 def _gpu_rows(gpu: _Gpu, when: datetime | None, host: str | None) -> list[dict]:
     f = gpu.fields
     say = f"nvidia-smi: GPU {gpu.bus_id}"
-    model = f.get("Product Name", "?")
-    out = [
-        _row(
-            gpu.line,
-            when,
-            host,
-            "INFO",
-            f"{say} {model} ({f.get('GPU UUID', '?')}), {f.get('Temperature/GPU Current Temp', '? C')}",
-        )
-    ]
+    about = f"{f.get('Product Name', '?')} ({f.get('GPU UUID', '?')}), {f.get('Temperature/GPU Current Temp', '? C')}"
+    found: list[tuple[str, str]] = []
     ecc = sum(
         _count(v)
         for k, v in f.items()
@@ -192,59 +184,27 @@ def _gpu_rows(gpu: _Gpu, when: datetime | None, host: str | None) -> list[dict]:
         and ("Uncorrectable" in k or k.startswith("ECC Errors/Volatile/Double Bit/Total"))
     )
     if ecc:
-        out.append(
-            _row(gpu.line, when, host, "ERROR", f"{say}: {ecc} uncorrectable ECC errors since the driver loaded")
-        )
+        found.append(("ERROR", f"{ecc} uncorrectable ECC errors since the driver loaded"))
     if f.get("Remapped Rows/Remapping Failure Occurred") == "Yes":
-        out.append(
-            _row(
-                gpu.line,
-                when,
-                host,
-                "ERROR",
-                f"{say}: row remapping failed (uncorrectable ECC errors; replace the GPU)",
-            )
-        )
+        found.append(("ERROR", "row remapping failed (uncorrectable ECC errors; replace the GPU)"))
     elif f.get("Remapped Rows/Pending") == "Yes":
-        out.append(
-            _row(gpu.line, when, host, "ERROR", f"{say}: uncorrectable ECC errors, a row remap pending (reset the GPU)")
-        )
-    if (
-        f.get("Retired Pages/Pending Page Blacklist") == "Yes"
-        or f.get("Retired Pages/Pending Page Retirement") == "Yes"
-    ):
-        out.append(
-            _row(
-                gpu.line,
-                when,
-                host,
-                "ERROR",
-                f"{say}: uncorrectable ECC errors, page retirement pending (reset the GPU)",
-            )
-        )
+        found.append(("ERROR", "uncorrectable ECC errors, a row remap pending (reset the GPU)"))
+    if "Yes" in (f.get("Retired Pages/Pending Page Blacklist"), f.get("Retired Pages/Pending Page Retirement")):
+        found.append(("ERROR", "uncorrectable ECC errors, page retirement pending (reset the GPU)"))
+    reasons = ("Clocks Event Reasons/", "Clocks Throttle Reasons/", "Clocks Reasons/")
     active = [
         k.rsplit("/", 1)[-1]
         for k, v in f.items()
-        if v == "Active"
-        and k.startswith(("Clocks Event Reasons/", "Clocks Throttle Reasons/", "Clocks Reasons/"))
-        and k.rsplit("/", 1)[-1] in SLOWDOWNS
+        if v == "Active" and k.startswith(reasons) and k.rsplit("/", 1)[-1] in SLOWDOWNS
     ]
     if active:
-        out.append(
-            _row(gpu.line, when, host, "WARNING", f"{say}: clocks held down by the hardware ({', '.join(active)})")
-        )
+        found.append(("WARNING", f"clocks held down by the hardware ({', '.join(active)})"))
     unreadable = sorted({k.split("/", 1)[0] for k, v in f.items() if "Unknown Error" in v or "GPU is lost" in v})
     if unreadable:
-        out.append(
-            _row(
-                gpu.line,
-                when,
-                host,
-                "ERROR",
-                f"{say}: Unknown Error reading {', '.join(unreadable[:4])} (GPU is lost?)",
-            )
-        )
-    return out
+        found.append(("ERROR", f"Unknown Error reading {', '.join(unreadable[:4])} (GPU is lost?)"))
+    return [_row(gpu.line, when, host, "INFO", f"{say} {about}")] + [
+        _row(gpu.line, when, host, level, f"{say}: {text}") for level, text in found
+    ]
 
 
 def _row(line: int, when: datetime | None, host: str | None, level: str, msg: str) -> dict:
