@@ -279,7 +279,19 @@ def _summary(inc: dict, red: list[dict]) -> str:
         return f"The logs show an incident {start} but do not decide its cause: {md_text(rc.get('missing'))}."
     what = inline(rc["template"], 120)
     logged = f"{md_text(rc['hosts'][0])} logged {what}" if rc["hosts"] else f"{what} was logged"
-    out = [f"{when} {logged}, the first sign of a {rc['category']} failure ({md_text(rc['label'])})."]
+    # Symptoms logged before the root cause's own line: a snapshot taken after the fact (an
+    # `nvidia-smi`, a RAS report) tells of a fault older than the line that records it.
+    first = rc.get("first_seen")
+    before = [h for h in red if first and h.get("first_seen") and h["first_seen"] < first]
+    red = [h for h in red if h not in before]
+    if before:
+        cats = ", ".join(h["category"] for h in before)
+        out = [
+            f"{when} {logged} ({rc['category']}: {md_text(rc['label'])}). It explains what was logged before it from "
+            f"{hhmmss(min(h['first_seen'] for h in before))} ({cats}): symptoms, not causes."
+        ]
+    else:
+        out = [f"{when} {logged}, the first sign of a {rc['category']} failure ({md_text(rc['label'])})."]
     if imp["measured"] and imp["min_per_s"] is not None:
         s = f"Cluster {imp['unit']} fell from {imp['baseline_per_s']:,.0f} to {imp['min_per_s']:,.0f} at {hhmmss(inc['start'])}"
         if imp["partial_recoveries"]:

@@ -220,3 +220,35 @@ def test_any_mix_of_table_lines_is_read_and_every_line_accounted(lines):
     text = "| NVIDIA-SMI 550.54.15     Driver Version: 550.54.15     CUDA Version: 12.4 |\n" + "\n".join(lines) + "\n"
     rows = nvidia_smi.parse_document(text, "gpu-node-3/nvidia-smi.txt")
     assert rows and all(1 <= r["line"] <= text.count("\n") for r in rows)
+
+
+def test_a_snapshot_taken_after_the_timeouts_explains_them_without_claiming_it_came_first(tmp_path):
+    # Seven ranks time out at 08:17:01; the node's nvidia-smi, taken at 08:20:12, shows the GPU's
+    # uncorrectable errors. The summary must not say the timeouts "followed" the snapshot.
+    from forensics import analyze
+    from forensics.report import render
+
+    write(
+        tmp_path / "gpu-node-3" / "nvidia-smi.txt",
+        _snapshot(
+            _gpu("00000000:18:00.0", "GPU-1"),
+            _gpu("00000000:2A:00.0", "GPU-2", dram_ue=2, pending="Yes"),
+            stamp="Sun Mar  2 08:20:12 2025",
+        ),
+    )
+    write(
+        tmp_path / "ranks.log",
+        "".join(
+            f"[rank{r}]:[E0302 08:17:01.20417{r}093 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=4182, OpType=ALLREDUCE, NumelIn=65536, NumelOut=65536, "
+            "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.\n"
+            for r in range(8)
+            if r != 5
+        ),
+    )
+    report = analyze(tmp_path, year=2025).to_json()
+    rc = report["incidents"][0]["root_cause"]
+    assert (rc["category"], rc["hosts"][:1]) == ("gpu-fault", ["gpu-node-3"])
+    md = render(report)
+    assert "It explains what was logged before it from 08:17:01 (collective-timeout): symptoms, not causes." in md
+    assert "followed it" not in md and "the first sign of" not in md
