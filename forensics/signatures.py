@@ -111,7 +111,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "gpu-memory",
         "fault",
         2,
-        r"OutOfMemoryError|CUDA out of memory|Cuda failure (?:\d+ )?'?out of memory|Failed to CUDA calloc|No available memory for the cache blocks",
+        r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|Cuda failure (?:\d+ )?'?out of memory|Failed to CUDA calloc"
+        r"|No available memory for the cache blocks",
         "GPU out of memory",
     ),
     Signature(
@@ -434,7 +435,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "engine",
         "symptom",
         4,
-        r"EngineCore encountered a fatal error|EngineDeadError|AsyncLLM output_handler failed|Engine background task failed|AsyncEngineDeadError|Engine loop has died|Worker \S+ pid \d+ died|failed \(exitcode: -?\d+\) local_rank: \d+|ChildFailedError|WorkerProc hit an exception|Engine core initialization failed|EngineCore failed to start|Engine iteration timed out|Parent process exited, terminating worker|Killing local vLLM worker processes|RayActorError|ActorDiedError|The actor died unexpectedly|A worker died or was killed while executing a task"
+        r"EngineCore encountered a fatal error|EngineDeadError|AsyncLLM output_handler failed|Engine background task failed|AsyncEngineDeadError|Engine loop has died|Worker \S+ pid \d+ died|failed \(exitcode: -?\d+\) local_rank: \d+|ChildFailedError|WorkerProc hit an exception|Engine core initialization failed|EngineCore failed to start|Engine iteration timed out|RPC call to \w+ timed out|Parent process exited, terminating worker|Killing local vLLM worker processes|RayActorError|ActorDiedError|The actor died unexpectedly|A worker died or was killed while executing a task"
         r"|Engine core proc \S+ died unexpectedly|Worker proc \S+ died unexpectedly|WorkerProc failed to start"
         r"|EngineCore encountered an issue|RuntimeError: Executor failed",
         "engine died",

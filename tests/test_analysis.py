@@ -596,6 +596,8 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "fault",
         ),
         ("Worker proc VllmWorker-0 died unexpectedly, shutting down executor.", None, "engine", "symptom"),
+        ("TimeoutError: RPC call to execute_model timed out.", None, "engine", "symptom"),  # (V1 executor: a hang)
+        ("RuntimeError: CUDA error: out of memory", None, "gpu-memory", "fault"),  # (a CUDA API call)
         (
             "A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker.",
             None,
