@@ -174,7 +174,7 @@ def rows(dump: Dump) -> list[dict]:
             said = "completed" if done else f"{IN_FLIGHT} ({_phase(e)})"
             msg = (  # (`LAST` reads it back)
                 f"flight recorder: rank {_r(dump)}'s last collective of PG {name} ({desc}; ranks [{members}]) is "
-                f"#{seq} {_op(e)} {_shape(e)}, {said}"
+                f"#{seq} {_op(e)} {_shape(e)}{_caller(e)}, {said}"
             )
             if completed is not None and completed >= 0:
                 msg += f"; last completed #{completed}"
@@ -221,8 +221,28 @@ def _done(e: dict, completed: int | None) -> bool:
 
 def _what(e: dict) -> str:
     if e.get("is_p2p"):
-        return f"p2p op #{_int(e.get('p2p_seq_id'))} {_op(e)} {_shape(e)}"
-    return f"collective #{_int(e.get('collective_seq_id'))} {_op(e)} {_shape(e)}"
+        return f"p2p op #{_int(e.get('p2p_seq_id'))} {_op(e)} {_shape(e)}{_caller(e)}"
+    return f"collective #{_int(e.get('collective_seq_id'))} {_op(e)} {_shape(e)}{_caller(e)}"
+
+
+_LIBRARY_FRAME = re.compile(r"(?:^|/)torch/(?:distributed|_|utils|nn/modules/module\.py)|<string>|multiprocessing/")
+"""Frames of torch's own collective wrappers and of process start-up, skipped to find the caller."""
+
+
+def _caller(e: dict) -> str:
+    """` from forward (vllm/distributed/parallel_state.py:412)`: the innermost frame of the
+    entry's stack outside torch's wrappers (where the program issued the collective; ranks
+    issuing the same collective from different places are out of step), or nothing."""
+    frames = e.get("frames")
+    for f in frames[:64] if isinstance(frames, list) else []:
+        if not isinstance(f, dict) or not isinstance(f.get("filename"), str):
+            continue
+        path = f["filename"]
+        if _LIBRARY_FRAME.search(path):
+            continue
+        short = "/".join(path.split("/")[-3:])
+        return f" from {_text(f.get('name'))} ({short[:120]}:{_int(f.get('line'))})"
+    return ""
 
 
 def _op(e: dict) -> str:

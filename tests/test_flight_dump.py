@@ -131,8 +131,15 @@ def test_the_rank_whose_dump_stops_a_collective_early_is_named_as_the_one_the_ot
         (  # rank 2 joined with another size
             {r: _stuck(r) for r in range(RANKS) if r != 2} | {2: _stuck(2, input_sizes=[[32768]])},
             "the flight recorder's dumps (nccl_trace_rank_2:14) name rank 2 as the culprit of nccl:_allgather_base "
-            "(sequence number 4182): joined with (input [[32768]] BFloat16) where the others had (input [[65536]] "
-            "BFloat16)",
+            "(sequence number 4182): joined with (input [[32768]] BFloat16) from forward "
+            "(vllm/distributed/parallel_state.py:412) where the others had (input [[65536]] BFloat16) from forward",
+        ),
+        (  # rank 4 issued the same collective from another place in the code: out of step
+            {r: _stuck(r) for r in range(RANKS) if r != 4}
+            | {4: _stuck(4, frames=[{"name": "sample", "filename": "vllm/v1/sample/sampler.py", "line": 88}])},
+            "the flight recorder's dumps (nccl_trace_rank_4:14) name rank 4 as the culprit of nccl:_allgather_base "
+            "(sequence number 4182): joined with (input [[65536]] BFloat16) from sample (v1/sample/sampler.py:88) "
+            "where the others had (input [[65536]] BFloat16) from forward (vllm/distributed/parallel_state.py:412)",
         ),
         (  # rank 3 enqueued it, but its GPU never started it: a kernel before it hung
             {r: _stuck(r) for r in range(RANKS) if r != 3} | {3: _stuck(3, state="scheduled")},
@@ -206,9 +213,10 @@ def test_a_p2p_op_still_in_flight_beside_the_last_collective_is_its_own_event(tm
     warned = ingest(tmp_path).events.filter(pl.col("level").cast(pl.String) == "WARNING")["message"].to_list()
     assert warned == [
         "flight recorder: rank 0's last collective of PG 0 (default_pg; ranks [0, 1, 2, 3, 4, 5, 6, 7]) is #4182 "
-        "nccl:_allgather_base (input [[65536]] BFloat16), not completed (started); last completed #4181",
-        "flight recorder: rank 0's p2p op #9 nccl:send 0->1 (input [[65536]] BFloat16) of PG 0 (default_pg) not "
-        "completed (scheduled)",
+        "nccl:_allgather_base (input [[65536]] BFloat16) from forward (vllm/distributed/parallel_state.py:412), not "
+        "completed (started); last completed #4181",
+        "flight recorder: rank 0's p2p op #9 nccl:send 0->1 (input [[65536]] BFloat16) from forward "
+        "(vllm/distributed/parallel_state.py:412) of PG 0 (default_pg) not completed (scheduled)",
     ]
 
 
