@@ -109,7 +109,7 @@ def hypotheses(
         h = Hypothesis(
             cat, kind, int(first["layer"]), first["label"], first["template"], tid, first[s.TS], hosts, part.height, ev
         )
-        _on_many_gpus(h, part)
+        _on_many_gpus(h, part, events)
         _score(
             h,
             part,
@@ -256,7 +256,7 @@ WORKER = r"^(?:Worker|VllmWorker|RayWorker)"
 `VllmWorkerProcess`, Ray's `RayWorkerWrapper`): one GPU each."""
 
 
-def _on_many_gpus(h: Hypothesis, part: pl.DataFrame) -> None:
+def _on_many_gpus(h: Hypothesis, part: pl.DataFrame, events: pl.DataFrame | None = None) -> None:
     """A kernel's GPU fault (`SOFTWARE_PRONE`) on two or more GPUs within one incident is
     software: GPUs do not fail together, code and inputs do (a kernel bug every tensor-parallel
     worker runs, a "query of death" that a load balancer retries onto the next replica).
@@ -276,6 +276,51 @@ def _on_many_gpus(h: Hypothesis, part: pl.DataFrame) -> None:
         h.why.append(
             f"the same fault on {places} {where}" if places >= 2 else f"the same fault on {workers} GPU workers"
         )
+        shared = _shared_request_size(events, h.first_seen) if events is not None else None
+        if shared is not None:
+            size, pods = shared
+            h.why.append(
+                f"the batches that crashed on {', '.join(pods)} each held a request of {size:,} tokens (vLLM's input "
+                "dump): the same request, retried from one replica to the next?"
+            )
+
+
+DUMPED_BATCH = "Dumping scheduler output for model execution"
+"""vLLM V1's engine, on a crash (`logging_utils/dump_input.py`, log-formats.md 1.5), logs the
+batch it was running: `SchedulerOutput(scheduled_new_reqs=[NewRequestData(req_id=..,
+prompt_token_ids_len=2824,..)], scheduled_cached_reqs=CachedRequestData(req_ids=[..],..,
+num_computed_tokens=[29622],..), ..)`."""
+_REQUEST_SIZES = re.compile(r"prompt_token_ids_len=(\d+)|num_computed_tokens=\[([\d, ]*)\]")
+
+
+def _shared_request_size(events: pl.DataFrame, since: datetime | None) -> tuple[int, list[str]] | None:
+    """A request size (prompt tokens of a new request, computed tokens of a running one) that
+    the crashing batches of two or more pods all held, from vLLM's input dumps at or after
+    `since`: the mark of one request crashing every replica it reaches."""
+    if s.POD not in events.columns:
+        return None
+    dumped = pl.col(s.MESSAGE).str.contains(DUMPED_BATCH, literal=True) | pl.col(s.MESSAGE).str.starts_with(
+        "SchedulerOutput("  # (older versions log the object as a record of its own)
+    )
+    dumps = events.filter(dumped & pl.col(s.POD).is_not_null())
+    if since is not None:
+        dumps = dumps.filter(pl.col(s.TS).is_null() | (pl.col(s.TS) >= since - timedelta(minutes=1)))
+    sizes: dict[str, set[int]] = {}
+    for pod, msg in dumps.select(s.POD, s.MESSAGE).iter_rows():
+        for new, computed in _REQUEST_SIZES.findall(msg[:1_000_000]):
+            found = [new] if new else re.findall(r"\d+", computed)
+            sizes.setdefault(pod, set()).update(int(x) for x in found if 0 < int(x) < 10_000_000)
+    if len(sizes) < 2:
+        return None
+    counts: dict[int, list[str]] = {}
+    for pod, held in sorted(sizes.items()):
+        for size in held:
+            counts.setdefault(size, []).append(pod)
+    common = [(len(pods), size, pods) for size, pods in counts.items() if len(pods) >= 2]
+    if not common:
+        return None
+    _n, size, pods = max(common, key=lambda c: (c[0], c[1]))
+    return size, pods
 
 
 def _peers(n: int) -> str:

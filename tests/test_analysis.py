@@ -671,9 +671,10 @@ def test_an_xids_number_names_what_failed_and_what_to_do(line, label, kind):
         assert "{host}" in report.ACTIONS_BY_LABEL[sig.label]  # (its own action item, for the node at fault)
 
 
-def _replicas_crashing(tmp_path: Path, crashes: dict[str, int], error: str) -> dict:
+def _replicas_crashing(tmp_path: Path, crashes: dict[str, int], error: str, batches: dict | None = None) -> dict:
     """Three vLLM replicas serving 1,800 tokens/s; each pod in `crashes` dies on `error` at
-    its 10-second tick. The root cause of the one incident."""
+    its 10-second tick, after logging the batch it ran (`batches`: pod -> computed tokens of
+    its running requests, as vLLM V1's input dump prints them). The root cause of the one incident."""
     t0 = datetime(2025, 3, 2, 8, 0, 0, tzinfo=UTC)
     for pod in ("vllm-0", "vllm-1", "vllm-2"):
         lines = []
@@ -682,6 +683,15 @@ def _replicas_crashing(tmp_path: Path, crashes: dict[str, int], error: str) -> d
             stamp, local = t.strftime("%Y-%m-%dT%H:%M:%S.000000000Z"), t.strftime("%m-%d %H:%M:%S")
             dead = pod in crashes and i > crashes[pod]
             if pod in crashes and i == crashes[pod]:
+                if batches and pod in batches:
+                    ids = [f"'chatcmpl-{pod}-{k}'" for k in range(len(batches[pod]))]
+                    lines.append(
+                        f"{stamp} ERROR {local} [dump_input.py:79] Dumping scheduler output for model execution: "
+                        "SchedulerOutput(scheduled_new_reqs=[], scheduled_cached_reqs=CachedRequestData(req_ids=["
+                        f"{', '.join(ids)}],resumed_req_ids=set(),new_token_ids_lens=[],all_token_ids_lens={{}},"
+                        f"new_block_ids=[None],num_computed_tokens={batches[pod]},num_output_tokens=[2]), "
+                        f"total_num_scheduled_tokens={len(ids)}, finished_req_ids=[], preempted_req_ids=[])"
+                    )
                 lines += [
                     f"{stamp} ERROR {local} [core.py:700] EngineCore encountered a fatal error.",
                     f"{stamp} Traceback (most recent call last):",
@@ -698,6 +708,32 @@ def _replicas_crashing(tmp_path: Path, crashes: dict[str, int], error: str) -> d
         write_file(tmp_path / f"{pod}.log", "\n".join(lines) + "\n")
     (incident,) = analyze(tmp_path).to_json()["incidents"]
     return incident["root_cause"]
+
+
+@pytest.mark.parametrize(
+    ("batches", "shared"),
+    [
+        ({"vllm-0": [512, 29622, 88], "vllm-2": [29622, 1024]}, "each held a request of 29,622 tokens"),
+        ({"vllm-0": [512, 88], "vllm-2": [1024, 4096]}, None),
+    ],
+)
+def test_crashing_batches_that_share_a_request_size_point_at_one_request(tmp_path, batches, shared):
+    # A request that crashes the replica it reaches is retried onto the next one: the crashing
+    # batches of both replicas hold a request of the same length.
+    rc = _replicas_crashing(
+        tmp_path,
+        {"vllm-0": 40, "vllm-2": 47},
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        batches,
+    )
+    assert rc["label"] == rootcause.SOFTWARE_FAULT_LABEL
+    said = [w for w in rc["why"] if "each held a request" in w]
+    assert (said[0] if said else None) == (
+        None
+        if shared is None
+        else f"the batches that crashed on vllm-0, vllm-2 {shared} (vLLM's input dump): the "
+        "same request, retried from one replica to the next?"
+    )
 
 
 @pytest.mark.parametrize(
