@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 import polars as pl
 
 from forensics import schema as s
+from forensics import signatures
 from forensics.series import KV_FULL, UNTIMED_STEP, Incident, Series, tell_kv_full_no_queue
 
 LOOKBACK = timedelta(minutes=30)
@@ -251,6 +252,10 @@ SOFTWARE_FAULT_ACTION = (
 )
 
 
+SOFTWARE_PRONE_LABELS = frozenset((signatures.GPU_FAULT, signatures.KERNEL_EXCEPTION))
+"""The catalog's GPU faults that a kernel can raise; the others name hardware."""
+
+
 WORKER = r"^(?:Worker|VllmWorker|RayWorker)"
 """vLLM's worker processes (log-formats.md 1.2: `Worker_TP3`, `VllmWorker rank=3`,
 `VllmWorkerProcess`, Ray's `RayWorkerWrapper`): one GPU each."""
@@ -263,6 +268,8 @@ def _on_many_gpus(h: Hypothesis, part: pl.DataFrame, events: pl.DataFrame | None
     GPUs are told apart by node (pod, where the node is not known) and, within one, by worker
     process; an engine core re-raising its worker's error is not a GPU of its own."""
     if h.category != "gpu-fault" or h.kind != "fault" or not SOFTWARE_PRONE.search(h.template or ""):
+        return
+    if h.label not in SOFTWARE_PRONE_LABELS:  # (an ECC error or a lost GPU is hardware however many report it)
         return
     place = pl.coalesce("node", s.POD)
     places = part.select(place.drop_nulls().n_unique()).item()

@@ -44,6 +44,13 @@ CATEGORIES: tuple[Category, ...] = (
 """The fixed vocabulary of root-cause categories."""
 
 
+GPU_FAULT = "GPU / CUDA fault"
+"""The catalog's generic GPU fault (what a CUDA call or the driver reported)."""
+KERNEL_EXCEPTION = "GPU exception in a kernel (Xid 13/31/43, usually software)"
+"""The GPU faults a kernel can raise as well as the hardware (`forensics.rootcause` reads a
+fault of either label on several GPUs at once as software)."""
+
+
 def _xid(*codes: int) -> str:
     """An Xid with one of `codes`, as the kernel, the device plugin and DCGM print it."""
     return rf"(?:\bXid \(PCI:[^)]*\):\s*|\bXid[=: ]\s*)(?:{'|'.join(map(str, codes))})\b"
@@ -166,7 +173,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         0,
         _xid(13, 31, 43),
-        "GPU exception in a kernel (Xid 13/31/43, usually software)",
+        KERNEL_EXCEPTION,
         action="Find whose kernel faulted: if the fault follows the workload to another GPU it is a software bug "
         "(the kernel or its inputs, such as block tables); if it stays with {host}'s GPU, run DCGM diagnostics "
         "(level 3) there.",
@@ -201,7 +208,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         0,
         r"illegal memory access|Xid \d+|NVRM: Xid|\bXid \(PCI:|\bXid=\d+|device will go unhealthy|device marked unhealthy|uncorrectable ECC|fallen off the bus|device-side assert|CUDA error: (?!out of memory)",
-        "GPU / CUDA fault",
+        GPU_FAULT,
     ),
     Signature(
         "gpu-fault",

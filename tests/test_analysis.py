@@ -747,6 +747,7 @@ def test_crashing_batches_that_share_a_request_size_point_at_one_request(tmp_pat
         ({"vllm-1": 43}, "RuntimeError: CUDA error: an illegal memory access was encountered", False),
         ({"vllm-0": 40, "vllm-2": 47}, "RuntimeError: CUDA error: device-side assert triggered", True),
         ({"vllm-0": 40, "vllm-2": 47}, "RuntimeError: CUDA error: unspecified launch failure", True),
+        ({"vllm-0": 40, "vllm-2": 47}, "RuntimeError: CUDA error: uncorrectable ECC error encountered", False),
     ],
 )
 def test_the_same_kernel_fault_on_several_replicas_is_read_as_software_not_one_gpu(tmp_path, crashes, error, software):
