@@ -13,6 +13,7 @@ probe, and capture-group regexes only run on the rows a layer concerns (`apply`)
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 from functools import cache
@@ -155,3 +156,33 @@ def extract_head(
     if rest_name is not None:
         df = df.with_columns(pl.col(out).struct.with_fields(r.alias(rest_name)))
     return df.rename({"_xh_rest": rest}) if rest else df.drop("_xh_rest")
+
+
+# --- documents read whole (Kubernetes lists, ncclras JSON, flight-recorder dumps) ------------
+
+
+def as_dict(v: object) -> dict:
+    """A document's field as a dict: a hand-edited or truncated document holds any JSON (or
+    pickled value) where its writer puts an object."""
+    return v if isinstance(v, dict) else {}
+
+
+def as_list(v: object) -> list:
+    """A document's field as a list (see `as_dict`)."""
+    return v if isinstance(v, list) else []
+
+
+def line_starts(text: str) -> list[int]:
+    """The offset each line of `text` starts at (`\\n` ends a line), for `line_of`."""
+    starts = [0]
+    find = text.find
+    i = find("\n")
+    while i != -1:
+        starts.append(i + 1)
+        i = find("\n", i + 1)
+    return starts
+
+
+def line_of(starts: list[int], pos: int) -> int:
+    """The 1-based line holding offset `pos`, from `line_starts`."""
+    return bisect.bisect_right(starts, pos)

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from forensics import schema as s
+from parsers._common import as_dict
 
 FLIGHT_DUMP_COMPONENT = "flight_recorder_dump"
 """The `component` of a dump's events (`forensics.collectives.dump_findings` reads them)."""
@@ -137,8 +138,8 @@ def read(data: bytes, kind: str, name: str) -> Dump:
     dump = Dump(
         int(m[1]) if m and len(m[1]) < 10 else None,
         _text(raw.get("version", "")),
-        {str(k): v for k, v in _dict(raw.get("pg_config")).items() if isinstance(v, dict)},
-        {str(k): v for k, v in _dict(raw.get("pg_status")).items() if isinstance(v, dict)},
+        {str(k): v for k, v in as_dict(raw.get("pg_config")).items() if isinstance(v, dict)},
+        {str(k): v for k, v in as_dict(raw.get("pg_status")).items() if isinstance(v, dict)},
         [e if isinstance(e, dict) else {} for e in raw.get("entries", [])],
     )
     if dump.rank is None:
@@ -320,7 +321,3 @@ def _int(v: object) -> int | None:
     if isinstance(v, str) and re.fullmatch(r"-?\d{1,19}", v.strip()):
         return int(v)
     return None
-
-
-def _dict(v: object) -> dict:
-    return v if isinstance(v, dict) else {}

@@ -22,7 +22,19 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import ensure, extract_head, frac_to_us, level_from_letter, no_time, to_i32, to_i64
+from parsers._common import (
+    as_dict,
+    as_list,
+    ensure,
+    extract_head,
+    frac_to_us,
+    level_from_letter,
+    line_of,
+    line_starts,
+    no_time,
+    to_i32,
+    to_i64,
+)
 
 DETECT_KLOG = r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ "
 KLOG = (
@@ -449,17 +461,17 @@ def _items(text: str, kind: str, what: str) -> tuple[list[tuple[dict, int]], str
     items = doc.get("items") if isinstance(doc, dict) and "items" in doc else [doc] if isinstance(doc, dict) else doc
     if not isinstance(items, list):
         return [], f"{kind.upper()} document holds no {what} list; parsed line by line instead"
-    starts = _line_index(text)
+    starts = line_starts(text)
     located: list[tuple[dict, int]] = []
     cursor = 0
     for item in items:
         if not isinstance(item, dict):
             continue
-        name = _text(_dict(item.get("metadata")).get("name")) or ""
+        name = _text(as_dict(item.get("metadata")).get("name")) or ""
         pos = text.find(name, cursor) if name else -1
         if pos >= 0:
             cursor = pos + len(name)
-        located.append((item, _line_of(starts, pos) if pos >= 0 else 1))
+        located.append((item, line_of(starts, pos) if pos >= 0 else 1))
     return located, None
 
 
@@ -500,23 +512,15 @@ def parse_state_document(text: str, kind: str) -> tuple[list[dict], str | None]:
     items, err = _items(text, kind, "Pod/Node")
     rows: list[dict] = []
     for item, line in items:
-        meta = _dict(item.get("metadata"))
+        meta = as_dict(item.get("metadata"))
         name = _text(meta.get("name")) or ""
-        status = _dict(item.get("status"))
+        status = as_dict(item.get("status"))
         if item.get("kind") == "Node" or "nodeInfo" in status:
             rows += _node_rows(name, status, line)
         else:
-            spec = _dict(item.get("spec"))
+            spec = as_dict(item.get("spec"))
             rows += _pod_rows(name, _text(meta.get("namespace")), _text(spec.get("nodeName")), status, line)
     return rows, err
-
-
-def _dict(v: object) -> dict:
-    return v if isinstance(v, dict) else {}
-
-
-def _list(v: object) -> list:
-    return v if isinstance(v, list) else []
 
 
 def _text(v: object) -> str | None:
@@ -530,16 +534,16 @@ def _pod_rows(pod: str, ns: str | None, node: str | None, status: dict, line: in
     rows = []
     if status.get("reason") == "Evicted":
         # Timed at its conditions' last transition (DisruptionTarget / Ready=False: the eviction).
-        changed = [_parse_time(_dict(c).get("lastTransitionTime")) for c in _list(status.get("conditions"))]
+        changed = [_parse_time(as_dict(c).get("lastTransitionTime")) for c in as_list(status.get("conditions"))]
         when = max((t for t in changed if t is not None), default=None)
         said = f"Evicted: {_text(status.get('message')) or ''}".strip()
         rows.append(base | _state_fields("Evicted", True, when, said))
-    for cs in [*_list(status.get("initContainerStatuses")), *_list(status.get("containerStatuses"))]:
+    for cs in [*as_list(status.get("initContainerStatuses")), *as_list(status.get("containerStatuses"))]:
         if not isinstance(cs, dict):
             continue
         container = _text(cs.get("name"))
         for which, key in (("Last State", "lastState"), ("State", "state")):
-            for phase, d in _dict(cs.get(key)).items():
+            for phase, d in as_dict(cs.get(key)).items():
                 phase = str(phase)
                 if phase == "running" or not isinstance(d, dict):
                     continue
@@ -556,7 +560,7 @@ def _pod_rows(pod: str, ns: str | None, node: str | None, status: dict, line: in
                     msg += f": {_text(d['message']).strip()}"
                 bad = phase == "waiting" or reason in ("OOMKilled", "Error") or (code not in (None, 0))
                 # (a wait starts when the last run ended)
-                ended = _dict(_dict(cs.get("lastState")).get("terminated")) if phase == "waiting" else d
+                ended = as_dict(as_dict(cs.get("lastState")).get("terminated")) if phase == "waiting" else d
                 when = _parse_time(ended.get("finishedAt") or ended.get("startedAt"))
                 rows.append(base | {s.CONTAINER: container} | _state_fields(reason, bad, when, msg))
     return rows
@@ -564,7 +568,7 @@ def _pod_rows(pod: str, ns: str | None, node: str | None, status: dict, line: in
 
 def _node_rows(node: str, status: dict, line: int) -> list[dict]:
     rows = []
-    for c in _list(status.get("conditions")):
+    for c in as_list(status.get("conditions")):
         if not isinstance(c, dict):
             continue
         ctype, cstat = _text(c.get("type")), _text(c.get("status"))
@@ -593,28 +597,12 @@ def _state_fields(reason: str, bad: bool, when: datetime | None, message: str) -
     }
 
 
-def _line_index(text: str) -> list[int]:
-    starts = [0]
-    find = text.find
-    i = find("\n")
-    while i != -1:
-        starts.append(i + 1)
-        i = find("\n", i + 1)
-    return starts
-
-
-def _line_of(starts: list[int], pos: int) -> int:
-    import bisect
-
-    return bisect.bisect_right(starts, pos)
-
-
 def _event_row(ev: dict, line: int) -> dict:
-    obj = _dict(ev.get("involvedObject") or ev.get("regarding"))
+    obj = as_dict(ev.get("involvedObject") or ev.get("regarding"))
     # events.k8s.io/v1 shows an event a core/v1 client (the kubelet, most controllers) created
     # with its old fields renamed `deprecated*` and a null eventTime.
-    src = _dict(ev.get("source") or ev.get("deprecatedSource"))
-    series = _dict(ev.get("series"))
+    src = as_dict(ev.get("source") or ev.get("deprecatedSource"))
+    series = as_dict(ev.get("series"))
     ts_str = (
         series.get("lastObservedTime")
         or ev.get("lastTimestamp")
@@ -622,7 +610,7 @@ def _event_row(ev: dict, line: int) -> dict:
         or ev.get("eventTime")
         or ev.get("firstTimestamp")
         or ev.get("deprecatedFirstTimestamp")
-        or _dict(ev.get("metadata")).get("creationTimestamp")
+        or as_dict(ev.get("metadata")).get("creationTimestamp")
     )
     count = ev.get("count") or series.get("count") or ev.get("deprecatedCount") or 1
     reporter = _text(src.get("component") or ev.get("reportingComponent") or ev.get("reportingController"))
@@ -639,7 +627,7 @@ def _event_row(ev: dict, line: int) -> dict:
         or (name if kind == "node" else None)
         or (_text(ev.get("reportingInstance")) if reporter == "kubelet" else None),  # the kubelet's: its node
         s.POD: name if kind == "pod" else None,
-        s.NAMESPACE: _text(obj.get("namespace") or _dict(ev.get("metadata")).get("namespace")),
+        s.NAMESPACE: _text(obj.get("namespace") or as_dict(ev.get("metadata")).get("namespace")),
         s.CONTAINER: _container_of(_text(obj.get("fieldPath"))),
         s.COMPONENT: reporter,
         s.MESSAGE: f"{reason}: {message}" if reason else message,

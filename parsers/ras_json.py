@@ -24,13 +24,13 @@ times them; each sits at its communicator's line.
 
 from __future__ import annotations
 
-import bisect
 import json
 import re
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from forensics import schema as s
+from parsers._common import as_dict, as_list, line_of, line_starts
 from parsers.nccl import RAS_COMPONENT
 
 SNIFF = re.compile(r'^\s*\{\s*"nccl_version"\s*:')
@@ -71,13 +71,13 @@ def parse_document(text: str, tz: str = "UTC") -> tuple[list[dict], list[str]]:
     if not isinstance(doc, dict) or not isinstance(doc.get("communicators"), list):
         raise ValueError("ncclras JSON report not read: no `communicators` list")
     when = _time(doc.get("timestamp"), tz)
-    starts = [0, *(m.end() for m in re.finditer("\n", text))]
+    starts = line_starts(text)
     base = {s.TS: when, s.SOURCE: "nccl", s.COMPONENT: RAS_COMPONENT}
     comms = [c for c in doc["communicators"] if isinstance(c, dict)]
-    missing = sum(len(_list(c.get("missing_ranks"))) for c in comms)
+    missing = sum(len(as_list(c.get("missing_ranks"))) for c in comms)
     head = (
         f"NCCL RAS report (NCCL {doc.get('nccl_version', '?')}): {len(comms)} communicator(s), "
-        f"{missing} missing rank(s), {_int(_dict(doc.get('ras')).get('timeouts_count')) or 0} RAS timeout(s)"
+        f"{missing} missing rank(s), {_int(as_dict(doc.get('ras')).get('timeouts_count')) or 0} RAS timeout(s)"
     )
     rows = [base | {s.LEVEL: "WARNING" if missing else "INFO", s.MESSAGE: head, s.LINE: 1}]
     cursor = 0
@@ -85,7 +85,7 @@ def parse_document(text: str, tz: str = "UTC") -> tuple[list[dict], list[str]]:
         tag = f"#{i}-0 ({str(comm.get('hash') or '0').removeprefix('0x') or '0'})"
         pos = text.find(str(comm.get("hash", "")), cursor) if comm.get("hash") else -1
         cursor = max(cursor, pos)
-        line = _line_of(starts, pos) if pos >= 0 else 1
+        line = line_of(starts, pos) if pos >= 0 else 1
         for level, msg in _blocks(tag, comm):
             rows.append(base | {s.LEVEL: level, s.MESSAGE: msg, s.LINE: line})
     return rows, notes
@@ -94,8 +94,8 @@ def parse_document(text: str, tz: str = "UTC") -> tuple[list[dict], list[str]]:
 def _blocks(tag: str, comm: dict) -> list[tuple[str, str]]:
     """The text report's blocks for one communicator (`parsers.nccl` shows their shape)."""
     out: list[tuple[str, str]] = []
-    missing = [m for m in _list(comm.get("missing_ranks")) if isinstance(m, dict)]
-    dead = [m for m in missing if _dict(m.get("status")).get("considered_dead") is True]
+    missing = [m for m in as_list(comm.get("missing_ranks")) if isinstance(m, dict)]
+    dead = [m for m in missing if as_dict(m.get("status")).get("considered_dead") is True]
     if dead:
         lines = [
             f"{len(dead)} job process{'es are' if len(dead) > 1 else ' is'} considered dead (unreachable via the RAS network)"
@@ -108,10 +108,10 @@ def _blocks(tag: str, comm: dict) -> list[tuple[str, str]]:
         lines = [f"Missing communicator data from {len(missing)} rank{'s' if len(missing) > 1 else ''}"]
         lines += [f"Rank {_int(m.get('rank'))} -- {_where(m)}" for m in missing]
         out.append(("ERROR", _block(f"{tag} INCOMPLETE", lines)))
-    ranks = [r for r in _list(comm.get("ranks")) if isinstance(r, dict)]
+    ranks = [r for r in as_list(comm.get("ranks")) if isinstance(r, dict)]
     failing = []
     for r in ranks:
-        st = _dict(r.get("status"))
+        st = as_dict(r.get("status"))
         for key, what in (("async_error", "Asynchronous"), ("init_state", "Initialization")):
             code = _int(st.get(key))
             if code:
@@ -140,7 +140,7 @@ def _mismatches(tag: str, ranks: list[dict]) -> list[str]:
     most common count's ranks summed up, the others listed."""
     counts: dict[str, dict[int, int]] = {}
     for r in ranks:
-        for op, n in _dict(r.get("collective_counts")).items():
+        for op, n in as_dict(r.get("collective_counts")).items():
             if _int(n) is not None and _int(r.get("rank")) is not None:
                 counts.setdefault(str(op), {})[_int(r.get("rank"))] = _int(n)
     out = []
@@ -174,17 +174,5 @@ def _time(v: object, tz: str) -> datetime | None:
         return None
 
 
-def _line_of(starts: list[int], pos: int) -> int:
-    return bisect.bisect_right(starts, pos)
-
-
 def _int(v: object) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _dict(v: object) -> dict:
-    return v if isinstance(v, dict) else {}
-
-
-def _list(v: object) -> list:
-    return v if isinstance(v, list) else []
