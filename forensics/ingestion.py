@@ -398,9 +398,10 @@ def ingest_files(
                     metas[fid] = replace(metas[fid], pod=None)  # (the report names hosts, not its file)
                     document(fid, "ncclras-json", n_lines, fnotes + ras_notes, rows)
                     continue
-            if nvidia_smi.sniff(text) is not None:
+            smi_kind = nvidia_smi.sniff(text)
+            if smi_kind is not None:
                 try:
-                    rows = nvidia_smi.parse_document(text, f.rel, tz)
+                    rows = nvidia_smi.parse_document(text, smi_kind, f.rel, tz)
                 except Exception as e:  # noqa: BLE001 - a flaw in reading a snapshot must not cost the run
                     fnotes.append(
                         f"nvidia-smi snapshot not read ({type(e).__name__}: {str(e)[:120]}); parsed line by line"

@@ -82,11 +82,12 @@ def host_of(rel: str) -> str | None:
     return path.parent.name or None if len(path.parts) > 1 else None
 
 
-def parse_document(text: str, rel: str, tz: str = "UTC") -> list[dict]:
-    """The snapshot's events as row dicts (with `line`). Never raises on text `sniff` accepted."""
-    if sniff(text) == "table":
-        return _parse_table(text, host_of(rel), tz)
+def parse_document(text: str, kind: str, rel: str, tz: str = "UTC") -> list[dict]:
+    """The snapshot's events as row dicts (with `line`), `kind` from `sniff`. Never raises on
+    text `sniff` accepted."""
     host = host_of(rel)
+    if kind == "table":
+        return _parse_table(text, host, tz)
     rows: list[dict] = []
     when: datetime | None = None
     gpu: _Gpu | None = None

@@ -167,7 +167,7 @@ _LINES = st.sampled_from(
 @given(st.lists(_LINES | st.text(max_size=30), max_size=30))
 def test_any_mix_of_snapshot_lines_is_read_and_every_line_accounted(lines):
     text = "==============NVSMI LOG==============\n" + "\n".join(lines) + "\n"
-    rows = nvidia_smi.parse_document(text, "gpu-node-3/nvidia-smi.txt")
+    rows = nvidia_smi.parse_document(text, nvidia_smi.sniff(text), "gpu-node-3/nvidia-smi.txt")
     assert rows and all(1 <= r["line"] <= text.count("\n") for r in rows)
 
 
@@ -218,7 +218,7 @@ def test_plain_nvidia_smi_lists_each_gpu_and_flags_err_and_ecc(tmp_path, table, 
 @given(st.lists(st.sampled_from(_table(ecc1="ERR!").split("\n")) | st.text(max_size=30), max_size=30))
 def test_any_mix_of_table_lines_is_read_and_every_line_accounted(lines):
     text = "| NVIDIA-SMI 550.54.15     Driver Version: 550.54.15     CUDA Version: 12.4 |\n" + "\n".join(lines) + "\n"
-    rows = nvidia_smi.parse_document(text, "gpu-node-3/nvidia-smi.txt")
+    rows = nvidia_smi.parse_document(text, nvidia_smi.sniff(text), "gpu-node-3/nvidia-smi.txt")
     assert rows and all(1 <= r["line"] <= text.count("\n") for r in rows)
 
 
