@@ -267,6 +267,11 @@ def ras_findings(events: pl.DataFrame) -> RasFinding | None:
     return next((found[w] for _, w in _RAS_KIND if w in found), None)
 
 
+NOT_A_DUMP = pl.col(s.COMPONENT).cast(pl.String).fill_null("") != flight_dump.FLIGHT_DUMP_COMPONENT
+"""Events that are not a flight-recorder dump's: its collectives record where each rank was,
+they are not timeouts a rank logged (`dump_findings` reads them)."""
+
+
 NEVER_COMPLETED = r"last completed (?:NCCL )?work: -1\b"
 """c10d's watchdog status (torch >= 2.3) when no collective of the group ever completed."""
 
@@ -276,10 +281,7 @@ def first_collective_hung(events: pl.DataFrame, since: datetime | None = None) -
     watchdog's "last completed NCCL work: -1"): the communicator never moved any data, which
     points first at the transport between the GPUs or nodes (a hang at the first all-reduce
     is what vLLM's troubleshooting guide answers with its NCCL sanity check)."""
-    lf = events.lazy().filter(
-        (pl.col(s.SOURCE) == "torch")
-        & (pl.col(s.COMPONENT).cast(pl.String).fill_null("") != flight_dump.FLIGHT_DUMP_COMPONENT)
-    )
+    lf = events.lazy().filter((pl.col(s.SOURCE) == "torch") & NOT_A_DUMP)
     if since is not None:
         lf = lf.filter(pl.col(s.TS).is_null() | (pl.col(s.TS) >= since))
     hit = (
@@ -310,7 +312,7 @@ def silent_ranks(events: pl.DataFrame, since: datetime | None = None) -> SilentR
     ranks of its world that did not report it."""
     lf = events.lazy()
     if s.COMPONENT in events.columns:  # (a flight-recorder dump's collectives are not timeouts)
-        lf = lf.filter(pl.col(s.COMPONENT).cast(pl.String).fill_null("") != flight_dump.FLIGHT_DUMP_COMPONENT)
+        lf = lf.filter(NOT_A_DUMP)
     lf = lf.select(s.TS, s.SOURCE, s.RANK, s.COLL_SEQ, s.COLL_OP, s.MESSAGE)
     if since is not None:
         lf = lf.filter(pl.col(s.TS).is_null() | (pl.col(s.TS) >= since))
