@@ -142,6 +142,7 @@ Source = Literal[
     "vllm",
     "uvicorn",
     "nccl",
+    "ucx",
     "torch",
     "python",
     "ray",

@@ -37,7 +37,7 @@ from numba import njit
 
 from forensics import schema as s
 from forensics.arrow_text import Text, bytes_at
-from parsers import fastlane, folding, k8s, nccl, pylog, torch, uvicorn, vllm, wrappers
+from parsers import fastlane, folding, k8s, nccl, pylog, torch, ucx, uvicorn, vllm, wrappers
 from parsers._common import SYSLOG_LEVEL_WORDS, TIME_PARTS, ensure, level_from_word, no_time
 
 CONT = (
@@ -50,6 +50,7 @@ KINDS: list[tuple[str, str]] = [
     ("vllm", vllm.DETECT),
     ("uvicorn", uvicorn.DETECT),
     ("nccl", nccl.DETECT),
+    ("ucx", ucx.DETECT),
     ("blank", r"^\s*$"),
     ("torch", torch.DETECT),
     ("flight", torch.DETECT_FLIGHT),
@@ -76,6 +77,7 @@ PARSERS = {
     "vllm_custom": lambda d: vllm.parse(d, custom=True),
     "uvicorn": uvicorn.parse,
     "nccl": nccl.parse,
+    "ucx": ucx.parse,
     "torch": torch.parse,
     "flight": torch.parse_flight,
     "ras": nccl.parse_ras,

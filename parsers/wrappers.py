@@ -50,8 +50,9 @@ DESKTOP_PROBE = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} " + _PRODUCER_START
 """Docker Desktop's log view: `2024-06-10 13:26:25 INFO 06-10 ...` (local time, no zone)."""
 CI_TS_PROBE = r"^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})\] "
 """CI runners: `[2025-06-26T16:27:15Z] INFO ...`."""
-DMESG_PROBE = r"^\[ *\d+\.\d{6}\] "
-"""`dmesg`: seconds since boot, no wall time (the kernel's NVRM/Xid, OOM-killer lines)."""
+DMESG_PROBE = r"^\[ *\d{1,9}\.\d{6}\] "
+"""`dmesg`: seconds since boot, no wall time (the kernel's NVRM/Xid, OOM-killer lines). Nine
+digits at most (31 years up): ten are seconds since the epoch, UCX's stamp (`parsers.ucx`)."""
 JOURNAL_FULL_PROBE = (
     r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})? (?:UTC|GMT) "
     r"[\w.\-]+ (?:[A-Za-z][\w.\-/]*\[\d+\]|kernel): "

@@ -1542,3 +1542,42 @@ def test_a_worker_named_with_its_rank_gives_the_rank_column(tmp_path):
         ("VllmWorker rank=12", 12, 266),
         ("APIServer", None, 264),
     ]
+
+
+def test_ucx_lines_are_timed_by_their_epoch_stamp_and_named_by_their_host(tmp_path):
+    # UCX (under NIXL's prefill/decode KV transfer): `[epoch.us] [host:pid:thread] file:line UCX LEVEL msg`,
+    # the pid padded; the same without the stamp; and its fatal-error handler's `[host:pid:thread:tid]`.
+    write(
+        tmp_path / "decode-0" / "ucx.log",
+        "[1772618403.123456] [vllm-decode-0:41   :1]   ib_mlx5_log.c:171  UCX  ERROR   Transport retry count "
+        "exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)\n"
+        "[1772618404.000001] [vllm-decode-0:41   :0]         parser.c:2045 UCX  WARN  unused environment variable: "
+        "UCX_MEMTYPE_CACHE\n"
+        "mm_posix.c:195  UCX  ERROR open(file_name=/proc/211766/fd/28 flags=0x0) failed: Permission denied\n"
+        "[cn0001:3639441:0:3639441] ib_mlx5_log.c:171  Transport retry count exceeded on mlx5_0:1/IB\n",
+    )
+    write(
+        tmp_path / "node-7" / "dmesg.txt",
+        "[ 4211.730125] NVRM: Xid (PCI:0000:c1:00): 79, GPU has fallen off the bus.\n",
+    )
+    r = ingest(tmp_path)
+    _balanced(r)
+    assert r.unparsed == 0
+    ucx = r.events.filter(pl.col(s.SOURCE) == "ucx").sort(s.LINE)
+    assert ucx.select(s.LEVEL, s.HOST, s.PID, s.COMPONENT).rows() == [
+        ("ERROR", "vllm-decode-0", 41, "ib_mlx5_log.c"),
+        ("WARNING", "vllm-decode-0", 41, "parser.c"),
+        ("ERROR", None, None, "mm_posix.c"),
+        ("ERROR", "cn0001", 3639441, "ib_mlx5_log.c"),  # (the fatal-error handler names no level)
+    ]
+    assert (
+        ucx[s.MESSAGE].to_list()[0] == "Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)"
+    )
+    assert ucx[s.TS].to_list()[:2] == [
+        datetime(2026, 3, 4, 10, 0, 3, 123456, tzinfo=UTC),
+        datetime(2026, 3, 4, 10, 0, 4, 1, tzinfo=UTC),
+    ]
+    assert ucx[s.TS_QUALITY].to_list()[:2] == ["exact", "exact"]
+    # A dmesg stamp counts seconds since boot (nine digits at most): still the kernel's.
+    kernel = r.events.filter(pl.col(s.SOURCE) == "kernel")
+    assert kernel[s.MESSAGE].to_list() == ["NVRM: Xid (PCI:0000:c1:00): 79, GPU has fallen off the bus."]

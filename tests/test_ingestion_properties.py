@@ -50,6 +50,8 @@ VALID_LINES = [
     "(VLLM) ERROR 03-02 08:00:11 [core.py:720] Traceback (most recent call last):",
     "#0-0 (9a3c5e1f00d2b417) MISMATCH",
     "  Rank 12 has launched up to operation 4181 -- GPU 4 managed by process 41376 on node gpu-node-3",
+    "[1772618403.123456] [vllm-decode-0:41   :1]   ib_mlx5_log.c:171  UCX  ERROR   Transport retry count exceeded",
+    "[cn0001:3639441:0:3639441] ib_mlx5_log.c:171  Transport retry count exceeded on mlx5_0:1/IB",
 ]
 
 
