@@ -500,6 +500,8 @@ SYMPTOM_OF = {
     "engine": "the engine dies of a failure in a worker or the GPU; its own error is the news of it",
     "pod-lifecycle": "probes fail and pods restart after a process crashed or hung",
     "capacity": "preemptions follow a full KV cache; they do not fill it",
+    "kv-cache": "a KV transfer decode never finished or had to redo: the transfer path, the other instance or "
+    "decode's queue failed first",
 }
 """Why a symptom of each category cannot be a root cause, said when no cause was found."""
 

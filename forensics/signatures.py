@@ -89,6 +89,30 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|Invalid block found in popleft\(\)",
         "KV block-pool invariant violated",
     ),
+    # LMCache's vLLM adapter checks what the store returned against what its lookup promised:
+    # fewer tokens means a chunk left the store between the two (evicted or lost).
+    Signature(
+        "kv-cache",
+        "fault",
+        2,
+        r"The number of retrieved tokens is less than the expected number of tokens"
+        r"|The number of tokens is more than the number of blocks",
+        "KV store returned fewer tokens than its lookup promised (chunks evicted or lost in between)",
+    ),
+    # Disaggregated prefill (P/D): the prefill instance holds a request's KV blocks under a lease
+    # until decode has read them (vLLM's NixlConnector; `VLLM_NIXL_ABORT_REQUEST_TIMEOUT`). A
+    # read it no longer recognises may have copied blocks already freed and reused: stale KV.
+    Signature(
+        "kv-cache",
+        "fault",
+        2,
+        r"Potentially invalid KV blocks for unrecognized request",
+        "decode read KV blocks the prefill instance had already released (P/D lease expired: stale KV)",
+        action="Treat the outputs of the requests named as suspect (their KV may have been another request's). "
+        "Find why decode read late (its queue, transfer stalls), raise the prefill side's lease "
+        "(`VLLM_NIXL_ABORT_REQUEST_TIMEOUT`) above decode's worst wait, and alert on the prefill's "
+        "'Releasing expired KV blocks' warnings.",
+    ),
     Signature(
         "kv-cache",
         "fault",
@@ -240,8 +264,24 @@ SIGNATURES: tuple[Signature, ...] = (
         "network",
         "fault",
         1,
-        r"NET/IB ?: ?Got completion|ibv_\w+ failed|Call to ibv_|link down|NodeHasNetworkUnavailable|NetworkUnavailable",
+        r"NET/IB ?: ?Got completion|ibv_\w+ failed|Call to ibv_|link down|NodeHasNetworkUnavailable|NetworkUnavailable"
+        r"|(?i:transport retry count(?:er)? exceeded|RNR retry count(?:er)? exceeded|remote access error)",
         "InfiniBand / RDMA transport error",
+    ),
+    # The KV cache moving between prefill and decode instances (vLLM's NIXL and Mooncake
+    # connectors, over UCX/RDMA): a failed read leaves decode's blocks invalid, and the
+    # scheduler recomputes or fails the requests (`kv_load_failure_policy`).
+    Signature(
+        "network",
+        "fault",
+        1,
+        r"NIXL transfer (?:failed|exception) for request|Mooncake transfer failed|Failed to transfer KV cache for request"
+        r"|Handshake failed for request \S+, marking blocks as invalid|Handshake with \S+ failed",
+        "KV transfer between prefill and decode failed (NIXL / Mooncake)",
+        action="Check the RDMA path between the prefill and decode pods on {host} (`UCX_LOG_LEVEL=info`, "
+        "`ibv_devinfo`, `ib_write_bw` between the two nodes) and that decode reaches the prefill's side channel "
+        "(`VLLM_NIXL_SIDE_CHANNEL_HOST`/`_PORT`); a failed read is recomputed or failed per "
+        "`kv_load_failure_policy`, so alert on 'Recovered from KV load failure'.",
     ),
     # The node's kernel on its NICs and HCAs: mlx5/ib `ib0: Link down`, Intel `NIC Link is Down`,
     # bonding, systemd-networkd's `Lost carrier`, a pulled cable, an RDMA completion error.
@@ -395,6 +435,15 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "engine",
         "fault",
+        2,
+        r"NIXL compatibility hash mismatch|Remote NIXL agent engine ID mismatch|Failed to decode NixlHandshakePayload",
+        "prefill and decode instances run incompatible configurations (NIXL handshake refused)",
+        action="Deploy prefill and decode from one spec: the same vLLM version, model, dtype, KV-cache dtype and "
+        "attention backend (what NIXL's compatibility hash covers); roll the newer side back until both match.",
+    ),
+    Signature(
+        "engine",
+        "fault",
         4,
         r"BackendCompilerFailed",
         "torch.compile failed at engine start",
@@ -446,6 +495,14 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|Engine core proc \S+ died unexpectedly|Worker proc \S+ died unexpectedly|WorkerProc failed to start"
         r"|EngineCore encountered an issue|RuntimeError: Executor failed",
         "engine died",
+    ),
+    Signature(
+        "kv-cache",
+        "symptom",
+        2,
+        r"Releasing expired KV blocks for request|Recovered from KV load failure"
+        r"|Failing \d+ request\(s\) due to KV load failure",
+        "KV transfer not completed: the prefill's lease expired or decode recomputed or failed requests",
     ),
     Signature(
         "capacity",

@@ -628,6 +628,50 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "collective-timeout",
             "symptom",
         ),
+        (  # LMCache's adapter, in a vLLM worker's log
+            "Request chatcmpl-a45fe9554f56f11bThe number of retrieved tokens is less than the expected number of "
+            "tokens! This should not happen!",
+            None,
+            "kv-cache",
+            "fault",
+        ),
+        # Disaggregated prefill/decode (vLLM's NIXL and Mooncake connectors, their UCX transport).
+        (
+            "NIXL transfer failed for request cmpl-7f3a-0 with state ERR. Marking blocks as invalid.",
+            None,
+            "network",
+            "fault",
+        ),
+        ("Handshake failed for request cmpl-7f3a-0, marking blocks as invalid", None, "network", "fault"),
+        ("Mooncake transfer failed for request. remote_request_id=cmpl-7f3a-0, ret=-1. ", None, "network", "fault"),
+        ("Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)", None, "network", "fault"),
+        (
+            "Potentially invalid KV blocks for unrecognized request cmpl-7f3a-0 were retrieved by a decode worker. "
+            "They may have expired.",
+            None,
+            "kv-cache",
+            "fault",
+        ),
+        (
+            "Releasing expired KV blocks for request cmpl-7f3a-0 which were retrieved by 0 decode worker(s) within "
+            "120 seconds.",
+            None,
+            "kv-cache",
+            "symptom",
+        ),
+        (
+            "Recovered from KV load failure: 3 request(s) rescheduled (12288 tokens affected).",
+            None,
+            "kv-cache",
+            "symptom",
+        ),
+        (
+            "Traceback (most recent call last):",
+            "RuntimeError: NIXL compatibility hash mismatch. Local: 9c1e, Remote: 47ab. Prefill and decode instances "
+            "have incompatible configurations.",
+            "engine",
+            "fault",
+        ),
     ],
 )
 def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, category, kind):
@@ -1540,3 +1584,121 @@ def test_a_stray_timestamp_decades_away_does_not_stretch_the_throughput_series(t
     incs = report.to_json()["incidents"]
     assert len(incs) == 1 and incs[0]["start"].startswith("2025-03-02T08:4")
     assert any("1970-01-01" in w and "throughput series" in w for w in report.warnings)
+
+
+def _prefill_decode(tmp_path: Path, decode: list[tuple[int, str]], prefill: list[tuple[int, str]]) -> dict:
+    """A prefill and a decode pod (vLLM V1 under `kubectl logs --timestamps`) serving for 30 minutes;
+    decode's generation falls from minute 15. `decode`/`prefill`: (second, line after the stamp)."""
+    start = datetime(2026, 3, 4, 10, 0, tzinfo=UTC)
+
+    def stamp(sec: int) -> str:
+        return f"{start + timedelta(seconds=sec):%Y-%m-%dT%H:%M:%S}.000000000Z "
+
+    def stats(sec: int, gen: float, waiting: int) -> str:
+        t = start + timedelta(seconds=sec)
+        return (
+            f"{stamp(sec)}(APIServer pid=7) INFO {t:%m-%d %H:%M:%S} [loggers.py:123] Engine 000: Avg prompt throughput: "
+            f"900.0 tokens/s, Avg generation throughput: {gen:.1f} tokens/s, Running: 12 reqs, Waiting: {waiting} reqs, "
+            "GPU KV cache usage: 40.0%, Prefix cache hit rate: 0.0%"
+        )
+
+    for pod, extra, dropping in (("vllm-decode-0", decode, True), ("vllm-prefill-0", prefill, False)):
+        rows = [
+            (sec, stats(sec, 80.0 if dropping and sec >= 900 else 2400.0 + sec % 70, 0)) for sec in range(0, 1800, 10)
+        ]
+        rows += [(sec, stamp(sec) + line) for sec, line in extra]
+        write_file(tmp_path / f"{pod}.log", "".join(line + "\n" for _, line in sorted(rows, key=lambda r: r[0])))
+    return analyze(tmp_path).to_json()["incidents"][0]
+
+
+def _v1(proc: str, level: str, where: str, sec: int, msg: str) -> str:
+    t = datetime(2026, 3, 4, 10, 0, tzinfo=UTC) + timedelta(seconds=sec)
+    return f"({proc} pid=41) {level} {t:%m-%d %H:%M:%S} [{where}] {msg}"
+
+
+def test_a_kv_transfer_that_failed_under_decode_is_the_cause_not_the_leases_it_left_expiring(tmp_path):
+    # UCX on decode's RDMA path fails, NIXL reads fail and are recomputed; two minutes later the
+    # prefill instance gives up the blocks decode never read. The transport is the cause.
+    decode = [
+        (
+            903,
+            "[1772618703.000000] [vllm-decode-0:41:1]   ib_mlx5_log.c:171  UCX  ERROR   Transport retry count "
+            "exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)",
+        )
+    ]
+    for j in range(12):
+        sec = 904 + 7 * j
+        decode += [
+            (
+                sec,
+                _v1(
+                    "Worker_TP0",
+                    "ERROR",
+                    "nixl_connector.py:1422",
+                    sec,
+                    f"NIXL transfer failed for request cmpl-{j:04d}-0 with state ERR. Marking blocks as invalid.",
+                ),
+            ),
+            (
+                sec,
+                _v1(
+                    "EngineCore_DP0",
+                    "WARNING",
+                    "scheduler.py:1538",
+                    sec,
+                    "Recovered from KV load failure: 1 request(s) rescheduled (4096 tokens affected).",
+                ),
+            ),
+        ]
+    prefill = [
+        (
+            1025 + 5 * j,
+            _v1(
+                "EngineCore_DP0",
+                "WARNING",
+                "nixl_connector.py:1218",
+                1025 + 5 * j,
+                f"Releasing expired KV blocks for request cmpl-{j:04d}-0 which were retrieved by 0 decode "
+                "worker(s) within 120 seconds.",
+            ),
+        )
+        for j in range(12)
+    ]
+    inc = _prefill_decode(tmp_path, decode, prefill)
+    rc = inc["root_cause"]
+    assert (rc["status"], rc["category"], rc["hosts"]) == ("supported", "network", ["vllm-decode-0"])
+    assert rc["evidence"][0]["file"] == "vllm-decode-0.log" and "Transport retry count" in rc["evidence"][0]["text"]
+    symptoms = {h["category"] for h in inc["hypotheses"] if h["role"] == "symptom"}
+    assert "kv-cache" in symptoms  # (the expired leases and the recomputed loads)
+
+
+def test_decode_reading_blocks_the_prefill_had_released_is_named_as_stale_kv(tmp_path):
+    prefill = []
+    for j in range(12):
+        sec = 1025 + 5 * j
+        prefill += [
+            (
+                sec,
+                _v1(
+                    "EngineCore_DP0",
+                    "WARNING",
+                    "nixl_connector.py:1218",
+                    sec,
+                    f"Releasing expired KV blocks for request cmpl-{j:04d}-0 which were retrieved by 0 decode "
+                    "worker(s) within 120 seconds.",
+                ),
+            ),
+            (
+                sec + 2,
+                _v1(
+                    "EngineCore_DP0",
+                    "ERROR",
+                    "nixl_connector.py:1248",
+                    sec + 2,
+                    f"Potentially invalid KV blocks for unrecognized request cmpl-{j:04d}-0 were retrieved by a "
+                    "decode worker. They may have expired.",
+                ),
+            ),
+        ]
+    rc = _prefill_decode(tmp_path, [], prefill)["root_cause"]
+    assert (rc["category"], rc["hosts"]) == ("kv-cache", ["vllm-prefill-0"]) and "stale KV" in rc["label"]
