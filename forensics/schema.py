@@ -141,10 +141,12 @@ trying a dictionary on them cost a fifth of the writing time for nothing."""
 Source = Literal[
     "vllm",
     "uvicorn",
+    "envoy",
     "nccl",
     "ucx",
     "torch",
     "python",
+    "app",
     "ray",
     "kv-store",
     "kubelet",

@@ -37,7 +37,7 @@ from numba import njit
 
 from forensics import schema as s
 from forensics.arrow_text import Text, bytes_at
-from parsers import fastlane, folding, k8s, nccl, pylog, torch, ucx, uvicorn, vllm, wrappers
+from parsers import envoy, fastlane, folding, k8s, logfmt, nccl, pylog, torch, ucx, uvicorn, vllm, wrappers
 from parsers._common import SYSLOG_LEVEL_WORDS, TIME_PARTS, ensure, level_from_word, no_time
 
 CONT = (
@@ -49,6 +49,7 @@ CONT_MSG = r"^(?:\s|Traceback \(most recent call last\)|\^+\s*$)"
 KINDS: list[tuple[str, str]] = [
     ("vllm", vllm.DETECT),
     ("uvicorn", uvicorn.DETECT),
+    ("envoy", envoy.DETECT),
     ("nccl", nccl.DETECT),
     ("ucx", ucx.DETECT),
     ("blank", r"^\s*$"),
@@ -58,6 +59,7 @@ KINDS: list[tuple[str, str]] = [
     ("klog", k8s.DETECT_KLOG),
     ("vllm_custom", vllm.DETECT_CUSTOM),
     ("pylog", pylog.DETECT),
+    ("logfmt", logfmt.DETECT),
     ("k8s_describe", k8s.DETECT_DESCRIBE),
     ("k8s_table", k8s.DETECT_TABLE),
     ("k8s_pods", k8s.DETECT_PODS),
@@ -76,6 +78,7 @@ PARSERS = {
     "vllm": vllm.parse,
     "vllm_custom": lambda d: vllm.parse(d, custom=True),
     "uvicorn": uvicorn.parse,
+    "envoy": envoy.parse,
     "nccl": nccl.parse,
     "ucx": ucx.parse,
     "torch": torch.parse,
@@ -83,6 +86,7 @@ PARSERS = {
     "ras": nccl.parse_ras,
     "klog": k8s.parse_klog,
     "pylog": pylog.parse,
+    "logfmt": logfmt.parse,
     "k8s_describe": k8s.parse_describe,
     "k8s_table": k8s.parse_table,
     "k8s_header": k8s.parse_structure,
@@ -110,6 +114,7 @@ WORKING_COLUMNS = (
     "_pfold",
     "_cstate",
     "_kcode",
+    "_japp",
 )
 """Per-line working state dropped once events are formed: keeping `body` and `_text` would
 hold a second and third copy of every line until the end of ingest."""
@@ -388,9 +393,14 @@ def _form_events(df: pl.DataFrame) -> pl.DataFrame:
         pl.when(orphan & ~blank_only).then(pl.col("_nfold") - 1).otherwise(pl.col("_nfold")).alias("_nfold"),
         blank_only.alias("_drop"),
     )
+    # An application's own JSON record (a level beside its message) that no producer claimed is
+    # read all the same: its time, level and logger came with it (`wrappers._json_record`).
+    app = pl.col("_japp").fill_null(False) if "_japp" in events.columns else pl.lit(False)
     return events.with_columns(
         pl.when(pl.col(s.SOURCE).is_not_null() & ~(orphan & ~blank_only))
         .then(pl.col(s.SOURCE))
+        .when(app & ~orphan)
+        .then(pl.lit("app"))
         .when(traceback_head)
         .then(pl.lit("python"))
         .otherwise(pl.lit("unknown"))

@@ -20,7 +20,7 @@ import json
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import apply, extract_head
+from parsers._common import SYSLOG_LEVEL_WORDS, apply, extract_head
 
 RFC3339_PROBE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}) "
 SYSLOG = (
@@ -497,9 +497,57 @@ def _peel_rank(d: pl.DataFrame) -> pl.DataFrame:
 
 JSON_MESSAGE_KEYS = ("log", "message", "msg")
 JSON_TIME_KEYS = ("time", "@timestamp", "timestamp", "date", "ts")
+JSON_LEVEL_KEYS = ("level", "severity", "lvl", "levelname", "log.level", "loglevel")
+JSON_LOGGER_KEYS = ("logger", "logger_name", "name", "caller")
+JSON_ERROR_KEYS = ("error", "err")
+JSON_TRACE_KEYS = ("exc_info", "exception", "stacktrace", "stack_trace")
+JSON_LEVEL_WORDS = {**SYSLOG_LEVEL_WORDS, "DPANIC": "CRITICAL", "PANIC": "CRITICAL", "EMERGENCY": "CRITICAL"}
+"""zap (debug..dpanic, panic, fatal), logrus, slog, Python logging and Cloud Logging severities."""
 JSON_RECORD_DTYPE = pl.Struct(
-    {"m": STR, "iso": STR, "epoch": pl.Float64, "stream": STR, "host": STR, "pod": STR, "ns": STR, "cont": STR}
+    {
+        "m": STR,
+        "iso": STR,
+        "epoch": pl.Float64,
+        "stream": STR,
+        "host": STR,
+        "pod": STR,
+        "ns": STR,
+        "cont": STR,
+        "level": STR,
+        "comp": STR,
+        "app": pl.Boolean,
+    }
 )
+
+
+def _json_level(v: object) -> str | None:
+    """A record's level word as `schema.Level`; pino/bunyan numbers (30 info .. 60 fatal) too."""
+    if isinstance(v, str):
+        return JSON_LEVEL_WORDS.get(v.strip().upper())
+    if isinstance(v, int) and not isinstance(v, bool) and 10 <= v <= 60:
+        return (
+            "CRITICAL" if v >= 60 else "ERROR" if v >= 50 else "WARNING" if v >= 40 else "INFO" if v >= 30 else "DEBUG"
+        )
+    return None
+
+
+def _application_fields(obj: dict, msg: str) -> tuple[str, str | None, str | None]:
+    """An application's own JSON record (zap, logrus, slog, structlog, python-json-logger): its
+    message with the error it carries beside it (zap and logrus put the cause in `error`, not in
+    `msg`: `Failed to dispatch request error="no pods available"`) and the traceback on the lines
+    after, its level and its logger (or the caller's file). A shipper's record of a plain line
+    has none of these and keeps its line as it was."""
+    err = next((obj[k] for k in JSON_ERROR_KEYS if isinstance(obj.get(k), str) and obj[k]), None)
+    if err is not None and err not in msg:
+        msg = f"{msg} error={json.dumps(err)}"
+    trace = next((obj[k] for k in JSON_TRACE_KEYS if isinstance(obj.get(k), str) and obj[k].strip()), None)
+    if trace is not None and trace not in msg:
+        msg = f"{msg}\n{trace.rstrip()}"
+    level = next((lv for k in JSON_LEVEL_KEYS if (lv := _json_level(obj.get(k))) is not None), None)
+    comp = next((obj[k] for k in JSON_LOGGER_KEYS if isinstance(obj.get(k), str) and obj[k]), None)
+    if comp is not None and comp == obj.get("caller"):
+        comp = comp.rsplit(":", 1)[0] if comp.rsplit(":", 1)[-1].isdigit() else comp
+    return msg, level, comp
 
 
 def _kube_name(kube: dict, flat: str, nested: str) -> str | None:
@@ -534,9 +582,13 @@ def _json_record(d: pl.DataFrame) -> pl.DataFrame:
             epoch = None
         kube = obj.get("kubernetes") if isinstance(obj.get("kubernetes"), dict) else {}
         host = kube.get("host") if isinstance(kube.get("host"), str) else _kube_name(kube, "node_name", "node")
+        msg, level, comp = _application_fields(obj, msg.removesuffix("\n"))
         rows.append(
             {
-                "m": msg.removesuffix("\n"),
+                "m": msg,
+                "level": level,
+                "comp": comp,
+                "app": level is not None,
                 "iso": when if isinstance(when, str) else None,
                 "epoch": epoch,
                 "stream": obj.get("stream") if isinstance(obj.get("stream"), str) else None,
@@ -561,6 +613,10 @@ def _json_record(d: pl.DataFrame) -> pl.DataFrame:
         pl.when(ok).then(m("pod")).alias("_wpod"),
         pl.when(ok).then(m("ns")).alias("_wns"),
         pl.when(ok).then(m("cont")).alias("_wcont"),
+        # (a producer the line turns out to be sets its own; a line of no known producer keeps these)
+        pl.when(ok).then(m("level")).alias(s.LEVEL),
+        pl.when(ok).then(m("comp")).alias(s.COMPONENT),
+        pl.when(ok).then(m("app")).alias("_japp"),
     ).drop("_m")
 
 

@@ -1581,3 +1581,83 @@ def test_ucx_lines_are_timed_by_their_epoch_stamp_and_named_by_their_host(tmp_pa
     # A dmesg stamp counts seconds since boot (nine digits at most): still the kernel's.
     kernel = r.events.filter(pl.col(s.SOURCE) == "kernel")
     assert kernel[s.MESSAGE].to_list() == ["NVRM: Xid (PCI:0000:c1:00): 79, GPU has fallen off the bus."]
+
+
+def test_an_applications_json_records_keep_their_level_logger_and_the_error_beside_the_message(tmp_path):
+    # zap (the inference gateway's EPP, operators), python-json-logger: the cause is in `error`
+    # or `exc_info`, not in `msg`; a shipper's record of a producer's line is still that producer's.
+    write(
+        tmp_path / "epp.log",
+        '{"level":"info","ts":"2025-08-01T10:00:00.123Z","logger":"epp","caller":"scheduling/scheduler.go:112",'
+        '"msg":"Scheduling a request"}\n'
+        '{"level":"error","ts":1754042401.5,"caller":"handlers/server.go:88","msg":"Failed to dispatch request",'
+        '"error":"no pods available for the model"}\n'
+        '{"log":"INFO 08-01 10:00:02 [api_server.py:1] Started server process\\n","stream":"stderr",'
+        '"time":"2025-08-01T10:00:02.000000000Z"}\n'
+        '{"log":"a line of no producer\\n","stream":"stderr","time":"2025-08-01T10:00:02.500000000Z"}\n'
+        '{"levelname":"ERROR","name":"worker","message":"step failed","timestamp":"2025-08-01T10:00:03Z",'
+        '"exc_info":"Traceback (most recent call last):\\n  File \\"w.py\\", line 3, in run\\nRuntimeError: boom"}\n',
+    )
+    r = ingest(tmp_path)
+    _balanced(r)
+    ev = r.events.sort(s.LINE)
+    assert ev.select(s.SOURCE, s.LEVEL, s.COMPONENT).rows() == [
+        ("app", "INFO", "epp"),
+        ("app", "ERROR", "handlers/server.go"),
+        ("vllm", "INFO", "api_server.py"),
+        ("unknown", None, None),
+        ("app", "ERROR", "worker"),
+    ]
+    assert ev[s.MESSAGE][1] == 'Failed to dispatch request error="no pods available for the model"'
+    assert ev[s.MESSAGE][4].split("\n")[0] == "step failed" and ev[s.MESSAGE][4].endswith("RuntimeError: boom")
+    assert ev[s.TS][1] == datetime(2025, 8, 1, 10, 0, 1, 500000, tzinfo=UTC)
+    assert r.unparsed == 1  # (only the line of no producer)
+
+
+def test_logfmt_records_of_go_services_are_timed_levelled_events(tmp_path):
+    # dcgm-exporter / containerd (logrus), slog, go-kit (Prometheus family): time with its offset.
+    write(
+        tmp_path / "dcgm-exporter.log",
+        'time="2025-08-01T10:00:03Z" level=info msg="Starting dcgm-exporter"\n'
+        'time="2025-08-01T12:00:04.25+02:00" level=error msg="Failed to watch metrics" error="x \\"quoted\\" y"\n'
+        'time=2025-08-01T10:00:05.120Z level=ERROR msg="dispatch failed" pool=vllm err="no ready endpoints"\n'
+        'level=error ts=2025-08-01T10:00:07.001Z caller=notifier.go:527 msg="Error sending alert" err="deadline"\n'
+        "time=2025-08-01T10:00:08Z level=warning msg=plain\n",
+    )
+    r = ingest(tmp_path)
+    _balanced(r)
+    assert r.unparsed == 0
+    ev = r.events.sort(s.LINE)
+    assert ev.select(s.SOURCE, s.LEVEL, s.COMPONENT, s.MESSAGE).rows() == [
+        ("app", "INFO", None, "Starting dcgm-exporter"),
+        ("app", "ERROR", None, 'Failed to watch metrics error="x \\"quoted\\" y"'),
+        ("app", "ERROR", None, 'dispatch failed error="no ready endpoints"'),
+        ("app", "ERROR", "notifier.go", 'Error sending alert error="deadline"'),
+        ("app", "WARNING", None, "plain"),
+    ]
+    assert ev[s.TS].to_list()[:2] == [
+        datetime(2025, 8, 1, 10, 0, 3, tzinfo=UTC),
+        datetime(2025, 8, 1, 10, 0, 4, 250000, tzinfo=UTC),
+    ]
+    assert set(ev[s.TS_QUALITY].to_list()) == {"exact"}
+
+
+def test_envoy_access_lines_of_the_gateway_are_timed_requests_with_their_status(tmp_path):
+    # Envoy's default format and Istio's (response code details and more after the flags).
+    write(
+        tmp_path / "istio-ingressgateway.log",
+        '[2025-08-01T10:00:05.123Z] "POST /v1/completions HTTP/1.1" 503 UH no_healthy_upstream - "-" 310 19 0 - '
+        '"10.0.0.7" "python-requests/2.31" "req-1" "vllm.svc:8000" "-" outbound|8000||vllm.default.svc.cluster.local '
+        "- 10.0.1.9:8080 10.0.0.7:51234 - default\n"
+        '[2016-04-15T20:17:00.310Z] "POST /api/v1/locations HTTP/2" 204 - 154 0 226 100 "10.0.35.28" "nsq2http" '
+        '"cc21d9b0-cf5c-432b-8c7e-98aeb7988cd2" "locations" "tcp://10.0.2.1:80"\n',
+    )
+    r = ingest(tmp_path)
+    _balanced(r)
+    assert r.unparsed == 0
+    ev = r.events.sort(s.LINE)
+    assert ev.select(s.SOURCE, s.HTTP_METHOD, s.HTTP_PATH, s.HTTP_STATUS, s.TS).rows() == [
+        ("envoy", "POST", "/v1/completions", 503, datetime(2025, 8, 1, 10, 0, 5, 123000, tzinfo=UTC)),
+        ("envoy", "POST", "/api/v1/locations", 204, datetime(2016, 4, 15, 20, 17, 0, 310000, tzinfo=UTC)),
+    ]
+    assert ev[s.MESSAGE][0].startswith('"POST /v1/completions HTTP/1.1" 503 UH no_healthy_upstream')

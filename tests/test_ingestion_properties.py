@@ -52,6 +52,8 @@ VALID_LINES = [
     "  Rank 12 has launched up to operation 4181 -- GPU 4 managed by process 41376 on node gpu-node-3",
     "[1772618403.123456] [vllm-decode-0:41   :1]   ib_mlx5_log.c:171  UCX  ERROR   Transport retry count exceeded",
     "[cn0001:3639441:0:3639441] ib_mlx5_log.c:171  Transport retry count exceeded on mlx5_0:1/IB",
+    '{"level":"error","ts":1754042401.5,"caller":"handlers/server.go:88","msg":"x","error":"no pods"}',
+    'time="2025-08-01T10:00:04.25+02:00" level=error msg="Failed to watch metrics" error="x \\"q\\" y"',
 ]
 
 
