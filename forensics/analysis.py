@@ -398,8 +398,8 @@ def _incident_report(inc, hyps, v, events, signals, series, metrics) -> Incident
     # (not recovered: to the end of what was collected, metrics included)
     end = inc.end or max(t for t in (events[s.TS].max(), metrics[s.TS].max(), inc.start) if t is not None)
     window = events.filter((pl.col(s.TS) >= inc.start) & (pl.col(s.TS) <= end))
-    answered = window.filter(pl.col(s.HTTP_STATUS).is_not_null())
-    requests, failed, http_from = answered.height, answered.filter(pl.col(s.HTTP_STATUS) >= 500).height, "access log"
+    answered, http_from = ser.served(window)
+    requests, failed = answered.height, answered.filter(pl.col(s.HTTP_STATUS) >= 500).height
     if not requests:  # (no access log: the API server's own counter, from a Prometheus export)
         counted = metrics.filter(
             pl.col(s.METRIC).is_in(["http_requests", "http_5xx"]) & (pl.col(s.TS) > inc.start) & (pl.col(s.TS) <= end)

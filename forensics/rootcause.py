@@ -593,6 +593,8 @@ ASK_FOR = {
     "to tell an overload from a leak",
     "pod-lifecycle": "the crashed container's own log (`kubectl logs --previous POD`) and its Last State in "
     "`kubectl describe pod` (reason, exit code)",
+    "kv-cache": "the logs of both sides of the KV transfer (the decode instances' too: their transfer errors and "
+    "queue) with UCX's errors (`UCX_LOG_LEVEL=error`)",
 }
 """What to collect next when only symptoms of a category were logged: where their cause is."""
 

@@ -194,8 +194,23 @@ def _from_metrics(m: pl.DataFrame, events: pl.DataFrame) -> Series:
     )
 
 
+GATEWAY_SOURCES = ("envoy",)
+"""Access lines of a gateway in front of the pods (`parsers.envoy`)."""
+
+
+def served(events: pl.DataFrame) -> tuple[pl.DataFrame, str]:
+    """The access lines that say what clients got, and where they come from.
+
+    A gateway's lines when there are any: it answers what the pods cannot (a 503 when none
+    is left), and the pods' own lines are the same requests again, so the two are never
+    added up. Else the servers' (uvicorn) lines."""
+    answered = events.filter(pl.col(s.HTTP_STATUS).is_not_null())
+    gateway = answered.filter(pl.col(s.SOURCE).is_in(GATEWAY_SOURCES))
+    return (gateway, "gateway access log") if gateway.height else (answered, "access log")
+
+
 def _errors(events: pl.DataFrame, lo: datetime, n: int) -> np.ndarray:
-    e = _binned(events.filter((pl.col(s.HTTP_STATUS) >= 500) & pl.col(s.TS).is_not_null()), lo)
+    e = _binned(served(events)[0].filter((pl.col(s.HTTP_STATUS) >= 500) & pl.col(s.TS).is_not_null()), lo)
     arr = np.zeros(n)
     for b, c in e.group_by("_bin").len().iter_rows():
         if 0 <= b < n:
@@ -204,9 +219,7 @@ def _errors(events: pl.DataFrame, lo: datetime, n: int) -> np.ndarray:
 
 
 def _from_access(events: pl.DataFrame) -> Series:
-    acc = events.filter(
-        pl.col(s.HTTP_STATUS).is_not_null() & pl.col(s.TS).is_not_null() & (pl.col(s.HTTP_METHOD) != "GET")
-    )
+    acc = served(events)[0].filter(pl.col(s.TS).is_not_null() & (pl.col(s.HTTP_METHOD) != "GET"))
     if acc.height < 20:
         return Series([], np.array([]), "none")
     acc, left_out = _covered(acc, "access lines")

@@ -515,6 +515,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "pod-lifecycle",
         "symptom",
         5,
+        r'^"[A-Z]+ \S+ HTTP/[\d.]+" 503 (?:[A-Z]+,)*UH\b|\bno_healthy_upstream\b',
+        "the gateway found no healthy backend pod (Envoy UH: every pod gone or not ready)",
+    ),
+    Signature(
+        "pod-lifecycle",
+        "symptom",
+        5,
         r"^BackOff:|CrashLoopBackOff|^Killing: Container \S+ failed|^Unhealthy:|Probe failed|Liveness probe failed|Readiness probe failed|ContainerDied|^FailedScheduling:|TaintManagerEviction|Marking for deletion|^Evicted:|Node is not ready",
         "pod probes / restarts",
     ),

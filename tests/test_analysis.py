@@ -1702,3 +1702,53 @@ def test_decode_reading_blocks_the_prefill_had_released_is_named_as_stale_kv(tmp
         ]
     rc = _prefill_decode(tmp_path, [], prefill)["root_cause"]
     assert (rc["category"], rc["hosts"]) == ("kv-cache", ["vllm-prefill-0"]) and "stale KV" in rc["label"]
+
+
+def test_the_gateways_503s_count_as_the_impact_when_the_pods_are_gone(tmp_path):
+    # The pods stop answering at 10:15 (no more access lines of their own); only the gateway
+    # sees the clients' requests fail. Its lines are counted, never added to the pods' own.
+    start = datetime(2025, 8, 1, 10, 0, tzinfo=UTC)
+    gateway, server = [], []
+    for i in range(0, 1800 * 4):
+        t = start + timedelta(seconds=i / 4)
+        up = t < start + timedelta(minutes=15)
+        flags = "200 - via_upstream" if up else "503 UH no_healthy_upstream"
+        gateway.append(
+            f'[{t:%Y-%m-%dT%H:%M:%S}.{t.microsecond // 1000:03d}Z] "POST /v1/completions HTTP/1.1" {flags} - "-" '
+            f'310 912 40 - "10.0.0.7" "python-requests/2.31" "req-{i}" "vllm.svc:8000" "10.0.1.5:8000"\n'
+        )
+        if up:
+            server.append(
+                f"{t:%Y-%m-%dT%H:%M:%S}.{t.microsecond:06d}000Z (APIServer pid=7) INFO:     10.0.1.9:51234 - "
+                '"POST /v1/completions HTTP/1.1" 200 OK\n'
+            )
+    write_file(tmp_path / "istio-ingressgateway.log", "".join(gateway))
+    write_file(tmp_path / "vllm-0.log", "".join(server))
+    inc = analyze(tmp_path).to_json()["incidents"][0]
+    imp = inc["impact"]
+    assert inc["start"].startswith("2025-08-01T10:15")
+    assert (imp["http_from"], imp["http_requests"], imp["http_5xx"]) == ("gateway access log", 3600, 3600)
+    assert imp["baseline_per_s"] == pytest.approx(4.0, rel=0.05)  # (the gateway's requests, not twice them)
+    labels = {h["label"] for h in inc["hypotheses"] if h["role"] == "symptom"}
+    assert any("no healthy backend" in label for label in labels)
+
+
+def test_expired_leases_alone_are_inconclusive_and_ask_for_the_decode_side(tmp_path):
+    # Only the prefill's side was collected: its leases expired, which says decode never read,
+    # not why.
+    prefill = [
+        (
+            1025 + 5 * j,
+            _v1(
+                "EngineCore_DP0",
+                "WARNING",
+                "nixl_connector.py:1218",
+                1025 + 5 * j,
+                f"Releasing expired KV blocks for request cmpl-{j:04d}-0 which were retrieved by 0 decode worker(s) "
+                "within 120 seconds.",
+            ),
+        )
+        for j in range(12)
+    ]
+    rc = _prefill_decode(tmp_path, [], prefill)["root_cause"]
+    assert rc["status"] == "inconclusive" and "decode instances" in rc["missing"]
