@@ -560,6 +560,25 @@ def _kube_name(kube: dict, flat: str, nested: str) -> str | None:
     return v if isinstance(v, str) else None
 
 
+def _json_access(obj: dict) -> tuple[str, dict] | None:
+    """A gateway's JSON access record (Envoy Gateway's default, Istio's JSON encoding) as the
+    line Envoy's text format writes, for `parsers.envoy`, and the object with its start time
+    under a time key; None when `obj` is no such record."""
+    code, method = obj.get("response_code"), obj.get("method")
+    if not isinstance(method, str) or not isinstance(code, int) or isinstance(code, bool):
+        return None
+    path = next((obj[k] for k in ("x-envoy-origin-path", "path", "x-envoy-original-path") if obj.get(k)), "-")
+    flags = obj.get("response_flags") or "-"
+    details = obj.get("response_code_details") or "-"
+    line = f'"{method} {path} {obj.get("protocol") or "HTTP/1.1"}" {code} {flags} {details}'
+    extra = [
+        f"{k}={obj[k]}"
+        for k in ("upstream_host", "upstream_transport_failure_reason", "duration", "x-request-id", "request_id")
+        if obj.get(k) not in (None, "", "-")
+    ]
+    return " ".join([line, *extra]), obj | {"time": obj.get("start_time") or obj.get("time")}
+
+
 def _json_record(d: pl.DataFrame) -> pl.DataFrame:
     """One JSON object per line with the log line inside: Docker's json-file driver
     (`{"log":"...\\n","stream":"stdout","time":"..."}`) and what log shippers write or
@@ -571,6 +590,8 @@ def _json_record(d: pl.DataFrame) -> pl.DataFrame:
         msg = None
         if obj is not None:
             msg = next((obj[k] for k in JSON_MESSAGE_KEYS if isinstance(obj.get(k), str)), None)
+            if msg is None and (access := _json_access(obj)) is not None:
+                msg, obj = access
         if msg is None:
             rows.append(None)
             continue

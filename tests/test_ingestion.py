@@ -1650,7 +1650,12 @@ def test_envoy_access_lines_of_the_gateway_are_timed_requests_with_their_status(
         '"10.0.0.7" "python-requests/2.31" "req-1" "vllm.svc:8000" "-" outbound|8000||vllm.default.svc.cluster.local '
         "- 10.0.1.9:8080 10.0.0.7:51234 - default\n"
         '[2016-04-15T20:17:00.310Z] "POST /api/v1/locations HTTP/2" 204 - 154 0 226 100 "10.0.35.28" "nsq2http" '
-        '"cc21d9b0-cf5c-432b-8c7e-98aeb7988cd2" "locations" "tcp://10.0.2.1:80"\n',
+        '"cc21d9b0-cf5c-432b-8c7e-98aeb7988cd2" "locations" "tcp://10.0.2.1:80"\n'
+        # Envoy Gateway's default JSON access record
+        '{":authority":"vllm.example.com","bytes_received":310,"bytes_sent":19,"duration":0,"method":"POST",'
+        '"protocol":"HTTP/1.1","response_code":503,"response_code_details":"no_healthy_upstream","response_flags":"UH",'
+        '"start_time":"2025-08-01T10:15:00.123Z","upstream_host":null,"x-envoy-origin-path":"/v1/completions",'
+        '"x-request-id":"a1b2"}\n',
     )
     r = ingest(tmp_path)
     _balanced(r)
@@ -1659,5 +1664,7 @@ def test_envoy_access_lines_of_the_gateway_are_timed_requests_with_their_status(
     assert ev.select(s.SOURCE, s.HTTP_METHOD, s.HTTP_PATH, s.HTTP_STATUS, s.TS).rows() == [
         ("envoy", "POST", "/v1/completions", 503, datetime(2025, 8, 1, 10, 0, 5, 123000, tzinfo=UTC)),
         ("envoy", "POST", "/api/v1/locations", 204, datetime(2016, 4, 15, 20, 17, 0, 310000, tzinfo=UTC)),
+        ("envoy", "POST", "/v1/completions", 503, datetime(2025, 8, 1, 10, 15, 0, 123000, tzinfo=UTC)),
     ]
     assert ev[s.MESSAGE][0].startswith('"POST /v1/completions HTTP/1.1" 503 UH no_healthy_upstream')
+    assert ev[s.MESSAGE][2].startswith('"POST /v1/completions HTTP/1.1" 503 UH no_healthy_upstream')
