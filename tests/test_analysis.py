@@ -645,6 +645,13 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
         ("Handshake failed for request cmpl-7f3a-0, marking blocks as invalid", None, "network", "fault"),
         ("Mooncake transfer failed for request. remote_request_id=cmpl-7f3a-0, ret=-1. ", None, "network", "fault"),
         ("Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)", None, "network", "fault"),
+        (  # Mooncake's transfer engine (glog), the completion's status in ibv_wc_status_str's words
+            "Worker: Process failed for slice (opcode: 1, source_addr: 0x7f1, length: 65536, dest_addr: 0x7f2, "
+            "local_nic: mlx5_3, peer_nic: 10.194.30.27:16737@mlx5_3, dest_rkey: 1, retry_cnt: 0): local protection error",
+            None,
+            "network",
+            "fault",
+        ),
         (
             "Potentially invalid KV blocks for unrecognized request cmpl-7f3a-0 were retrieved by a decode worker. "
             "They may have expired.",
