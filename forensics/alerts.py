@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import yaml
 
+from forensics import signatures
+
 RUNBOOK = "https://runbooks.example.internal/gpu-serving/{alert}"
 """Placeholder base for runbook_url: replace with your team's runbooks."""
 
@@ -46,11 +48,13 @@ class Rule:
 def rules_for(analysis: dict) -> list[Rule]:
     """The rules the incidents in `analysis` call for (always the throughput and latency SLO pair)."""
     cats: set[str] = set()
+    labels: set[str] = set()
     tell = False
     baseline = None
     for inc in analysis["incidents"]:
         cats.add(inc["root_cause"]["category"])
         cats.update(h["category"] for h in inc["hypotheses"] if h["role"] in ("symptom", "root_cause"))
+        labels.update(h["label"] for h in inc["hypotheses"])
         tell = tell or bool(inc.get("tell"))
         baseline = baseline or inc.get("baseline_tokens_per_s")
     base_txt = f" (baseline before the incident: {baseline:,.0f} tokens/s)" if baseline else ""
@@ -118,6 +122,29 @@ def rules_for(analysis: dict) -> list[Rule]:
                 "Waiting queue above 100 requests",
                 "{{ $value }} requests waiting for {{ $labels.model_name }}.",
                 "root cause (capacity)",
+            ),
+        ]
+    if labels & signatures.KV_TRANSFER_LABELS:
+        rules += [
+            Rule(
+                "VLLMKVTransferFailures",
+                "sum by (pod) (increase(vllm:nixl_num_failed_transfers_total[5m])) > 0",
+                "0m",
+                "critical",
+                "KV transfers between prefill and decode are failing",
+                "Pod {{ $labels.pod }} failed NIXL KV transfers in the last 5 min: decode recomputes or fails those "
+                "requests. Check the RDMA path between the instances (UCX errors) and the prefill instance.",
+                "root cause (P/D KV transfer)",
+            ),
+            Rule(
+                "VLLMKVLeaseExpired",
+                "sum by (pod) (increase(vllm:nixl_num_kv_expired_reqs_total[5m])) > 0",
+                "5m",
+                "warning",
+                "Prefill KV blocks released before decode read them",
+                "Pod {{ $labels.pod }} released KV blocks decode never read within the lease: decode is behind or "
+                "cannot reach it, and a read after the lease may get another request's KV.",
+                "symptoms (P/D KV transfer)",
             ),
         ]
     if cats & {"network", "collective-timeout"}:
@@ -257,6 +284,15 @@ def promtool_test(rules_file: str, analysis: dict) -> str:
                 "eval_time": "45m",
                 "alertname": "VLLMKVCacheFullWithoutQueueing",
                 "exp_alerts": [expect("VLLMKVCacheFullWithoutQueueing", {"pod": "vllm-0"}, "1")],
+            }
+        )
+    if "VLLMKVTransferFailures" in by_name:
+        series.append({"series": 'vllm:nixl_num_failed_transfers_total{pod="vllm-decode-0"}', "values": "0x30 0+3x30"})
+        tests.append(
+            {
+                "eval_time": "45m",
+                "alertname": "VLLMKVTransferFailures",
+                "exp_alerts": [expect("VLLMKVTransferFailures", {"pod": "vllm-decode-0"}, "0")],
             }
         )
     doc = {

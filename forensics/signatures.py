@@ -51,6 +51,17 @@ KERNEL_EXCEPTION = "GPU exception in a kernel (Xid 13/31/43, usually software)"
 fault of either label on several GPUs at once as software)."""
 
 
+KV_STALE_READ = "decode read KV blocks the prefill instance had already released (P/D lease expired: stale KV)"
+KV_TRANSFER_FAILED = "KV transfer between prefill and decode failed (NIXL / Mooncake)"
+KV_TRANSFER_UNFINISHED = (
+    "KV transfer not completed: the prefill's lease expired or decode recomputed or failed requests"
+)
+PD_MISMATCH = "prefill and decode instances run incompatible configurations (NIXL handshake refused)"
+KV_TRANSFER_LABELS = frozenset({KV_STALE_READ, KV_TRANSFER_FAILED, KV_TRANSFER_UNFINISHED, PD_MISMATCH})
+"""The disaggregated prefill/decode signatures: where one is seen, `forensics.alerts` watches
+the NIXL connector's counters."""
+
+
 def _xid(*codes: int) -> str:
     """An Xid with one of `codes`, as the kernel, the device plugin and DCGM print it."""
     return rf"(?:\bXid \(PCI:[^)]*\):\s*|\bXid[=: ]\s*)(?:{'|'.join(map(str, codes))})\b"
@@ -107,7 +118,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         2,
         r"Potentially invalid KV blocks for unrecognized request",
-        "decode read KV blocks the prefill instance had already released (P/D lease expired: stale KV)",
+        KV_STALE_READ,
         action="Treat the outputs of the requests named as suspect (their KV may have been another request's). "
         "Find why decode read late (its queue, transfer stalls), raise the prefill side's lease "
         "(`VLLM_NIXL_ABORT_REQUEST_TIMEOUT`) above decode's worst wait, and alert on the prefill's "
@@ -280,8 +291,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         1,
         r"NIXL transfer (?:failed|exception) for request|Mooncake transfer failed|Failed to transfer KV cache for request"
-        r"|Handshake failed for request \S+, marking blocks as invalid|Handshake with \S+ failed",
-        "KV transfer between prefill and decode failed (NIXL / Mooncake)",
+        r"|Handshake failed for request \S+, marking blocks as invalid|Handshake with \S+ failed"
+        r"|^vllm:nixl_num_failed_transfers_total rose",
+        KV_TRANSFER_FAILED,
         action="Check the RDMA path between the prefill and decode pods on {host} (`UCX_LOG_LEVEL=info`, "
         "`ibv_devinfo`, `ib_write_bw` between the two nodes) and that decode reaches the prefill's side channel "
         "(`VLLM_NIXL_SIDE_CHANNEL_HOST`/`_PORT`); a failed read is recomputed or failed per "
@@ -441,7 +453,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         2,
         r"NIXL compatibility hash mismatch|Remote NIXL agent engine ID mismatch|Failed to decode NixlHandshakePayload",
-        "prefill and decode instances run incompatible configurations (NIXL handshake refused)",
+        PD_MISMATCH,
         action="Deploy prefill and decode from one spec: the same vLLM version, model, dtype, KV-cache dtype and "
         "attention backend (what NIXL's compatibility hash covers); roll the newer side back until both match.",
     ),
@@ -505,8 +517,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "symptom",
         2,
         r"Releasing expired KV blocks for request|Recovered from KV load failure"
-        r"|Failing \d+ request\(s\) due to KV load failure",
-        "KV transfer not completed: the prefill's lease expired or decode recomputed or failed requests",
+        r"|Failing \d+ request\(s\) due to KV load failure"
+        r"|^vllm:nixl_num_(?:kv_expired_reqs|failed_notifications)_total rose",
+        KV_TRANSFER_UNFINISHED,
     ),
     Signature(
         "capacity",

@@ -20,7 +20,8 @@ are. A sample's time is its own timestamp, else the scrape's: the last bare time
 Events: one per scrape (its lines folded in), plus one for each change a human should
 see (`NOTABLE`): a GPU's Xid gauge turning non-zero (DCGM keeps the *last* Xid, so a change
 is the event, not the value), its uncorrectable ECC counters rising or row remapping failing,
-and `vllm:corrupted_requests` rising. A line that is none of
+`vllm:corrupted_requests` rising, and the NIXL connector's failed transfers, failed
+notifications and expired leases rising. A line that is none of
 sample, comment, time or blank stays an `unknown` event of its own.
 """
 
@@ -93,6 +94,10 @@ NOTABLE = {
     "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": ("rise", "uncorrectable ECC errors (double-bit) since the driver loaded"),
     "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": ("rise after", "rows remapped after uncorrectable ECC errors"),
     CORRUPTED: ("rise", "Corrupted: {n} reqs"),
+    # vLLM's NixlConnector (disaggregated prefill/decode), per engine
+    "vllm:nixl_num_failed_transfers": ("rise", "NIXL KV transfers failed: {n}"),
+    "vllm:nixl_num_failed_notifications": ("rise", "decode could not notify the prefill of a read KV: {n}"),
+    "vllm:nixl_num_kv_expired_reqs": ("rise", "prefill KV blocks released unread, lease expired: {n} requests"),
     # kube-state-metrics: 1 while the state holds, in `kubectl describe`'s words
     "kube_pod_container_status_last_terminated_reason": (
         "change",
@@ -488,7 +493,7 @@ def _notable(keyed: pl.DataFrame) -> list[dict]:
             n = v - before if before is not None and v >= before else v
             if n <= 0:
                 continue
-        if family == CORRUPTED:
+        if family.startswith("vllm:"):  # (an engine's counter: the pod's event)
             engine = f" on engine {row[s.ENGINE]}" if row[s.ENGINE] else ""
             since = "since the previous sample" if before is not None else "at the first sample"
             msg = f"{family}_total rose by {int(n)} {since}{engine} ({says.format(n=int(n))})"

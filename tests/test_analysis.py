@@ -1759,3 +1759,35 @@ def test_expired_leases_alone_are_inconclusive_and_ask_for_the_decode_side(tmp_p
     ]
     rc = _prefill_decode(tmp_path, [], prefill)["root_cause"]
     assert rc["status"] == "inconclusive" and "decode instances" in rc["missing"]
+
+
+def test_a_prefill_decode_incident_gets_alerts_on_the_nixl_connectors_counters(tmp_path):
+    import shutil
+    import subprocess
+
+    import yaml
+
+    decode = [
+        (
+            904 + 7 * j,
+            _v1(
+                "Worker_TP0",
+                "ERROR",
+                "nixl_connector.py:1422",
+                904 + 7 * j,
+                f"NIXL transfer failed for request cmpl-{j:04d}-0 with state ERR. Marking blocks as invalid.",
+            ),
+        )
+        for j in range(12)
+    ]
+    _prefill_decode(tmp_path / "logs", decode, [])
+    out = write_all(analyze(tmp_path / "logs"), tmp_path / "out")
+    rules = yaml.safe_load(out["alerts"].read_text())["spec"]["groups"][0]["rules"]
+    exprs = {r["alert"]: r["expr"] for r in rules}
+    assert "vllm:nixl_num_failed_transfers_total" in exprs["VLLMKVTransferFailures"]
+    assert "vllm:nixl_num_kv_expired_reqs_total" in exprs["VLLMKVLeaseExpired"]
+    promtool = shutil.which("promtool")
+    if promtool:  # (CI installs it: the fixture's failing transfers fire the alert)
+        d = tmp_path / "out"
+        run = subprocess.run([promtool, "test", "rules", "alerts_test.yaml"], cwd=d, capture_output=True, text=True)
+        assert run.returncode == 0 and "SUCCESS" in run.stdout, run.stdout + run.stderr

@@ -444,3 +444,36 @@ def test_an_export_that_cannot_be_read_is_parsed_as_a_log_with_a_note(tmp_path, 
     _balanced(r)
     (f,) = r.files
     assert f.lines == 28 and any("simulated flaw" in n and "line by line" in n for n in f.notes)
+
+
+def test_the_nixl_connectors_failed_transfers_and_expired_leases_rising_are_events_of_the_pod(tmp_path):
+    # A P/D deployment's decode (failed transfers) and prefill (expired leases) engines, scraped.
+    from forensics.signatures import classify
+
+    stamps = [(T0 + timedelta(seconds=15 * i)).isoformat() for i in range(4)]
+    for pod, family, counts in (
+        ("vllm-decode-0", "vllm:nixl_num_failed_transfers_total", [0, 0, 4, 4]),
+        ("vllm-prefill-0", "vllm:nixl_num_kv_expired_reqs_total", [0, 0, 0, 2]),
+    ):
+        lines = []
+        for stamp, n in zip(stamps, counts, strict=True):
+            lines += [stamp, f"# TYPE {family.removesuffix('_total')} counter", f"{family}{{{LABELS}}} {n}.0", ""]
+        write(tmp_path / f"{pod}.prom", "\n".join(lines) + "\n")
+    r = ingest(tmp_path)
+    _balanced(r)
+    bad = r.events.filter(pl.col("level") == "ERROR").sort("pod")
+    assert bad.select("pod", "ts", "message").rows() == [
+        (
+            "vllm-decode-0",
+            T0 + timedelta(seconds=30),
+            "vllm:nixl_num_failed_transfers_total rose by 4 since the previous sample on engine 000 "
+            "(NIXL KV transfers failed: 4)",
+        ),
+        (
+            "vllm-prefill-0",
+            T0 + timedelta(seconds=45),
+            "vllm:nixl_num_kv_expired_reqs_total rose by 2 since the previous sample on engine 000 "
+            "(prefill KV blocks released unread, lease expired: 2 requests)",
+        ),
+    ]
+    assert classify(bad).select("category", "kind").rows() == [("network", "fault"), ("kv-cache", "symptom")]
