@@ -96,6 +96,7 @@ def hypotheses(
     logs_from = (events if events is not None and events.height else signals)[s.TS].min()
     first_symptom = win.filter(pl.col("kind") == "symptom")[s.TS].min()
     tell = tell_kv_full_no_queue(series, inc.start + timedelta(seconds=ONSET_SLACK_S)) if not series.empty else None
+    timeouts = _trap_timeouts(win)
     for (cat, kind, tid), part in win.sort(s.TS).group_by("category", "kind", "template_id", maintain_order=True):
         first = part.row(0, named=True)
         hosts: list[str] = []
@@ -110,7 +111,9 @@ def hypotheses(
         h = Hypothesis(
             cat, kind, int(first["layer"]), first["label"], first["template"], tid, first[s.TS], hosts, part.height, ev
         )
-        _on_many_gpus(h, part, events)
+        echo = _trap_echo(h, timeouts)
+        if echo is None:
+            _on_many_gpus(h, part, events)
         _score(
             h,
             part,
@@ -124,6 +127,8 @@ def hypotheses(
             nodes_total,
             tell,
         )
+        if echo is not None:
+            _as_symptom(h, echo)
         out.append(h)
     _peer_loss(out)
     _displaced(out)
@@ -132,6 +137,34 @@ def hypotheses(
     _assign_roles(out, inc)
     out.sort(key=lambda h: (h.role != "root_cause", -h.score, h.first_seen or inc.start, h.template_id))
     return out
+
+
+TRAP_ECHO = re.compile(r"unspecified launch failure|CUDA_ERROR_LAUNCH_FAILED|cudaErrorLaunchFailure")
+"""What CUDA reports once a kernel has executed `trap()`: every later call on that context fails so."""
+TRAP_SLACK_S = 10.0
+"""A device's `printf` (DeepEP's timeout message) reaches the log when the context synchronises,
+which may be just after the host logged the CUDA error it caused."""
+
+
+def _trap_timeouts(win: pl.DataFrame) -> list[tuple[datetime, set[str]]]:
+    """Each DeepEP timeout signal of the window: its time and where it was logged."""
+    rows = win.filter((pl.col("label") == signatures.DEEPEP_TIMEOUT) & pl.col(s.TS).is_not_null())
+    return [(ts, {x for x in where if x}) for ts, *where in rows.select(s.TS, "node", s.POD, s.HOST).iter_rows()]
+
+
+def _trap_echo(h: Hypothesis, timeouts: list[tuple[datetime, set[str]]]) -> str | None:
+    """Why `h` echoes a DeepEP timeout, or None.
+
+    DeepEP's kernels `trap()` when their timeout check fails (a peer rank stopped sending), so
+    the CUDA calls after it fail with "unspecified launch failure" on every GPU that waited.
+    Where the timeout was logged first on the same pod or node, that GPU fault is its echo, not
+    a GPU's (nor, on several GPUs, a kernel bug's): a symptom."""
+    if h.category != "gpu-fault" or h.kind != "fault" or h.first_seen is None or not TRAP_ECHO.search(h.template or ""):
+        return None
+    where = set(h.hosts)
+    if not any(ts <= h.first_seen + timedelta(seconds=TRAP_SLACK_S) and where & at for ts, at in timeouts):
+        return None
+    return "DeepEP's kernels trap when their timeout check fails, and CUDA then reports this on that GPU: the timeout's echo"
 
 
 PEER_LOSS = re.compile(

@@ -57,6 +57,9 @@ KV_TRANSFER_UNFINISHED = (
     "KV transfer not completed: the prefill's lease expired or decode recomputed or failed requests"
 )
 PD_MISMATCH = "prefill and decode instances run incompatible configurations (NIXL handshake refused)"
+DEEPEP_TIMEOUT = "DeepEP expert all-to-all timed out (a peer rank stopped or its network failed)"
+"""DeepEP's timeout checks; its kernels then `trap()` (`forensics.rootcause` reads the CUDA
+error that follows as the timeout's echo)."""
 KV_TRANSFER_LABELS = frozenset({KV_STALE_READ, KV_TRANSFER_FAILED, KV_TRANSFER_UNFINISHED, PD_MISMATCH})
 """The disaggregated prefill/decode signatures: where one is seen, `forensics.alerts` watches
 the NIXL connector's counters."""
@@ -480,6 +483,13 @@ SIGNATURES: tuple[Signature, ...] = (
         3,
         r"Watchdog caught collective operation timeout|failure detected by watchdog|NCCL communicator was aborted|Terminating the process after attempting to dump debug info|flight[- ]recorder dump signal|Some NCCL operations have failed or timed out|To avoid data inconsistency|Heartbeat monitor timed out|watchdog got stuck|watchdog thread terminated|Timeout at NCCL work|detected by watchdog|DistBackendError|dump signal due to a collective timeout",
         "NCCL watchdog timeout",
+    ),
+    Signature(
+        "collective-timeout",
+        "symptom",
+        3,
+        r"DeepEP timeout check failed|DeepEP error: (?:CPU recv timeout|timeout \()",
+        DEEPEP_TIMEOUT,
     ),
     Signature(
         "collective-timeout",

@@ -635,6 +635,8 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "kv-cache",
             "fault",
         ),
+        ("DeepEP timeout check failed: rank = 3, thread = 0, value = 1024)", None, "collective-timeout", "symptom"),
+        ("RuntimeError: DeepEP error: CPU recv timeout", None, "collective-timeout", "symptom"),
         # Disaggregated prefill/decode (vLLM's NIXL and Mooncake connectors, their UCX transport).
         (
             "NIXL transfer failed for request cmpl-7f3a-0 with state ERR. Marking blocks as invalid.",
@@ -1791,3 +1793,30 @@ def test_a_prefill_decode_incident_gets_alerts_on_the_nixl_connectors_counters(t
         d = tmp_path / "out"
         run = subprocess.run([promtool, "test", "rules", "alerts_test.yaml"], cwd=d, capture_output=True, text=True)
         assert run.returncode == 0 and "SUCCESS" in run.stdout, run.stdout + run.stderr
+
+
+def test_cuda_launch_failures_after_deepeps_timeout_are_its_echo_not_gpu_faults(tmp_path):
+    # Wide expert parallelism: a peer stops sending, DeepEP's timeout check fails and its kernels
+    # trap, so every waiting GPU then reports "unspecified launch failure". No GPU is at fault.
+    decode = []
+    for rank in range(2):
+        sec = 903 + rank
+        decode += [
+            (sec, f"DeepEP timeout check failed: rank = {rank}, thread = {t}, value = 1024)") for t in range(4)
+        ] + [
+            (
+                sec + 1,
+                _v1(f"Worker_TP{rank}", "ERROR", "multiproc_executor.py:596", sec + 1, "WorkerProc hit an exception."),
+            ),
+            (sec + 1, f"(Worker_TP{rank} pid=41) Traceback (most recent call last):"),
+            (
+                sec + 1,
+                f'(Worker_TP{rank} pid=41)   File "/vllm/model_executor/layers/fused_moe/layer.py", line 9, in f',
+            ),
+            (sec + 1, f"(Worker_TP{rank} pid=41) torch.AcceleratorError: CUDA error: unspecified launch failure"),
+        ]
+    inc = _prefill_decode(tmp_path, decode, [])
+    gpu = [h for h in inc["hypotheses"] if h["category"] == "gpu-fault"]
+    assert gpu and all(h["role"] == "symptom" for h in gpu)
+    assert all("timeout's echo" in h["why"] for h in gpu)
+    assert inc["root_cause"]["category"] != "gpu-fault"
