@@ -279,13 +279,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         1,
         r"NET/IB ?: ?Got completion|ibv_\w+ failed|Call to ibv_|link down|NodeHasNetworkUnavailable|NetworkUnavailable"
+        # ibv_wc_status_str's words, which UCX, Mooncake's transfer engine and NCCL end a failed
+        # completion with ("work request flushed" only follows the first error, and is left out)
         r"|(?i:transport retry count(?:er)? exceeded|RNR retry count(?:er)? exceeded|remote access error)"
         r"|(?i:local (?:length|QP operation|protection|access) error|remote (?:invalid request|operation) error)"
         r"|(?i:bad response error|response timeout error)",
         "InfiniBand / RDMA transport error",
     ),
-    # (ibv_wc_status_str's words, as UCX, Mooncake's transfer engine and NCCL end their completion
-    # errors with them; a "work request flushed" error only follows the first.)
     # The KV cache moving between prefill and decode instances (vLLM's NIXL and Mooncake
     # connectors, over UCX/RDMA): a failed read leaves decode's blocks invalid, and the
     # scheduler recomputes or fails the requests (`kv_load_failure_policy`).

@@ -24,6 +24,7 @@ COMPONENT = "gateway-access"
 
 
 def parse(df: pl.DataFrame) -> pl.DataFrame:
+    """Parse access lines: method, path and status as uvicorn's, the whole record as the message."""
     m = pl.col("_m").struct.field
     df = extract_head(df, PATTERN, "_m")
     return df.with_columns(
