@@ -196,6 +196,8 @@ def _from_metrics(m: pl.DataFrame, events: pl.DataFrame) -> Series:
 
 GATEWAY_SOURCES = ("envoy",)
 """Access lines of a gateway in front of the pods (`parsers.envoy`)."""
+SERVING_PATHS = r"^/(?:v1|v2|openai)/|^/(?:generate|inference|invocations)\b"
+"""The inference APIs' paths (OpenAI-compatible `/v1/...`, KServe's `/v2/...`, vLLM's `/generate`)."""
 
 
 def served(events: pl.DataFrame) -> tuple[pl.DataFrame, str]:
@@ -203,10 +205,14 @@ def served(events: pl.DataFrame) -> tuple[pl.DataFrame, str]:
 
     A gateway's lines when there are any: it answers what the pods cannot (a 503 when none
     is left), and the pods' own lines are the same requests again, so the two are never
-    added up. Else the servers' (uvicorn) lines."""
+    added up; of a gateway that also fronts other services, only its inference API paths.
+    Else the servers' (uvicorn) lines."""
     answered = events.filter(pl.col(s.HTTP_STATUS).is_not_null())
     gateway = answered.filter(pl.col(s.SOURCE).is_in(GATEWAY_SOURCES))
-    return (gateway, "gateway access log") if gateway.height else (answered, "access log")
+    if not gateway.height:
+        return answered, "access log"
+    inference = gateway.filter(pl.col(s.HTTP_PATH).str.contains(SERVING_PATHS).fill_null(False))
+    return (inference if inference.height else gateway), "gateway access log"
 
 
 def _errors(events: pl.DataFrame, lo: datetime, n: int) -> np.ndarray:

@@ -1731,7 +1731,13 @@ def test_the_gateways_503s_count_as_the_impact_when_the_pods_are_gone(tmp_path):
                 f"{t:%Y-%m-%dT%H:%M:%S}.{t.microsecond:06d}000Z (APIServer pid=7) INFO:     10.0.1.9:51234 - "
                 '"POST /v1/completions HTTP/1.1" 200 OK\n'
             )
-    write_file(tmp_path / "istio-ingressgateway.log", "".join(gateway))
+    # (the same gateway fronts another service, whose requests are not the model's)
+    gateway += [
+        f'[2025-08-01T10:{m:02d}:30.000Z] "GET /api/profile HTTP/1.1" 200 - via_upstream - "-" 0 80 3 - "-" "curl" '
+        f'"p-{m}" "web.svc" "10.0.2.9:80"\n'
+        for m in range(30)
+    ]
+    write_file(tmp_path / "istio-ingressgateway.log", "".join(sorted(gateway)))
     write_file(tmp_path / "vllm-0.log", "".join(server))
     inc = analyze(tmp_path).to_json()["incidents"][0]
     imp = inc["impact"]
