@@ -1072,6 +1072,88 @@ def nccl_network(w: World) -> dict:
     }
 
 
+@scenario("pd-transfer")
+def pd_transfer(w: World) -> dict:
+    """Disaggregated prefill/decode: one decode node's RDMA path fails. Its NIXL reads of the
+    prefill instances' KV fail and are recomputed, the prefill instances' leases expire unread
+    (the loud part, on pods that are fine), and the decode pod stops generating until a probe
+    restarts it. The first sign is UCX's completion error on the decode node."""
+    nodes = skewed_nodes(w, 4)
+    prefill = deployment(w, "llama-70b-prefill", 2, "7c9d5f8b4", nodes[:2])
+    decode = deployment(w, "llama-70b-decode", 2, "5f8b47c9d", nodes[2:])
+    pods = prefill + decode
+    start, fault, end = at("09:00"), at("09:27:41.118"), at("10:00")
+    start_all(w, pods, start)
+    bad = decode[0]
+    epoch = w.node_time(bad.node, fault).timestamp()
+    w.raw(  # (UCX writes from C, under no process prefix)
+        bad,
+        fault,
+        None,
+        f"[{epoch:.6f}] [{bad.name}:{bad.pids['Worker_TP0']}:1]   ib_mlx5_log.c:171  UCX  ERROR   Transport retry "
+        "count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)",
+    )
+    t = fault + timedelta(seconds=0.4)
+    while t < fault + timedelta(minutes=4):
+        rid = f"cmpl-{w.rng.getrandbits(64):016x}-0"
+        w.vllm(
+            bad,
+            t,
+            f"Worker_TP{w.rng.randrange(2)}",
+            "ERROR",
+            "nixl_connector.py:1422",
+            f"NIXL transfer failed for request {rid} with state ERR. Marking blocks as invalid.",
+        )
+        w.vllm(
+            bad,
+            t + timedelta(milliseconds=40),
+            "EngineCore_DP0",
+            "WARNING",
+            "scheduler.py:1538",
+            f"Recovered from KV load failure: 1 request(s) rescheduled ({w.rng.randrange(2048, 16384)} tokens affected).",
+        )
+        if w.rng.random() < 0.3:
+            w.access(bad, t + timedelta(seconds=1.5), 500)
+        t += timedelta(seconds=w.rng.uniform(2.0, 6.0))
+    for p in prefill:  # decode never read the blocks it failed to fetch: the prefill side gives them up
+        t = fault + timedelta(seconds=120 + w.rng.uniform(0, 2))
+        while t < fault + timedelta(minutes=6):
+            w.vllm(
+                p,
+                t,
+                "EngineCore_DP0",
+                "WARNING",
+                "nixl_connector.py:1218",
+                f"Releasing expired KV blocks for request cmpl-{w.rng.getrandbits(64):016x}-0 which were retrieved "
+                "by 0 decode worker(s) within 120 seconds.",
+            )
+            t += timedelta(seconds=w.rng.uniform(1.0, 4.0))
+    back = kill_and_restart(w, bad, fault + timedelta(minutes=4, seconds=3))
+    up_again = startup(w, bad, back)
+
+    def up(p: Pod, t: datetime) -> bool:
+        return not (p is bad and fault + timedelta(seconds=5) <= t < up_again)
+
+    rate = lambda t: 6400.0  # noqa: E731
+    serve(w, pods, Load(rate, lambda p, t: 47.0 + w.rng.uniform(-5, 5)), at("09:02"), end, up)
+    capture_trace(w, fault - timedelta(minutes=5), fault, rate, n_max=1200)
+    noise(w, start, end)
+    return {
+        "root_cause": {
+            "category": "network",
+            "template": "Transport retry count exceeded on mlx5_0:<*>/IB (synd <*> vend <*> hw_synd <*>/<*>)",
+            "host": bad.node,
+            "pod": bad.name,
+            "first_time": iso(w.node_time(bad.node, fault).replace(microsecond=0)),
+        },
+        "symptoms": [
+            {"category": "kv-cache", "template": "Releasing expired KV blocks for request"},
+            {"category": "pod-lifecycle", "template": "Liveness probe failed"},
+        ],
+        "impact": {"start": iso(fault + timedelta(seconds=5)), "end": iso(up_again)},
+    }
+
+
 @scenario("gpu-oom")
 def gpu_oom(w: World) -> dict:
     """A burst of long prompts: CUDA OOM in one worker, engine death, 500s, restart."""

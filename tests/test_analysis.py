@@ -20,7 +20,7 @@ from tests.conftest import DATA
 from tests.conftest import write as write_file
 
 SAMPLES = Path(__file__).parent.parent / "samples"
-FAULT_SCENARIOS = ["cache-corruption", "nccl-network", "gpu-oom", "node-failure", "kv-pressure"]
+FAULT_SCENARIOS = ["cache-corruption", "nccl-network", "gpu-oom", "node-failure", "kv-pressure", "pd-transfer"]
 
 
 @pytest.fixture(scope="module")

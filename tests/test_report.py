@@ -17,7 +17,7 @@ from tests.conftest import write as write_file
 
 SAMPLES = Path(__file__).parent.parent / "samples"
 GOLDEN = Path(__file__).parent / "golden"
-NAMES = ["cache-corruption", "nccl-network", "gpu-oom", "node-failure", "kv-pressure", "healthy"]
+NAMES = ["cache-corruption", "nccl-network", "gpu-oom", "node-failure", "kv-pressure", "pd-transfer", "healthy"]
 PROMTOOL = shutil.which("promtool")
 
 
@@ -185,7 +185,9 @@ def test_alerts_format_prometheus_writes_a_plain_rules_file(tmp_path):
 
 
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package `prometheus`; CI installs it)")
-@pytest.mark.parametrize("name", ["cache-corruption", "nccl-network", "gpu-oom", "node-failure", "kv-pressure"])
+@pytest.mark.parametrize(
+    "name", ["cache-corruption", "nccl-network", "gpu-oom", "node-failure", "kv-pressure", "pd-transfer"]
+)
 def test_promtool_accepts_the_rules_and_the_incident_fixture_fires_the_alerts(outputs, name):
     d = outputs[name]
     check = subprocess.run([PROMTOOL, "check", "rules", "alerts.rules.yaml"], cwd=d, capture_output=True, text=True)
