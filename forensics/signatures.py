@@ -488,6 +488,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "collective-timeout",
         "symptom",
         3,
+        r"^nccl_bus_bandwidth_gbs fell to ",
+        "NCCL bus bandwidth of a GPU collapsed (NCCL Inspector)",
+    ),
+    Signature(
+        "collective-timeout",
+        "symptom",
+        3,
         r"DeepEP timeout check failed|DeepEP error: (?:CPU recv timeout|timeout \()",
         DEEPEP_TIMEOUT,
     ),

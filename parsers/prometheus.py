@@ -20,8 +20,9 @@ are. A sample's time is its own timestamp, else the scrape's: the last bare time
 Events: one per scrape (its lines folded in), plus one for each change a human should
 see (`NOTABLE`): a GPU's Xid gauge turning non-zero (DCGM keeps the *last* Xid, so a change
 is the event, not the value), its uncorrectable ECC counters rising or row remapping failing,
-`vllm:corrupted_requests` rising, and the NIXL connector's failed transfers, failed
-notifications and expired leases rising. A line that is none of
+`vllm:corrupted_requests` rising, the NIXL connector's failed transfers, failed
+notifications and expired leases rising, and NCCL Inspector's bus bandwidth of a GPU
+collapsing. A line that is none of
 sample, comment, time or blank stays an `unknown` event of its own.
 """
 
@@ -85,6 +86,11 @@ HIT_RATIOS = {
 """Counter pairs read as hits / queries between consecutive samples."""
 XID = "DCGM_FI_DEV_XID_ERRORS"
 CORRUPTED = "vllm:corrupted_requests"
+INSPECTOR_BW = "nccl_bus_bandwidth_gbs"
+FALL_TO = 0.1
+"""`fall`: a value under this fraction of the series' peak so far (after a healthy one)."""
+FALL_FROM = 1.0
+"""`fall`: the peak a series must have reached first (GB/s): an idle one falls from nothing."""
 NOTABLE = {
     XID: ("change", "Xid={v}"),
     "DCGM_FI_DEV_ROW_REMAP_FAILURE": (
@@ -98,6 +104,8 @@ NOTABLE = {
     "vllm:nixl_num_failed_transfers": ("rise", "NIXL KV transfers failed: {n}"),
     "vllm:nixl_num_failed_notifications": ("rise", "decode could not notify the prefill of a read KV: {n}"),
     "vllm:nixl_num_kv_expired_reqs": ("rise", "prefill KV blocks released unread, lease expired: {n} requests"),
+    # NCCL Inspector's textfile (prior-art §7.1): a GPU's bus bandwidth per collective and size
+    INSPECTOR_BW: ("fall", "its collectives stalled or its network failed (NCCL Inspector)"),
     # kube-state-metrics: 1 while the state holds, in `kubectl describe`'s words
     "kube_pod_container_status_last_terminated_reason": (
         "change",
@@ -111,7 +119,8 @@ NOTABLE = {
 gauges hold the last Xid or state, kube-state-metrics' are 1 while a state holds); `rise`, a
 counter's increase (its first sample counts when non-zero: since the process or driver
 started); `rise after`, only an increase between samples (a lifetime counter's first value is
-history). `{v}` is the value, `{n}` the increase, other names the series' labels."""
+history); `fall`, a value dropping under `FALL_TO` of the series' peak so far, once until it
+recovers to half of it. `{v}` is the value, `{n}` the increase, other names the series' labels."""
 KSM_PREFIX = "kube_"
 
 POD_LABELS = ("pod", "pod_name", "kubernetes_pod_name", "exported_pod")
@@ -470,12 +479,19 @@ def _notable(keyed: pl.DataFrame) -> list[dict]:
     if df.is_empty():
         return []
     prev = pl.col(s.VALUE).shift(1).over("_family", "_key")
-    labels = ("gpu", "UUID", "reason", "container", "condition", "status", "node")
-    df = df.with_columns(prev.alias("_prev"), *(_label(n).alias(f"_{n}") for n in labels))
+    peak = pl.col(s.VALUE).fill_nan(None).cum_max().shift(1).over("_family", "_key")
+    labels = ("gpu", "UUID", "reason", "container", "condition", "status", "node", "collective", "message_size")
+    df = df.with_columns(prev.alias("_prev"), peak.alias("_peak"), *(_label(n).alias(f"_{n}") for n in labels))
     out = []
+    fallen: set[str] = set()
     for row in df.iter_rows(named=True):
         family, v, before = row["_family"], row[s.VALUE], row["_prev"]
         mode, says = NOTABLE[family]
+        if mode == "fall":
+            msg = _fall_message(family, says, row, fallen)
+            if msg is not None:
+                out.append(_event(row[s.LINE], row[s.TS], "WARNING", msg, host=row[s.HOST], pod=row[s.POD], extra=True))
+            continue
         if v is None or v != v or v <= 0 or v == float("inf"):
             continue
         if family.startswith(KSM_PREFIX):
@@ -509,6 +525,26 @@ def _notable(keyed: pl.DataFrame) -> list[dict]:
                 msg = f"{family} rose by {int(n)} on {where}: {what}"
         out.append(_event(row[s.LINE], row[s.TS], "ERROR", msg, host=row[s.HOST], pod=row[s.POD], extra=True))
     return out
+
+
+def _fall_message(family: str, says: str, row: dict, fallen: set[str]) -> str | None:
+    """A series' first sample under `FALL_TO` of its peak so far (a peak of `FALL_FROM` at least),
+    said with where; None for any other sample. `fallen` holds the series that fell and have not
+    recovered to half their peak yet (so a collapse is one event, not one a scrape)."""
+    v, top, key = row[s.VALUE], row["_peak"], row["_key"]
+    if v is None or v != v or top is None or top < FALL_FROM:
+        return None
+    if key in fallen:
+        if v >= top / 2:
+            fallen.discard(key)
+        return None
+    if v >= FALL_TO * top:
+        return None
+    fallen.add(key)
+    where = f"GPU {row['_gpu']}" if row["_gpu"] is not None else "a GPU"
+    where += f" of {row[s.HOST]}" if row[s.HOST] else ""
+    what = ", ".join(x for x in (row["_collective"], row["_message_size"]) if x)
+    return f"{family} fell to {v:g} from {top:g} on {where}" + (f" ({what})" if what else "") + f": {says}"
 
 
 def _state_message(family: str, says: str, row: dict) -> str | None:

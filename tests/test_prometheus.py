@@ -477,3 +477,34 @@ def test_the_nixl_connectors_failed_transfers_and_expired_leases_rising_are_even
         ),
     ]
     assert classify(bad).select("category", "kind").rows() == [("network", "fault"), ("kv-cache", "symptom")]
+
+
+def test_nccl_inspectors_bus_bandwidth_collapsing_on_one_gpu_is_one_event_of_its_node(tmp_path):
+    # NCCL Inspector's Prometheus textfile (NCCL_INSPECTOR_PROM_DUMP=1), scraped every 30 s: GPU 1 of
+    # gpu-node-3 drops to 0.3 GB/s for three dumps, then recovers. One event, not one a dump.
+    from forensics.signatures import classify
+
+    out = []
+    for i in range(12):
+        out += [(T0 + timedelta(seconds=30 * i)).isoformat(), "# TYPE nccl_bus_bandwidth_gbs gauge"]
+        for node in ("gpu-node-1", "gpu-node-3"):
+            for gpu in (0, 1):
+                bw = 0.3 if (node, gpu) == ("gpu-node-3", 1) and 6 <= i < 9 else 180.0 + i
+                out.append(
+                    f'nccl_bus_bandwidth_gbs{{slurm_job_id="0",node="{node}",gpu="{gpu}",comm_name="0x7f",n_nodes="2",'
+                    f'nranks="16",collective="AllReduce",message_size="4-5GB",algo_proto="Ring_Simple"}} {bw}'
+                )
+        out.append("")
+    write(tmp_path / "nccl-inspector.prom", "\n".join(out) + "\n")
+    r = ingest(tmp_path)
+    _balanced(r)
+    fell = r.events.filter(pl.col("message").str.starts_with("nccl_bus_bandwidth_gbs"))
+    assert fell.select("host", "ts", "message").rows() == [
+        (
+            "gpu-node-3",
+            T0 + timedelta(minutes=3),
+            "nccl_bus_bandwidth_gbs fell to 0.3 from 185 on GPU 1 of gpu-node-3 (AllReduce, 4-5GB): its collectives "
+            "stalled or its network failed (NCCL Inspector)",
+        )
+    ]
+    assert classify(fell).select("category", "kind").rows() == [("collective-timeout", "symptom")]
