@@ -295,7 +295,7 @@ SIGNATURES: tuple[Signature, ...] = (
         1,
         r"NIXL transfer (?:failed|exception) for request|Mooncake transfer failed|Failed to transfer KV cache for request"
         r"|Handshake failed for request \S+, marking blocks as invalid|Handshake with \S+ failed"
-        r"|^vllm:nixl_num_failed_transfers_total rose",
+        r"|^vllm:nixl_num_failed_transfers_total rose|^KV Transfer metrics: .*\bNum failed transfers=[1-9]",
         KV_TRANSFER_FAILED,
         action="Check the RDMA path between the prefill and decode pods on {host} (`UCX_LOG_LEVEL=info`, "
         "`ibv_devinfo`, `ib_write_bw` between the two nodes) and that decode reaches the prefill's side channel "
@@ -535,7 +535,8 @@ SIGNATURES: tuple[Signature, ...] = (
         2,
         r"Releasing expired KV blocks for request|Recovered from KV load failure"
         r"|Failing \d+ request\(s\) due to KV load failure"
-        r"|^vllm:nixl_num_(?:kv_expired_reqs|failed_notifications)_total rose",
+        r"|^vllm:nixl_num_(?:kv_expired_reqs|failed_notifications)_total rose"
+        r"|^KV Transfer metrics: .*\bNum (?:KV expired reqs|failed notifications|failed recvs)=[1-9]",
         KV_TRANSFER_UNFINISHED,
     ),
     Signature(

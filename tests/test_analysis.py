@@ -674,6 +674,20 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "kv-cache",
             "symptom",
         ),
+        (  # the connector's periodic stats line (every 10 s), counting failures since the last
+            "KV Transfer metrics: Num successful transfers=80, Avg xfer time (ms)=173.794, P90 xfer time (ms)=235.706, "
+            "Avg MB per transfer=313.0, Throughput (MB/s)=1800.983, Num failed transfers=3, Num KV expired reqs=0",
+            None,
+            "network",
+            "fault",
+        ),
+        (
+            "KV Transfer metrics: Num successful transfers=80, Avg xfer time (ms)=173.794, Num failed transfers=0, "
+            "Num KV expired reqs=12",
+            None,
+            "kv-cache",
+            "symptom",
+        ),
         (
             "Traceback (most recent call last):",
             "RuntimeError: NIXL compatibility hash mismatch. Local: 9c1e, Remote: 47ab. Prefill and decode instances "
