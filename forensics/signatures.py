@@ -282,8 +282,7 @@ SIGNATURES: tuple[Signature, ...] = (
         # ibv_wc_status_str's words, which UCX, Mooncake's transfer engine and NCCL end a failed
         # completion with ("work request flushed" only follows the first error, and is left out)
         r"|(?i:transport retry count(?:er)? exceeded|RNR retry count(?:er)? exceeded|remote access error)"
-        r"|(?i:local (?:length|QP operation|protection|access) error|remote (?:invalid request|operation) error)"
-        r"|(?i:bad response error|response timeout error)",
+        r"|(?i:local (?:length|QP operation|protection|access) error|remote (?:invalid request|operation) error)",
         "InfiniBand / RDMA transport error",
     ),
     # The KV cache moving between prefill and decode instances (vLLM's NIXL and Mooncake
@@ -294,7 +293,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         1,
         r"NIXL transfer (?:failed|exception) for request|Mooncake transfer failed|Failed to transfer KV cache for request"
-        r"|Handshake failed for request \S+, marking blocks as invalid|Handshake with \S+ failed"
+        r"|Handshake failed for request \S+, marking blocks as invalid|^Handshake with \S+ failed\s*$"
         r"|^vllm:nixl_num_failed_transfers_total rose|^KV Transfer metrics: .*\bNum failed transfers=[1-9]",
         KV_TRANSFER_FAILED,
         action="Check the RDMA path between the prefill and decode pods on {host} (`UCX_LOG_LEVEL=info`, "
