@@ -188,7 +188,7 @@ def _from_metrics(m: pl.DataFrame, events: pl.DataFrame) -> Series:
         waiting=summed("waiting"),
         kv_usage=kv_mean,
         preemptions=summed("preemptions", "sum"),
-        errors=_errors(events, lo, n),
+        errors=_errors(served(events)[0], lo, n),
         prompt=summed("prompt_tokens_per_s"),
         left_out=left_out,
     )
@@ -215,8 +215,9 @@ def served(events: pl.DataFrame) -> tuple[pl.DataFrame, str]:
     return (inference if inference.height else gateway), "gateway access log"
 
 
-def _errors(events: pl.DataFrame, lo: datetime, n: int) -> np.ndarray:
-    e = _binned(served(events)[0].filter((pl.col(s.HTTP_STATUS) >= 500) & pl.col(s.TS).is_not_null()), lo)
+def _errors(answered: pl.DataFrame, lo: datetime, n: int) -> np.ndarray:
+    """5xx responses a second per bin, from the access lines `served` picked."""
+    e = _binned(answered.filter((pl.col(s.HTTP_STATUS) >= 500) & pl.col(s.TS).is_not_null()), lo)
     arr = np.zeros(n)
     for b, c in e.group_by("_bin").len().iter_rows():
         if 0 <= b < n:
@@ -225,7 +226,8 @@ def _errors(events: pl.DataFrame, lo: datetime, n: int) -> np.ndarray:
 
 
 def _from_access(events: pl.DataFrame) -> Series:
-    acc = served(events)[0].filter(pl.col(s.TS).is_not_null() & (pl.col(s.HTTP_METHOD) != "GET"))
+    answered = served(events)[0]
+    acc = answered.filter(pl.col(s.TS).is_not_null() & (pl.col(s.HTTP_METHOD) != "GET"))
     if acc.height < 20:
         return Series([], np.array([]), "none")
     acc, left_out = _covered(acc, "access lines")
@@ -237,7 +239,7 @@ def _from_access(events: pl.DataFrame) -> Series:
     for i, c in b.filter(pl.col(s.HTTP_STATUS) < 500).group_by("_bin").len().iter_rows():
         if 0 <= i < n:
             ok[i] = c / BIN_S
-    return Series(grid, ok, "completed requests/s", errors=_errors(events, lo, n), left_out=left_out)
+    return Series(grid, ok, "completed requests/s", errors=_errors(answered, lo, n), left_out=left_out)
 
 
 def detect(series: Series) -> list[Incident]:

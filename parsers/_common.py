@@ -70,6 +70,9 @@ SYSLOG_LEVEL_WORDS = {
     "NOTICE": "INFO",
 }
 """Syslog severity names too (kernel and daemon lines say `err`, `crit`, `notice`)."""
+APP_LEVEL_WORDS = {**SYSLOG_LEVEL_WORDS, "DPANIC": "CRITICAL", "PANIC": "CRITICAL", "EMERGENCY": "CRITICAL"}
+"""Applications' structured records (JSON or logfmt): zap (debug..dpanic, panic, fatal), logrus,
+slog, Python logging and Cloud Logging severities."""
 
 
 def level_from_word(expr: pl.Expr, words: dict[str, str] = LEVEL_WORDS) -> pl.Expr:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import SYSLOG_LEVEL_WORDS, level_from_word, no_time
+from parsers._common import APP_LEVEL_WORDS, level_from_word, no_time
 from parsers.wrappers import parse_rfc3339
 
 _STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})"
@@ -27,7 +27,6 @@ DETECT = (
     rf'|^(?:level|lvl)="?\w+"? (?:{_PAIR})*?(?:time|ts|t)="?{_STAMP}"?(?: |$)'
 )
 _VALUE = r'("(?:[^"\\]|\\.)*"|\S+)'
-LEVEL_WORDS = {**SYSLOG_LEVEL_WORDS, "PANIC": "CRITICAL", "DPANIC": "CRITICAL"}
 
 
 def _field(*keys: str) -> pl.Expr:
@@ -50,7 +49,7 @@ def parse(df: pl.DataFrame) -> pl.DataFrame:
         host_log = host_log | pl.col(c).is_not_null() if c in df.columns else host_log
     return df.with_columns(
         pl.when(host_log).then(pl.lit("syslog")).otherwise(pl.lit("app")).alias(s.SOURCE),
-        level_from_word(_field("level", "lvl"), LEVEL_WORDS).alias(s.LEVEL),
+        level_from_word(_field("level", "lvl"), APP_LEVEL_WORDS).alias(s.LEVEL),
         pl.coalesce(pl.col("_outer_ts"), when).alias("_outer_ts"),
         caller.str.replace(r":\d+$", "").alias(s.COMPONENT),
         pl.when(err.is_not_null() & msg.is_not_null())

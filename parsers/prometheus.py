@@ -483,7 +483,7 @@ def _notable(keyed: pl.DataFrame) -> list[dict]:
     labels = ("gpu", "UUID", "reason", "container", "condition", "status", "node", "collective", "message_size")
     df = df.with_columns(prev.alias("_prev"), peak.alias("_peak"), *(_label(n).alias(f"_{n}") for n in labels))
     out = []
-    fallen: set[str] = set()
+    fallen: set[tuple[str, str]] = set()
     for row in df.iter_rows(named=True):
         family, v, before = row["_family"], row[s.VALUE], row["_prev"]
         mode, says = NOTABLE[family]
@@ -527,11 +527,11 @@ def _notable(keyed: pl.DataFrame) -> list[dict]:
     return out
 
 
-def _fall_message(family: str, says: str, row: dict, fallen: set[str]) -> str | None:
+def _fall_message(family: str, says: str, row: dict, fallen: set[tuple[str, str]]) -> str | None:
     """A series' first sample under `FALL_TO` of its peak so far (a peak of `FALL_FROM` at least),
     said with where; None for any other sample. `fallen` holds the series that fell and have not
     recovered to half their peak yet (so a collapse is one event, not one a scrape)."""
-    v, top, key = row[s.VALUE], row["_peak"], row["_key"]
+    v, top, key = row[s.VALUE], row["_peak"], (family, row["_key"])
     if v is None or v != v or top is None or top < FALL_FROM:
         return None
     if key in fallen:

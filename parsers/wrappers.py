@@ -20,7 +20,7 @@ import json
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import SYSLOG_LEVEL_WORDS, apply, extract_head
+from parsers._common import APP_LEVEL_WORDS, apply, extract_head
 
 RFC3339_PROBE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}) "
 SYSLOG = (
@@ -501,8 +501,6 @@ JSON_LEVEL_KEYS = ("level", "severity", "lvl", "levelname", "log.level", "loglev
 JSON_LOGGER_KEYS = ("logger", "logger_name", "name", "caller")
 JSON_ERROR_KEYS = ("error", "err")
 JSON_TRACE_KEYS = ("exc_info", "exception", "stacktrace", "stack_trace")
-JSON_LEVEL_WORDS = {**SYSLOG_LEVEL_WORDS, "DPANIC": "CRITICAL", "PANIC": "CRITICAL", "EMERGENCY": "CRITICAL"}
-"""zap (debug..dpanic, panic, fatal), logrus, slog, Python logging and Cloud Logging severities."""
 JSON_RECORD_DTYPE = pl.Struct(
     {
         "m": STR,
@@ -523,7 +521,7 @@ JSON_RECORD_DTYPE = pl.Struct(
 def _json_level(v: object) -> str | None:
     """A record's level word as `schema.Level`; pino/bunyan numbers (30 info .. 60 fatal) too."""
     if isinstance(v, str):
-        return JSON_LEVEL_WORDS.get(v.strip().upper())
+        return APP_LEVEL_WORDS.get(v.strip().upper())
     if isinstance(v, int) and not isinstance(v, bool) and 10 <= v <= 60:
         return (
             "CRITICAL" if v >= 60 else "ERROR" if v >= 50 else "WARNING" if v >= 40 else "INFO" if v >= 30 else "DEBUG"
