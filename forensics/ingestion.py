@@ -35,7 +35,7 @@ from forensics._malloc import release_free_memory
 from forensics.arrow_text import categories_as_arrow, count_lines, lines_column
 from forensics.errors import NoInputError
 from parsers import flight_dump, k8s, nvidia_smi, prometheus, ras_json, vllm
-from parsers._common import TIME_PARTS
+from parsers._common import TIME_PARTS, node_of
 from parsers.lines import parse_lines
 from parsers.wrappers import syslog_time_parts
 
@@ -171,6 +171,8 @@ class _Meta:
     namespace: str | None
     container: str | None
     mtime: float
+    node: str | None = None
+    """The node of its node-level lines (dmesg, kubelet) when they name none (`parsers._common.node_of`)."""
 
 
 Progress = Callable[[int, int, str], None]
@@ -521,6 +523,9 @@ def _reference_pass(
     return undated
 
 
+NODE_LEVEL_SOURCES = ("kernel", "kubelet", "nvidia-smi")
+"""Sources whose lines are always a node's own (never a pod's): given the node their path names
+when they name none."""
 PREVIOUS_SUFFIX = re.compile(r"[._-](?:previous|prev)(?:[._-]?\d+)?$")
 """`kubectl logs --previous` saved as `<pod>.previous.log`, `<pod>-previous-2.log`, ..."""
 
@@ -529,18 +534,19 @@ def _meta(f: _files.InputFile) -> _Meta:
     """Pod/namespace/container from the path: CRI `/var/log/pods/<ns>_<pod>_<uid>/<c>/N.log`,
     cluster-info dump `<ns>/<pod>/logs.txt`, else the file name (`vllm-0.log` -> `vllm-0`)."""
     parts = PurePosixPath(f.rel).parts
+    node = node_of(f.rel)
     for i, p in enumerate(parts[:-2]):
         bits = p.split("_")
         if len(bits) == 3 and len(bits[2]) >= 32 and "-" in bits[2]:
-            return _Meta(f.rel, bits[1], bits[0], parts[i + 1], f.mtime)
+            return _Meta(f.rel, bits[1], bits[0], parts[i + 1], f.mtime, node)
     if parts[-1] == "logs.txt" and len(parts) >= 3:
-        return _Meta(f.rel, parts[-2], parts[-3], None, f.mtime)
+        return _Meta(f.rel, parts[-2], parts[-3], None, f.mtime, node)
     name = parts[-1]
     for suffix in (".gz", ".log", ".txt", ".out", ".err", ".prom", ".metrics"):
         name = name.removesuffix(suffix)
     name = name.split(".log.")[0]
     name = PREVIOUS_SUFFIX.sub("", name)
-    return _Meta(f.rel, name or None, None, None, f.mtime)
+    return _Meta(f.rel, name or None, None, None, f.mtime, node)
 
 
 def _not_a_log(text: str, rel: str) -> str | None:
@@ -1198,6 +1204,7 @@ def _finish(ev: pl.DataFrame, metas: list[_Meta], carry: _Carry) -> tuple[pl.Dat
         "_hpod": [m.pod for m in metas],
         "_hns": [m.namespace for m in metas],
         "_hcont": [m.container for m in metas],
+        "_hnode": [m.node for m in metas],
     }
     # A path hint no file of the batch has (a plain file's path names no namespace or
     # container) is left out rather than gathered as a column of nulls and coalesced.
@@ -1244,6 +1251,10 @@ def _finish(ev: pl.DataFrame, metas: list[_Meta], carry: _Carry) -> tuple[pl.Dat
         named = {p: r for p, r in named.items() if r < 2**31}
         if named:
             ranks.append(pl.col(s.PROCESS).replace_strict(named, default=None, return_dtype=pl.Int32))
+    if "_hnode" in have:  # a node's own lines that do not name it (`dmesg -T`, a kubelet.log)
+        own = pl.col(s.SOURCE).is_in(NODE_LEVEL_SOURCES)
+        host = pl.col(s.HOST) if s.HOST in have else pl.lit(None, pl.String)
+        ev = ev.with_columns(pl.coalesce(host, pl.when(own).then(pl.col("_hnode"))).alias(s.HOST))
     ev = ev.with_columns(
         pl.coalesce(*text(s.POD, "_wpod", "_dump_pod"), hint("_hpod")).alias(s.POD),
         pl.coalesce(*text(s.NAMESPACE, "_wns", "_dump_ns"), hint("_hns", container_only=False)).alias(s.NAMESPACE),

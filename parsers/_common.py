@@ -17,6 +17,7 @@ import bisect
 import re
 from collections.abc import Callable
 from functools import cache
+from pathlib import PurePosixPath
 
 import polars as pl
 
@@ -189,3 +190,58 @@ def line_starts(text: str) -> list[int]:
 def line_of(starts: list[int], pos: int) -> int:
     """The 1-based line holding offset `pos`, from `line_starts`."""
     return bisect.bisect_right(starts, pos)
+
+
+NODE_LOG_WORDS = re.compile(
+    r"(?i)(?:^|[._-])(?:(?:nvidia[._-]?)?smi(?:[._-]q)?|dmesg(?:[._-]T)?|kern|kernel|messages|syslog"
+    r"|journal(?:ctl)?|kubelet|containerd|crio|boot)(?=$|[._-])"
+)
+"""The words naming a node's own log in a file name (`gpu-b-dmesg.txt`, `kubelet.log`,
+`nvidia-smi-q.txt`): what is left of the name once they are cut is the node."""
+NODE_DIRS = frozenset({"nodes", "node", "hosts", "host"})
+"""Directories whose children are named for nodes (`nodes/<node>/...`, must-gather's layout)."""
+_NOT_A_NODE = frozenset(
+    {
+        "log",
+        "logs",
+        "var",
+        "kernel",
+        "dmesg",
+        "journal",
+        "journals",
+        "syslog",
+        "kubelet",
+        "system",
+        "node-logs",
+        "node_logs",
+        "nodelogs",
+        "k8s",
+        "kubernetes",
+        "cluster",
+        "incident",
+        "collected",
+        "artifacts",
+        "debug",
+        "tmp",
+    }
+)
+"""Directory names that say what the files are, not whose."""
+
+
+def node_of(rel: str) -> str | None:
+    """The node a node-level log (dmesg, a kubelet journal, an nvidia-smi snapshot) belongs to,
+    from its path: the child of a `nodes/` directory, else the file name without the words that
+    say what it is (`gpu-b.dmesg`, `dmesg-gpu-b.log`), else its directory (`gpu-b/dmesg.txt`).
+
+    Such lines rarely name their host (`dmesg -T` never does); without one a GPU's Xid or a
+    link going down could not be put on the node whose pods then failed."""
+    path = PurePosixPath(rel)
+    dirs = path.parts[:-1]
+    for i, d in enumerate(dirs[:-1]):
+        if d.lower() in NODE_DIRS:
+            return dirs[i + 1]
+    name = NODE_LOG_WORDS.sub("-", path.name.split(".")[0]).strip("-_. ")
+    if name:
+        return name
+    parent = dirs[-1] if dirs else ""
+    return parent if parent and parent.lower() not in _NOT_A_NODE else None

@@ -34,10 +34,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import PurePosixPath
 from zoneinfo import ZoneInfo
 
 from forensics import schema as s
+from parsers._common import node_of
 
 HEADER = re.compile(r"^=+NVSMI LOG=+\s*$", re.MULTILINE)
 _FIELD = re.compile(r"^(?P<indent>\s*)(?P<key>[^:]*?\S)\s*:\s?(?P<value>.*?)\s*$")
@@ -45,7 +45,6 @@ _SECTION = re.compile(r"^(?P<indent>\s*)(?P<key>\S.*?)\s*$")
 _GPU = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
 SLOWDOWNS = ("HW Slowdown", "HW Thermal Slowdown", "HW Power Brake Slowdown", "SW Thermal Slowdown")
 """Clock reasons that mean the GPU is held below its clocks by heat or power, not by choice."""
-_NAME_WORDS = re.compile(r"(?i)(?:^|[._-])(?:nvidia[._-]?)?smi(?:[._-]q)?(?=$|[._-])")
 
 
 TABLE = re.compile(r"^\|\s*NVIDIA-SMI \d", re.MULTILINE)
@@ -71,21 +70,10 @@ class _Gpu:
     """`Section/Sub/Key` -> value."""
 
 
-def host_of(rel: str) -> str | None:
-    """The node a snapshot belongs to: its file name without the words `nvidia-smi`/`-q`
-    (`gpu-node-3-nvidia-smi.txt`), else its directory (`gpu-node-3/nvidia-smi.txt`)."""
-    path = PurePosixPath(rel)
-    stem = path.name.split(".")[0]
-    name = _NAME_WORDS.sub("-", stem).strip("-_. ")
-    if name:
-        return name
-    return path.parent.name or None if len(path.parts) > 1 else None
-
-
 def parse_document(text: str, kind: str, rel: str, tz: str = "UTC") -> list[dict]:
     """The snapshot's events as row dicts (with `line`), `kind` from `sniff`. Never raises on
     text `sniff` accepted."""
-    host = host_of(rel)
+    host = node_of(rel)
     if kind == "table":
         return _parse_table(text, host, tz)
     rows: list[dict] = []

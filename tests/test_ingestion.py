@@ -1113,6 +1113,45 @@ def test_journalctl_short_full_and_short_unix_are_timed_host_logs(tmp_path):
     assert ev[s.MESSAGE][2] == "mlx5_core 0000:5e:00.0 ibp94s0: Link down"
 
 
+@pytest.mark.parametrize(
+    ("rel", "node"),
+    [
+        ("gpu-b.dmesg", "gpu-b"),
+        ("dmesg-gpu-d.log", "gpu-d"),
+        ("gpu-b-dmesg-T.txt", "gpu-b"),
+        ("gpu-e/dmesg", "gpu-e"),
+        ("nodes/gpu-c/var/log/kern.log", "gpu-c"),
+        ("node-logs/gpu-f-kubelet.log", "gpu-f"),
+        ("logs/kubelet.log", None),
+        ("dmesg.txt", None),
+    ],
+)
+def test_a_nodes_own_lines_that_name_no_host_take_the_node_their_path_names(tmp_path, rel, node):
+    # `dmesg -T > gpu-b.dmesg` and a kubelet.log copied off the node never name it; without the
+    # node a link going down could not be put on the node whose pods then failed.
+    write(
+        tmp_path / rel,
+        "[Fri Nov 20 09:20:05 2026] mlx5_core 0000:1a:00.0 ibp26s0: Link down\n"
+        'E1120 09:30:47.123456    1450 kubelet.go:2412] "Skipping pod synchronization" err="PLEG is not healthy"\n',
+    )
+    write(  # a pod's own log beside it keeps no node from its name
+        tmp_path / "llama-70b-1.log",
+        "2026-11-20T09:20:08.000000Z INFO 11-20 09:20:08 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s\n",
+    )
+    ev = ingest(tmp_path).events.sort(s.FILE, s.LINE)
+    assert sorted(ev.select(s.FILE, s.SOURCE, s.HOST).rows()) == sorted(
+        [("llama-70b-1.log", "vllm", None), (rel, "kernel", node), (rel, "kubelet", node)]
+    )
+
+
+def test_a_journal_lines_own_host_wins_over_the_path(tmp_path):
+    write(
+        tmp_path / "nodes" / "gpu-c" / "journal.log",
+        "2025-03-09T09:00:02+0000 node-3 kernel: NVRM: Xid (PCI:0000:c1:00): 79, pid=9120, GPU has fallen off the bus.\n",
+    )
+    assert ingest(tmp_path).events[s.HOST].to_list() == ["node-3"]
+
+
 POD_LIST = {  # a cluster-info dump's serving/pods.json (`kubectl get pods -o json` is a `List` alike)
     "kind": "PodList",
     "apiVersion": "v1",

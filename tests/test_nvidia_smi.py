@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from forensics import ingest
 from parsers import nvidia_smi
+from parsers._common import node_of
 from tests.conftest import write
 
 
@@ -147,7 +148,7 @@ def test_a_gpu_nvidia_smi_cannot_read_and_a_loop_of_snapshots_are_read_each_at_i
     ],
 )
 def test_the_node_is_read_from_the_files_name_or_directory(rel, host):
-    assert nvidia_smi.host_of(rel) == host
+    assert node_of(rel) == host
 
 
 _LINES = st.sampled_from(
