@@ -311,6 +311,20 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|WC error: \d+, Message: |transport retry counter exceeded",
         "network link down or RDMA completion error on the node (kernel)",
     ),
+    # The NIC/HCA itself failing, in the mlx5 driver's and the kernel's words (events.c,
+    # health.c, cmd.c, sch_generic.c): a cable or transceiver in error, the firmware's
+    # heartbeat lost, a command to the firmware timing out, a transmit queue stalled.
+    Signature(
+        "network",
+        "fault",
+        1,
+        r"Port module event\[error\]: module \d+, Cable error|mlx[45]\S*.*(?:health compromised|unrecoverable hardware error"
+        r"|health poll failed|cmd_exec timeout)|\(0x[0-9a-f]+\) timeout\. Will cause a leak of a command resource"
+        r"|NETDEV WATCHDOG: \S+ \([^)]*\): transmit queue \d+ timed out",
+        "the node's network adapter failed (mlx5 firmware, cable or transceiver error, transmit queue stalled)",
+        action="Take {host} out of service and check its adapters (`mlxlink -d <dev> -m` for the cable and "
+        "transceiver, `devlink health show`, `ibstat`); reseat or replace the cable or HCA before returning it.",
+    ),
     Signature(
         "network",
         "fault",
@@ -357,6 +371,17 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|^\w+: \w+=(?:True|False|Unknown)(?: since .*)? \((?:kubectl (?:describe|get) node|kube-state-metrics node \S+)\)$"
         r"|because its node has died|node \S+ has been marked dead|has been marked dead because the detector has missed",
         "node failure",
+    ),
+    # PCIe Advanced Error Reporting: an uncorrectable fatal error takes a GPU, NIC or switch
+    # off the bus (the driver's Xid 79 or a NIC reset often follows).
+    Signature(
+        "node",
+        "fault",
+        0,
+        r"PCIe Bus Error: severity=Uncorrect(?:able|ed) \(Fatal\)|AER: (?:Multiple )?Uncorrected \(Fatal\) error",
+        "PCIe fatal error on the node (AER: a GPU, NIC or PCIe switch dropped off the bus)",
+        action="Drain {host}; the AER lines name the device's bus id (`lspci -s <id>`, `nvidia-smi -q` for a GPU): "
+        "reseat or replace it and check the riser and PCIe switch before returning the node.",
     ),
     Signature(
         "node",

@@ -508,6 +508,25 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
         ),
         ("systemd-networkd[812]: eth0: Lost carrier", None, "network", "fault"),
         (
+            "kernel: mlx5_core 0000:5c:00.0: Port module event[error]: module 0, Cable error, High Temperature",
+            None,
+            "network",
+            "fault",
+        ),
+        (
+            "mlx5_core 0000:d2:00.0: poll_health:174: device's health compromised - reached miss count.",
+            None,
+            "network",
+            "fault",
+        ),
+        ("NETDEV WATCHDOG: eth0 (mlx5_core): transmit queue 0 timed out", None, "network", "fault"),
+        (
+            "pcieport 0000:00:01.1: PCIe Bus Error: severity=Uncorrectable (Fatal), type=Transaction Layer, (Receiver ID)",
+            None,
+            "node",
+            "fault",
+        ),
+        (
             "NVRM: GPU at PCI:0000:3b:00: GPU-5e7e Xid (PCI:0000:3b:00): 48, pid=1234, An uncorrectable double bit error (DBE) has been detected",
             None,
             "gpu-fault",
