@@ -171,6 +171,10 @@ def analyze(
                 signals, inc, series, *_active(events, inc, signals, pod_node), metrics=metrics, events=events
             )
             v = rootcause.verdict(hyps)
+        if v.status == "inconclusive":
+            pointer = rootcause.undated_pointer(signals, hyps)
+            if pointer is not None:
+                v.missing = rootcause.sentences(pointer, v.missing)
         if v.status == "inconclusive" and any(h.category == "collective-timeout" for h in hyps):
             stragglers = collectives.silent_ranks(events, since=inc.start - rootcause.LOOKBACK)
             if stragglers is not None:

@@ -134,6 +134,7 @@ def hypotheses(
     _displaced(out)
     _probe_killed_a_serving_engine(out, metrics)
     _capacity(out, inc, series, metrics, events)
+    _undated(out, signals)
     _assign_roles(out, inc)
     out.sort(key=lambda h: (h.role != "root_cause", -h.score, h.first_seen or inc.start, h.template_id))
     return out
@@ -204,6 +205,77 @@ def _displaced(out: list[Hypothesis]) -> None:
         before = [n for n in nodes if n.first_seen <= h.first_seen]
         if before:
             _as_symptom(h, f"pods displaced by the {before[0].label} found no free GPUs elsewhere")
+
+
+NODE_OWN = ("kernel", "kubelet", "nvidia-smi", "syslog")
+"""Where a node reports on its own hardware."""
+AS_THE_APP_SAW_IT = frozenset(
+    {
+        signatures.GPU_FAULT,
+        "CUDA call failed inside NCCL",
+        "InfiniBand / RDMA transport error",
+        "NCCL socket error",
+        "NCCL system / remote error",
+    }
+)
+"""Faults as a process saw them (a CUDA call or a transfer failed), not what failed: the node's
+own report of the same category says that."""
+
+
+def undated_faults(signals: pl.DataFrame) -> pl.DataFrame:
+    """The node-level hardware and network faults that have no time, first per (node, label).
+
+    Plain `dmesg` counts seconds since boot, so a GPU's Xid 79 in it cannot be placed on the
+    timeline; it still happened in this boot, and a GPU off the bus stays off until reset."""
+    return (
+        signals.filter(
+            pl.col(s.TS).is_null()
+            & (pl.col("kind") == "fault")
+            & (pl.col("layer") <= 1)
+            & pl.col(s.SOURCE).is_in(NODE_OWN)
+            & pl.coalesce("node", s.HOST).is_not_null()
+        )
+        .with_columns(pl.coalesce("node", s.HOST).alias("_at"))
+        .unique(["_at", "label"], keep="first", maintain_order=True)
+    )
+
+
+def _undated(out: list[Hypothesis], signals: pl.DataFrame) -> None:
+    """A fault on a node whose own log has the same category's fault undated is corroborated by
+    it (its line joins the evidence), and named by it when the process only saw a CUDA call or
+    a transfer fail: "GPU / CUDA fault" on gpu-2 with gpu-2's dmesg holding an Xid 79 is the GPU
+    that fell off the bus."""
+    bare = undated_faults(signals)
+    if bare.is_empty():
+        return
+    for r in bare.iter_rows(named=True):
+        for h in out:
+            if h.kind != "fault" or h.category != r["category"] or h.first_seen is None or r["_at"] not in h.hosts:
+                continue
+            h.evidence.append({"file": r[s.FILE], "line": r[s.LINE], "text": (r["full"] or "")[:2000]})
+            h.why.append(
+                f"{r['_at']}'s own log names what failed, without a time: {r['label']} ({r[s.FILE]}:{r[s.LINE]})"
+            )
+            h.score = round(h.score + 0.05, 3)
+            if h.label in AS_THE_APP_SAW_IT and r["label"] not in AS_THE_APP_SAW_IT:
+                h.label = r["label"]
+            break
+
+
+def undated_pointer(signals: pl.DataFrame, hyps: list[Hypothesis]) -> str | None:
+    """When no cause was found, the undated hardware faults of the nodes the incident touched:
+    where to look first (and to collect `dmesg -T` or `journalctl -k` for their time)."""
+    hosts = {x for h in hyps for x in h.hosts}
+    bare = undated_faults(signals).filter(pl.col("_at").is_in(sorted(hosts)))
+    if bare.is_empty():
+        return None
+    said = "; ".join(
+        f"{r['label']} on {r['_at']} ({r[s.FILE]}:{r[s.LINE]})" for r in bare.head(3).iter_rows(named=True)
+    )
+    return (
+        f"The nodes' own logs have faults without a time: {said}. If they are from this incident they are its "
+        "cause; collect `dmesg -T` or `journalctl -k` from those nodes to place them"
+    )
 
 
 PROBE_TIMEOUT = re.compile(

@@ -796,6 +796,59 @@ def _replicas_crashing(tmp_path: Path, crashes: dict[str, int], error: str, batc
     return incident["root_cause"]
 
 
+def _scheduled_on(tmp_path: Path, nodes: dict[str, str]) -> None:
+    """`kubectl get events -o json` with each pod's Scheduled event (pod -> node)."""
+    items = [
+        {
+            "kind": "Event",
+            "metadata": {"name": f"{pod}.1", "namespace": "serving"},
+            "involvedObject": {"kind": "Pod", "name": pod, "namespace": "serving"},
+            "reason": "Scheduled",
+            "message": f"Successfully assigned serving/{pod} to {node}",
+            "type": "Normal",
+            "firstTimestamp": "2025-03-02T07:40:00Z",
+            "lastTimestamp": "2025-03-02T07:40:00Z",
+            "count": 1,
+            "source": {"component": "default-scheduler"},
+        }
+        for pod, node in nodes.items()
+    ]
+    write_file(tmp_path / "events.json", json.dumps({"kind": "List", "items": items}))
+
+
+XID_79_BOOT_CLOCK = (
+    "[    2.101000] nvidia: loading out-of-tree module taints kernel.\n"
+    "[88211.730131] NVRM: Xid (PCI:0000:c1:00): 79, pid=4412, name=python3, GPU has fallen off the bus.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("dmesg_of", "label"), [("gpu-2", "GPU fell off the bus (Xid 79)"), ("gpu-3", "GPU / CUDA fault")]
+)
+def test_a_nodes_undated_xid_names_the_gpu_fault_its_pod_saw(tmp_path, dmesg_of, label):
+    # Plain `dmesg` counts seconds since boot: its Xid 79 has no place on the timeline, but the
+    # node whose pod's CUDA calls failed holding one says which failure that was.
+    _scheduled_on(tmp_path, {"vllm-0": "gpu-1", "vllm-1": "gpu-2", "vllm-2": "gpu-3"})
+    write_file(tmp_path / "nodes" / dmesg_of / "dmesg.txt", XID_79_BOOT_CLOCK)
+    rc = _replicas_crashing(tmp_path, {"vllm-1": 40}, "RuntimeError: CUDA error: unspecified launch failure")
+    assert (rc["status"], rc["category"], rc["label"]) == ("supported", "gpu-fault", label)
+    assert rc["hosts"][0] == "gpu-2"
+    dmesg = [e for e in rc["evidence"] if e["file"] == "nodes/gpu-2/dmesg.txt"]
+    assert [e["line"] for e in dmesg] == ([2] if dmesg_of == "gpu-2" else [])
+
+
+def test_an_undated_xid_on_the_node_of_a_dying_engine_is_where_an_inconclusive_verdict_points(tmp_path):
+    _scheduled_on(tmp_path, {"vllm-0": "gpu-1", "vllm-1": "gpu-2", "vllm-2": "gpu-3"})
+    write_file(tmp_path / "nodes" / "gpu-2" / "dmesg.txt", XID_79_BOOT_CLOCK)
+    rc = _replicas_crashing(
+        tmp_path,
+        {"vllm-1": 40},
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+    )
+    assert rc["status"] == "inconclusive"
+    assert "GPU fell off the bus (Xid 79) on gpu-2 (nodes/gpu-2/dmesg.txt:2)" in rc["missing"]
+
+
 @pytest.mark.parametrize(
     ("batches", "shared"),
     [
