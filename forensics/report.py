@@ -291,7 +291,8 @@ def _summary(inc: dict, red: list[dict]) -> str:
             f"{hhmmss(min(h['first_seen'] for h in before))} ({cats}): symptoms, not causes."
         ]
     else:
-        out = [f"{when} {logged}, the first sign of a {rc['category']} failure ({md_text(rc['label'])})."]
+        a = "an" if rc["category"][0] in "aeiou" else "a"
+        out = [f"{when} {logged}, the first sign of {a} {rc['category']} failure ({md_text(rc['label'])})."]
     if imp["measured"] and imp["min_per_s"] is not None:
         s = f"Cluster {imp['unit']} fell from {imp['baseline_per_s']:,.0f} to {imp['min_per_s']:,.0f} at {hhmmss(inc['start'])}"
         if imp["partial_recoveries"]:

@@ -207,6 +207,7 @@ def _displaced(out: list[Hypothesis]) -> None:
             _as_symptom(h, f"pods displaced by the {before[0].label} found no free GPUs elsewhere")
 
 
+START_FAULTS = frozenset(sig.label for sig in signatures.SIGNATURES if sig.at_start)
 NODE_OWN = ("kernel", "kubelet", "nvidia-smi", "syslog")
 """Where a node reports on its own hardware."""
 AS_THE_APP_SAW_IT = frozenset(
@@ -624,6 +625,14 @@ def _assign_roles(hyps: list[Hypothesis], inc: Incident) -> None:
             h.why.append("rolled out after the incident began: a mitigation, not the cause")
     causes.sort(key=lambda h: -h.score)
     top = causes[0] if causes else None
+    # A rollout's new pods failing to start: the failure is the cause, the rollout its trigger.
+    if top is not None and top.kind == "change":
+        brought = [h for h in causes if _brought(top, h) and h.score >= top.score - 0.15]
+        if brought:
+            top = min(brought, key=lambda h: h.first_seen)
+    change = min((h for h in causes if top is not None and _brought(h, top)), key=lambda h: h.first_seen, default=None)
+    if change is not None:
+        top.why.append(f"a new pod failing to start after the rollout at {change.first_seen:%H:%M:%S} (its trigger)")
     # Among faults of the top's category, the earliest close contender leads: it is the
     # same failure seen first (PLEG before NodeNotReady, the store before the engine).
     if top is not None:
@@ -657,6 +666,17 @@ def _assign_roles(hyps: list[Hypothesis], inc: Incident) -> None:
         top.score = max(top.score, max(h.score for h in causes))
 
 
+def _brought(change: Hypothesis, fault: Hypothesis) -> bool:
+    """Whether `fault` is what the rollout `change` brought: a new pod failing to start after it."""
+    return (
+        change.kind == "change"
+        and fault.label in START_FAULTS
+        and change.first_seen is not None
+        and fault.first_seen is not None
+        and change.first_seen <= fault.first_seen
+    )
+
+
 def verdict(hyps: list[Hypothesis]) -> Verdict:
     """`supported` when the top cause scores well and clearly beats other categories."""
     causes = sorted(
@@ -677,7 +697,7 @@ def verdict(hyps: list[Hypothesis]) -> Verdict:
         death = first_process_death(hyps)
         return Verdict("inconclusive", 0.0, None, sentences(death, miss) if death else miss)
     top = causes[0]
-    rival = next((h for h in causes[1:] if h.category != top.category), None)
+    rival = next((h for h in causes[1:] if h.category != top.category and not _brought(h, top)), None)
     margin = top.score - (rival.score if rival else 0.0)
     conf = round(max(0.0, min(0.99, top.score * (0.6 + min(margin, 0.4)))), 2)
     if top.score >= SUPPORTED_MIN and margin >= MARGIN_MIN:

@@ -83,6 +83,9 @@ class Signature:
     action: str | None = None
     """The postmortem's action item when this is the root cause, where it differs from its
     category's (`report.ACTIONS`)."""
+    at_start: bool = False
+    """A fault a pod hits before it serves (image, volume, weights, GPU memory at engine start):
+    what a rollout's new version fails on, so the rollout before it is its trigger, not a rival."""
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -166,6 +169,7 @@ SIGNATURES: tuple[Signature, ...] = (
         2,
         r"To serve at least one request with the models?'s max seq len|estimated maximum model length is",
         "KV cache too small for max_model_len (engine start)",
+        at_start=True,
     ),
     # An Xid's number says what failed (NVIDIA's Xid catalog); the kernel (`NVRM: Xid (PCI:..): 79,`),
     # the device plugin (`Xid=79`) and DCGM (`Xid=79`) spell it. The generic GPU fault below
@@ -234,6 +238,20 @@ SIGNATURES: tuple[Signature, ...] = (
         action="Read the Xid in {host}'s kernel log (`dmesg | grep -i xid`) to know what failed; drain {host} and reset "
         "the GPU, and replace it if the error returns.",
     ),
+    # The image's CUDA needs a newer driver than the node has: a rollout's new pods never start
+    # (PyTorch's and CUDA's own words). Before the generic fault, whose `CUDA error: ` it contains.
+    Signature(
+        "engine",
+        "fault",
+        4,
+        r"The NVIDIA driver on your system is too old|CUDA driver version is insufficient for CUDA runtime version"
+        r"|forward compatibility was attempted on non supported HW",
+        "the image's CUDA needs a newer GPU driver than the node has (engine start)",
+        at_start=True,
+        action="Roll back to the previous image, or move the nodes to the driver the image's CUDA needs "
+        "(`nvidia-smi` shows the driver's CUDA version; CUDA forward compatibility works on datacenter GPUs only); "
+        "gate rollouts on a canary pod whose engine starts.",
+    ),
     Signature(
         "gpu-fault",
         "symptom",
@@ -266,7 +284,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "gpu-fault",
         "fault",
         0,
-        r"Failed to initialize NVML|Driver/library version mismatch|NVML_ERROR_|CUDA driver version is insufficient"
+        r"Failed to initialize NVML|Driver/library version mismatch|NVML_ERROR_|Found no NVIDIA driver on your system"
         r"|no CUDA-capable device is detected|cudaErrorNoDevice|nvidia-container-cli: .*error"
         r"|Unable to determine the device handle for GPU|GPU is lost|No CUDA GPUs are available"
         r"|Unexpected error from cudaGetDeviceCount|Error 802: system not yet initialized"
@@ -405,6 +423,7 @@ SIGNATURES: tuple[Signature, ...] = (
         5,
         r"(?:Liveness|Readiness|Startup) probe failed: HTTP probe failed with statuscode: 40[45]\b",
         "health probe misconfigured: the server does not serve the probe's path (HTTP 404)",
+        at_start=True,
         action="Point the pod's liveness/readiness probes at a path the server serves (vLLM: `/health`; check the image's routes) and give slow model loads a startupProbe, so the kubelet stops restarting a healthy container.",
     ),
     Signature(
@@ -413,6 +432,7 @@ SIGNATURES: tuple[Signature, ...] = (
         5,
         r"Failed to pull image|ErrImagePull|ImagePullBackOff|Back-off pulling image",
         "image cannot be pulled (tag, registry or credentials)",
+        at_start=True,
         action="Fix the image reference (tag or digest) or the registry credentials (`imagePullSecrets`), and pin releases by digest so a rollout cannot point at a missing image.",
     ),
     Signature(
@@ -422,6 +442,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"MountVolume\.\w+ failed for volume \"[^\"]+\" : (?:rpc error|mount failed|kubernetes\.io/csi|MountDevice failed)"
         r"|Unable to attach or mount volumes|^FailedAttachVolume:|AttachVolume\.Attach failed",
         "volume cannot be mounted (model cache or PVC)",
+        at_start=True,
         action="Repair the volume the pods mount (PVC binding, CSI driver, NFS server) and alert on FailedMount events; keep a copy of the model weights the pods can fall back to.",
     ),
     # A missing ConfigMap or Secret behind a mount (`configmap "x" not found`) is left out on
@@ -464,6 +485,7 @@ SIGNATURES: tuple[Signature, ...] = (
         2,
         r"Available KV cache memory: -\d|Error in memory profiling",
         "no GPU memory left for the KV cache at engine start (other processes on the GPU, or a utilization limit too low)",
+        at_start=True,
         action="Give the engine its GPU alone (no other process on it, check `nvidia-smi`) or raise `gpu_memory_utilization`; gate rollouts on the engine starting.",
     ),
     Signature(
@@ -473,6 +495,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"We couldn't connect to 'https://huggingface\.co'|GatedRepoError|RepositoryNotFoundError|LocalEntryNotFoundError"
         r"|Cannot find any model weights|No such file or directory: '[^']*(?:config\.json|\.safetensors|tokenizer[^']*)'",
         "model weights or config cannot be loaded at engine start (path, Hugging Face access or network)",
+        at_start=True,
         action="Make the model loadable on every node before rollout: weights on a volume or pre-pulled cache (`HF_HUB_OFFLINE=1`), the access token as a Secret, and a startup probe that fails the rollout, not the serving replicas.",
     ),
     Signature(
@@ -490,6 +513,7 @@ SIGNATURES: tuple[Signature, ...] = (
         4,
         r"BackendCompilerFailed",
         "torch.compile failed at engine start",
+        at_start=True,
         action="Pin the vLLM/torch versions that compiled this model in staging, or start with `--enforce-eager` / `compilation_config` off until the compile error is fixed.",
     ),
     # --- changes

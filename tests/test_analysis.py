@@ -709,6 +709,12 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
         ),
         (
             "Traceback (most recent call last):",
+            "RuntimeError: The NVIDIA driver on your system is too old (found version 12020). Please update your GPU driver",
+            "engine",
+            "fault",
+        ),
+        (
+            "Traceback (most recent call last):",
             "RuntimeError: NIXL compatibility hash mismatch. Local: 9c1e, Remote: 47ab. Prefill and decode instances "
             "have incompatible configurations.",
             "engine",
@@ -1506,20 +1512,37 @@ def test_a_drop_at_the_end_of_three_days_of_metrics_is_found(tmp_path):
     assert incs[0]["impact"]["measured"] is True
 
 
-def test_a_rollout_before_the_drop_is_its_trigger_and_one_after_it_the_resolution(tmp_path):
+ENGINE_START_FAILURES = [
+    (
+        1,
+        "(EngineCore_DP0 pid=9) ERROR {local} [core.py:708] ValueError: To serve at least one request with the "
+        "models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache "
+        "memory (9.50 GiB).",
+        "gpu-memory",
+    ),
+    (  # after its image pull and back-offs: minutes after the capacity went
+        8,
+        "RuntimeError: The NVIDIA driver on your system is too old (found version 12020). Please update your GPU "
+        "driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",
+        "engine",
+    ),
+]
+
+
+@pytest.mark.parametrize(("after_min", "error", "category"), ENGINE_START_FAILURES)
+def test_a_rollout_before_the_drop_is_its_trigger_and_one_after_it_the_resolution(tmp_path, after_min, error, category):
     # A rolling update scales an old replica down while the new version crash-loops at engine
-    # start: the capacity goes first, the new pod's own error comes a minute later.
+    # start: the capacity goes first, the new pod's own error comes later. That error is the
+    # cause and the rollout its trigger, not two rival explanations.
     from datetime import UTC, datetime, timedelta
 
     start = datetime(2025, 3, 2, 8, 0, tzinfo=UTC)
     write_file(tmp_path / "pods" / "vllm-5c8b-a.log", _metrics_lines(start, 60, drop_at=None))
     write_file(tmp_path / "pods" / "vllm-5c8b-b.log", _metrics_lines(start, 40, drop_at=None))
-    crash = start + timedelta(minutes=41)
+    crash = start + timedelta(minutes=40 + after_min)
     write_file(
         tmp_path / "pods" / "vllm-7d9f-c.log",
-        f"{crash:%Y-%m-%dT%H:%M:%S}.000000000Z (EngineCore_DP0 pid=9) ERROR {crash:%m-%d %H:%M:%S} [core.py:708] "
-        "ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is "
-        "needed, which is larger than the available KV cache memory (9.50 GiB).\n",
+        f"{crash:%Y-%m-%dT%H:%M:%S}.000000000Z " + error.format(local=f"{crash:%m-%d %H:%M:%S}") + "\n",
     )
 
     def event(t, reason, name, message, kind="Deployment"):
@@ -1545,7 +1568,9 @@ def test_a_rollout_before_the_drop_is_its_trigger_and_one_after_it_the_resolutio
     write_file(tmp_path / "events.json", json.dumps({"kind": "List", "items": items}))
     report = analyze(tmp_path)
     inc = report.to_json()["incidents"][0]
-    assert inc["root_cause"]["category"] == "gpu-memory"
+    rc = inc["root_cause"]
+    assert (rc["status"], rc["category"]) == ("supported", category)
+    assert "a new pod failing to start after the rollout at 08:39:50 (its trigger)" in rc["why"]
     trig = inc["trigger"]
     assert (trig["kind"], trig["ts"], trig["file"]) == ("rollout", "2025-03-02T08:39:50Z", "events.json")
     assert [d["text"] for d in trig["details"]] == [
