@@ -142,6 +142,7 @@ Source = Literal[
     "vllm",
     "uvicorn",
     "envoy",
+    "nginx",
     "nccl",
     "ucx",
     "torch",

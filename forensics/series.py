@@ -194,8 +194,8 @@ def _from_metrics(m: pl.DataFrame, events: pl.DataFrame) -> Series:
     )
 
 
-GATEWAY_SOURCES = ("envoy",)
-"""Access lines of a gateway in front of the pods (`parsers.envoy`)."""
+GATEWAY_SOURCES = ("envoy", "nginx")
+"""Access lines of a gateway in front of the pods (`parsers.envoy`, `parsers.nginx`)."""
 SERVING_PATHS = r"^/(?:v1|v2|openai)/|^/(?:generate|inference|invocations)\b"
 """The inference APIs' paths (OpenAI-compatible `/v1/...`, KServe's `/v2/...`, vLLM's `/generate`)."""
 

@@ -598,8 +598,27 @@ SIGNATURES: tuple[Signature, ...] = (
         "pod-lifecycle",
         "symptom",
         5,
-        r'^"[A-Z]+ \S+ HTTP/[\d.]+" 503 (?:[A-Z]+,)*UH\b|\bno_healthy_upstream\b',
-        "the gateway found no healthy backend pod (Envoy UH: every pod gone or not ready)",
+        r'^"[A-Z]+ \S+ HTTP/[\d.]+" 503 (?:[A-Z]+,)*UH\b|\bno_healthy_upstream\b'
+        r"|^no live upstreams while connecting to upstream",
+        "the gateway found no healthy backend pod (Envoy UH, nginx no live upstreams: every pod gone or not ready)",
+    ),
+    # nginx's error log on what the backend did (ngx_http_upstream.c's and the kernel's words).
+    Signature(
+        "pod-lifecycle",
+        "symptom",
+        5,
+        r"^connect\(\) failed \(111: Connection refused\) while connecting to upstream"
+        r"|^(?:upstream prematurely closed connection|recv\(\) failed \(104: Connection reset by peer\)) while reading "
+        r"response header from upstream",
+        "the gateway's connection to a backend pod was refused or dropped (server not listening, restarting or crashed)",
+    ),
+    Signature(
+        "engine",
+        "symptom",
+        4,
+        r"^upstream timed out \(110: (?:Connection|Operation) timed out\) while (?:reading response header|connecting)",
+        "the gateway timed out waiting for a backend pod (a hung or saturated engine, or a proxy timeout shorter "
+        "than long generations)",
     ),
     Signature(
         "pod-lifecycle",

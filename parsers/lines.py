@@ -37,7 +37,7 @@ from numba import njit
 
 from forensics import schema as s
 from forensics.arrow_text import Text, bytes_at
-from parsers import envoy, fastlane, folding, k8s, logfmt, nccl, pylog, torch, ucx, uvicorn, vllm, wrappers
+from parsers import envoy, fastlane, folding, k8s, logfmt, nccl, nginx, pylog, torch, ucx, uvicorn, vllm, wrappers
 from parsers._common import SYSLOG_LEVEL_WORDS, TIME_PARTS, ensure, level_from_word, no_time
 
 CONT = (
@@ -50,6 +50,8 @@ KINDS: list[tuple[str, str]] = [
     ("vllm", vllm.DETECT),
     ("uvicorn", uvicorn.DETECT),
     ("envoy", envoy.DETECT),
+    ("nginx", nginx.DETECT_ACCESS),
+    ("nginx_error", nginx.DETECT_ERROR),
     ("nccl", nccl.DETECT),
     ("ucx", ucx.DETECT),
     ("blank", r"^\s*$"),
@@ -79,6 +81,8 @@ PARSERS = {
     "vllm_custom": lambda d: vllm.parse(d, custom=True),
     "uvicorn": uvicorn.parse,
     "envoy": envoy.parse,
+    "nginx": nginx.parse_access,
+    "nginx_error": nginx.parse_error,
     "nccl": nccl.parse,
     "ucx": ucx.parse,
     "torch": torch.parse,

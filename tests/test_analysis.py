@@ -508,6 +508,18 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
         ),
         ("systemd-networkd[812]: eth0: Lost carrier", None, "network", "fault"),
         (
+            "connect() failed (111: Connection refused) while connecting to upstream, client: 10.0.0.7, server: llm",
+            None,
+            "pod-lifecycle",
+            "symptom",
+        ),
+        (
+            "upstream timed out (110: Connection timed out) while reading response header from upstream",
+            None,
+            "engine",
+            "symptom",
+        ),
+        (
             "kernel: mlx5_core 0000:5c:00.0: Port module event[error]: module 0, Cable error, High Temperature",
             None,
             "network",
@@ -1824,7 +1836,51 @@ def test_decode_reading_blocks_the_prefill_had_released_is_named_as_stale_kv(tmp
     assert (rc["category"], rc["hosts"]) == ("kv-cache", ["vllm-prefill-0"]) and "stale KV" in rc["label"]
 
 
-def test_the_gateways_503s_count_as_the_impact_when_the_pods_are_gone(tmp_path):
+def _envoy_access(t: datetime, i: int, up: bool) -> list[str]:
+    flags = "200 - via_upstream" if up else "503 UH no_healthy_upstream"
+    return [
+        f'[{t:%Y-%m-%dT%H:%M:%S}.{t.microsecond // 1000:03d}Z] "POST /v1/completions HTTP/1.1" {flags} - "-" '
+        f'310 912 40 - "10.0.0.7" "python-requests/2.31" "req-{i}" "vllm.svc:8000" "10.0.1.5:8000"\n'
+    ]
+
+
+def _nginx_access(t: datetime, i: int, up: bool) -> list[str]:
+    # ingress-nginx's `upstreaminfo` format; its error log goes to the same stream.
+    stamp = f"{t:%d/%b/%Y:%H:%M:%S} +0000"
+    if up:
+        return [
+            f'10.0.0.7 - - [{stamp}] "POST /v1/completions HTTP/1.1" 200 912 "-" "python-requests/2.31" 310 0.040 '
+            f"[serving-vllm-8000] [] 10.0.1.5:8000 912 0.040 200 req-{i}\n"
+        ]
+    lost = (
+        [
+            f"{t:%Y/%m/%d %H:%M:%S} [error] 31#31: *{i} no live upstreams while connecting to upstream, "
+            'client: 10.0.0.7, server: llm.example.com, request: "POST /v1/completions HTTP/1.1", '
+            'upstream: "http://serving-vllm-8000/v1/completions", host: "llm.example.com"\n'
+        ]
+        if i % 40 == 0
+        else []
+    )
+    return lost + [
+        f'10.0.0.7 - - [{stamp}] "POST /v1/completions HTTP/1.1" 503 190 "-" "python-requests/2.31" 310 0.000 '
+        f"[serving-vllm-8000] [] - - - - req-{i}\n"
+    ]
+
+
+OTHER_SERVICE = {  # a request of another service the same gateway fronts, at minute `m`
+    "envoy": lambda m: (
+        f'[2025-08-01T10:{m:02d}:30.000Z] "GET /api/profile HTTP/1.1" 200 - via_upstream - "-" 0 80 3 - "-" '
+        f'"curl" "p-{m}" "web.svc" "10.0.2.9:80"\n'
+    ),
+    "nginx": lambda m: (
+        f'10.0.2.9 - - [01/Aug/2025:10:{m:02d}:30 +0000] "GET /api/profile HTTP/1.1" 200 80 "-" "curl" 0 '
+        f"0.003 [web-80] [] 10.0.2.9:80 80 0.003 200 p-{m}\n"
+    ),
+}
+
+
+@pytest.mark.parametrize(("gateway_kind", "access"), [("envoy", _envoy_access), ("nginx", _nginx_access)])
+def test_the_gateways_503s_count_as_the_impact_when_the_pods_are_gone(tmp_path, gateway_kind, access):
     # The pods stop answering at 10:15 (no more access lines of their own); only the gateway
     # sees the clients' requests fail. Its lines are counted, never added to the pods' own.
     start = datetime(2025, 8, 1, 10, 0, tzinfo=UTC)
@@ -1832,23 +1888,15 @@ def test_the_gateways_503s_count_as_the_impact_when_the_pods_are_gone(tmp_path):
     for i in range(0, 1800 * 4):
         t = start + timedelta(seconds=i / 4)
         up = t < start + timedelta(minutes=15)
-        flags = "200 - via_upstream" if up else "503 UH no_healthy_upstream"
-        gateway.append(
-            f'[{t:%Y-%m-%dT%H:%M:%S}.{t.microsecond // 1000:03d}Z] "POST /v1/completions HTTP/1.1" {flags} - "-" '
-            f'310 912 40 - "10.0.0.7" "python-requests/2.31" "req-{i}" "vllm.svc:8000" "10.0.1.5:8000"\n'
-        )
+        gateway += access(t, i, up)
         if up:
             server.append(
                 f"{t:%Y-%m-%dT%H:%M:%S}.{t.microsecond:06d}000Z (APIServer pid=7) INFO:     10.0.1.9:51234 - "
                 '"POST /v1/completions HTTP/1.1" 200 OK\n'
             )
     # (the same gateway fronts another service, whose requests are not the model's)
-    gateway += [
-        f'[2025-08-01T10:{m:02d}:30.000Z] "GET /api/profile HTTP/1.1" 200 - via_upstream - "-" 0 80 3 - "-" "curl" '
-        f'"p-{m}" "web.svc" "10.0.2.9:80"\n'
-        for m in range(30)
-    ]
-    write_file(tmp_path / "istio-ingressgateway.log", "".join(sorted(gateway)))
+    gateway += [OTHER_SERVICE[gateway_kind](m) for m in range(30)]
+    write_file(tmp_path / "ingress-gateway.log", "".join(sorted(gateway)))
     write_file(tmp_path / "vllm-0.log", "".join(server))
     inc = analyze(tmp_path).to_json()["incidents"][0]
     imp = inc["impact"]

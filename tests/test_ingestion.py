@@ -1681,6 +1681,38 @@ def test_logfmt_records_of_go_services_are_timed_levelled_events(tmp_path):
     assert set(ev[s.TS_QUALITY].to_list()) == {"exact"}
 
 
+def test_nginx_access_and_error_lines_of_the_ingress_are_timed_requests_and_errors(tmp_path):
+    # ingress-nginx's controller: klog lines, access lines (`upstreaminfo`, any offset) and the
+    # error log's lines (local time, level, pid, the connection's `*serial`) in one stream.
+    write(
+        tmp_path / "ingress-nginx-controller.log",
+        'I0307 09:59:58.123456       7 controller.go:214] "Backend successfully reloaded"\n'
+        '10.0.0.7 - - [07/Mar/2024:10:00:05 +0000] "POST /v1/chat/completions HTTP/1.1" 200 1530 "-" "httpx/0.27" '
+        "812 3.104 [serving-vllm-8000] [] 10.1.2.3:8000 1530 3.104 200 6f1c9a\n"
+        "2024/03/07 10:00:06 [error] 31#31: *1234 connect() failed (111: Connection refused) while connecting to "
+        'upstream, client: 10.0.0.7, server: llm.example.com, request: "POST /v1/chat/completions HTTP/1.1"\n'
+        '10.0.0.7 - - [07/Mar/2024:11:00:07 +0100] "POST /v1/chat/completions HTTP/1.1" 503 190 "-" "httpx/0.27" '
+        "812 0.000 [serving-vllm-8000] [] - - - - 6f1c9c\n"
+        '192.168.1.1 - - [07/Mar/2024:10:00:08 +0000] "GET /healthz HTTP/1.1" 200 2 "-" "kube-probe/1.29"\n',
+    )
+    r = ingest(tmp_path)
+    _balanced(r)
+    assert r.unparsed == 0
+    ev = r.events.sort(s.LINE).filter(pl.col(s.SOURCE) == "nginx")
+    assert ev.select(s.LEVEL, s.HTTP_METHOD, s.HTTP_PATH, s.HTTP_STATUS, s.TS, s.PID).rows() == [
+        ("INFO", "POST", "/v1/chat/completions", 200, datetime(2024, 3, 7, 10, 0, 5, tzinfo=UTC), None),
+        ("ERROR", None, None, None, datetime(2024, 3, 7, 10, 0, 6, tzinfo=UTC), 31),
+        ("INFO", "POST", "/v1/chat/completions", 503, datetime(2024, 3, 7, 10, 0, 7, tzinfo=UTC), None),
+        ("INFO", "GET", "/healthz", 200, datetime(2024, 3, 7, 10, 0, 8, tzinfo=UTC), None),
+    ]
+    assert ev[s.MESSAGE][1].startswith("connect() failed (111: Connection refused) while connecting to upstream")
+    # (no time in an access line's message: one kind of request mines to one template)
+    assert ev[s.MESSAGE][0] == (
+        '10.0.0.7 - "POST /v1/chat/completions" 200 1530 "-" "httpx/0.27" 812 3.104 [serving-vllm-8000] [] '
+        "10.1.2.3:8000 1530 3.104 200 6f1c9a"
+    )
+
+
 def test_envoy_access_lines_of_the_gateway_are_timed_requests_with_their_status(tmp_path):
     # Envoy's default format and Istio's (response code details and more after the flags).
     write(

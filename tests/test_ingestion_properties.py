@@ -54,6 +54,9 @@ VALID_LINES = [
     "[cn0001:3639441:0:3639441] ib_mlx5_log.c:171  Transport retry count exceeded on mlx5_0:1/IB",
     '{"level":"error","ts":1754042401.5,"caller":"handlers/server.go:88","msg":"x","error":"no pods"}',
     'time="2025-08-01T10:00:04.25+02:00" level=error msg="Failed to watch metrics" error="x \\"q\\" y"',
+    '[2025-08-01T10:00:05.123Z] "POST /v1/completions HTTP/1.1" 503 UH no_healthy_upstream - "-" 310 19 0 -',
+    '10.0.0.7 - - [07/Mar/2024:11:00:07 +0100] "POST /v1/chat/completions HTTP/1.1" 503 190 "-" "httpx" 812 0.000',
+    "2024/03/07 10:00:06 [error] 31#31: *1234 no live upstreams while connecting to upstream, client: 10.0.0.7",
 ]
 
 
