@@ -196,7 +196,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "gpu-fault",
         "fault",
         0,
-        _xid(74),
+        _xid(74) + r"|uncorrectable NVLink error",
         "NVLink error (Xid 74)",
         action="Drain {host}; read the link's error counters (`nvidia-smi nvlink -e`) and the fabric manager's log, "
         "reset the GPUs on that link, and RMA the GPU or baseboard if the link stays down.",
@@ -270,7 +270,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "gpu-fault",
         "fault",
         0,
-        r"NVSwitch fatal|(?i:fabric ?manager).*(?:fatal|error|failed)|NVLink: fatal",
+        r"NVSwitch fatal|(?i:fabric ?manager).*(?:[^-]\bfatal\b|\bfailed\b)|NVLink: fatal"
+        r"|\bSXid \([^)]*\): \d+, Fatal",
         "NVSwitch / NVLink fabric failure",
     ),
     Signature(
@@ -350,6 +351,29 @@ SIGNATURES: tuple[Signature, ...] = (
         r"socketProgress(?:Opt)?: |Connection (?:closed|reset) by (?:remote )?peer|No route to host|socketStartConnect|Broken pipe|Net : Call to recv",
         "NCCL socket error",
     ),
+    # A container's /dev/shm is 64 MB unless the pod mounts a memory emptyDir there; NCCL's
+    # shared-memory transport (and vLLM's broadcast) need more. NCCL's own words (misc/shmutils.cc),
+    # before its "system error" below, which names no cause.
+    Signature(
+        "pod-lifecycle",
+        "fault",
+        5,
+        r"Error while creating shared memory segment /dev/shm/|failed to extend /dev/shm/\S+ to \d+ bytes"
+        r"|/dev/shm\S*:? .*No space left on device",
+        "/dev/shm too small in the container for NCCL's shared-memory transport",
+        action="Mount an `emptyDir` with `medium: Memory` at /dev/shm in the pod spec (a few GiB, `sizeLimit`), or set "
+        "`NCCL_SHM_DISABLE=1` at some speed; check for `/dev/shm/nccl-*` segments a crashed run left behind.",
+        at_start=True,
+    ),
+    Signature(
+        "node",
+        "fault",
+        0,
+        r"\[Errno 28\] No space left on device|No space left on device \(28\)|: No space left on device$",
+        "a disk is full (the node's, a volume's or the container's: model cache, compile cache, logs)",
+        action="Free or grow the disk the path is on (`df -h` on {host}, the PVC's usage); move caches "
+        "(HF_HOME, the torch.compile cache) to a volume sized for them and alert on the node's and volume's free space.",
+    ),
     Signature(
         "network",
         "fault",
@@ -406,6 +430,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         0,
         r"KernelOops|BUG: unable to handle kernel|blocked for more than \d+ seconds|TaskHung"
+        r"|soft lockup - CPU#\d+ stuck|rcu_\w+ self-detected stall|rcu: INFO: rcu_\w+ detected stalls"
         r"|ReadonlyFilesystem|FilesystemIsReadOnly|Remounting filesystem read-only|EXT4-fs error",
         "node kernel or filesystem failure (oops, hung task, read-only filesystem)",
         action="Drain {host} and read its kernel log (`journalctl -k`, node-problem-detector events): a hung task in D state often points at storage or the GPU driver, a read-only root at the disk; return it only after a reboot and a clean check.",
@@ -619,6 +644,22 @@ SIGNATURES: tuple[Signature, ...] = (
         r"^upstream timed out \(110: (?:Connection|Operation) timed out\) while (?:reading response header|connecting)",
         "the gateway timed out waiting for a backend pod (a hung or saturated engine, or a proxy timeout shorter "
         "than long generations)",
+    ),
+    # The kubelet's eviction messages (pkg/kubelet/eviction): the node ran short, or the pod
+    # outgrew its own ephemeral-storage limit.
+    Signature(
+        "node",
+        "fault",
+        0,
+        r"The node was low on resource: \[?(?:memory|ephemeral-storage|nodefs|imagefs|pids)",
+        "the node ran out of memory or disk and the kubelet evicted pods",
+    ),
+    Signature(
+        "pod-lifecycle",
+        "fault",
+        5,
+        r"Pod ephemeral local storage usage exceeds the total limit|Container \S+ exceeded its local ephemeral storage limit",
+        "pod evicted for exceeding its ephemeral-storage limit (model or compile cache on the container's disk)",
     ),
     Signature(
         "pod-lifecycle",

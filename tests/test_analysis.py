@@ -508,6 +508,22 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
         ),
         ("systemd-networkd[812]: eth0: Lost carrier", None, "network", "fault"),
         (
+            "3d3e22c3066f:168:168 [0] misc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-UbzKZ9 to "
+            "9637892 bytes",
+            None,
+            "pod-lifecycle",
+            "fault",
+        ),
+        ("Traceback (most recent call last):", "OSError: [Errno 28] No space left on device", "node", "fault"),
+        ("Evicted: The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi", None, "node", "fault"),
+        ("kernel: watchdog: BUG: soft lockup - CPU#12 stuck for 22s! [python3:12345]", None, "node", "fault"),
+        (
+            "kernel: nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 24007, Fatal, Link 44 sourcetrack timeout",
+            None,
+            "gpu-fault",
+            "fault",
+        ),
+        (
             "connect() failed (111: Connection refused) while connecting to upstream, client: 10.0.0.7, server: llm",
             None,
             "pod-lifecycle",
@@ -740,6 +756,24 @@ def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, ca
     head, tb = signatures.classify_text(line, exception)
     sig = tb if exception else head
     assert (sig.category, sig.kind) == (category, kind)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "kernel: nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 33 egress non-posted PRIV error (First)",
+        "nv-fabricmanager[1234]: detected NVSwitch non-fatal error 12028 on fid 0 on NVSwitch pci bus id 00000000:05:00.0",
+        "mlx5_core 0000:5c:00.0: Port module event: module 0, Cable plugged",
+        "pcieport 0000:00:03.1: AER: Corrected error received: 0000:00:03.1",
+        "mlx5_cmd_out_err:838: ACCESS_REG(0x805) op_mod(0x1) failed, status bad operation(0x2)",
+    ],
+)
+def test_routine_hardware_notices_are_no_fault(line):
+    # Non-fatal NVSwitch errors, a cable plugged in, a corrected PCIe error and a monitoring
+    # tool's refused register read happen on healthy nodes: blaming them would mislead.
+    from forensics import signatures
+
+    assert signatures.classify_text(line, None) == (None, None)
 
 
 @pytest.mark.parametrize(
@@ -985,6 +1019,15 @@ def test_the_drivers_clean_up_after_a_process_death_is_not_blamed_for_it(tmp_pat
 
 _CATALOG_WORDS = sorted({w for sig in SIGNATURES for w in re.findall(r"[A-Za-z][\w.]+", sig.pattern)})
 """The catalog's own words, so that generated lines come near (and into) its patterns."""
+
+
+@pytest.mark.parametrize("sig", SIGNATURES, ids=lambda sig: sig.label[:40])
+def test_every_signature_compiles_in_polars_regex_engine(sig):
+    # polars' engine has no lookaround: a pattern it cannot compile fails the whole analysis.
+    from forensics import signatures
+
+    screen = signatures._SCREENS[SIGNATURES.index(sig)]
+    assert pl.Series([sig.label, ""]).str.contains(screen).dtype == pl.Boolean  # (raises when it cannot compile)
 
 
 @settings(max_examples=300, deadline=None)
