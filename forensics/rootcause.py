@@ -223,14 +223,22 @@ AS_THE_APP_SAW_IT = frozenset(
 own report of the same category says that."""
 
 
-def undated_faults(signals: pl.DataFrame) -> pl.DataFrame:
-    """The node-level hardware and network faults that have no time, first per (node, label).
+SNAPSHOTS = ("nvidia-smi",)
+"""Node sources whose time is when someone looked (an `nvidia-smi -q` taken after the outage):
+what they show happened then or before, not at that time."""
+
+
+def node_reports(signals: pl.DataFrame) -> pl.DataFrame:
+    """The node-level hardware and network faults whose time of happening the logs do not
+    give, first per (node, label): undated lines and snapshots' findings.
 
     Plain `dmesg` counts seconds since boot, so a GPU's Xid 79 in it cannot be placed on the
-    timeline; it still happened in this boot, and a GPU off the bus stays off until reset."""
+    timeline; it still happened in this boot, and a GPU off the bus stays off until reset.
+    An `nvidia-smi -q` taken after the outage shows the volatile ECC errors since the driver
+    loaded: the fault is from before it was taken, not at that time."""
     return (
         signals.filter(
-            pl.col(s.TS).is_null()
+            (pl.col(s.TS).is_null() | pl.col(s.SOURCE).is_in(SNAPSHOTS))
             & (pl.col("kind") == "fault")
             & (pl.col("layer") <= 1)
             & pl.col(s.SOURCE).is_in(NODE_OWN)
@@ -241,41 +249,54 @@ def undated_faults(signals: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _when_said(r: dict) -> str:
+    """How a node report's time reads: none, or when the snapshot was taken."""
+    return "without a time" if r[s.TS] is None else f"in a snapshot taken {r[s.TS]:%H:%M:%S} (from then or before)"
+
+
 def _undated(out: list[Hypothesis], signals: pl.DataFrame) -> None:
-    """A fault on a node whose own log has the same category's fault undated is corroborated by
-    it (its line joins the evidence), and named by it when the process only saw a CUDA call or
-    a transfer fail: "GPU / CUDA fault" on gpu-2 with gpu-2's dmesg holding an Xid 79 is the GPU
-    that fell off the bus."""
-    bare = undated_faults(signals)
-    if bare.is_empty():
+    """A fault on a node whose own log reports the same category's fault without its time
+    (`node_reports`) is corroborated by it (its line joins the evidence), and named by it when
+    the process only saw a CUDA call or a transfer fail: "GPU / CUDA fault" on gpu-2 with
+    gpu-2's dmesg holding an Xid 79 is the GPU that fell off the bus."""
+    reports = node_reports(signals)
+    if reports.is_empty():
         return
-    for r in bare.iter_rows(named=True):
-        for h in out:
-            if h.kind != "fault" or h.category != r["category"] or h.first_seen is None or r["_at"] not in h.hosts:
-                continue
-            h.evidence.append({"file": r[s.FILE], "line": r[s.LINE], "text": (r["full"] or "")[:2000]})
-            h.why.append(
-                f"{r['_at']}'s own log names what failed, without a time: {r['label']} ({r[s.FILE]}:{r[s.LINE]})"
-            )
-            h.score = round(h.score + 0.05, 3)
-            if h.label in AS_THE_APP_SAW_IT and r["label"] not in AS_THE_APP_SAW_IT:
-                h.label = r["label"]
-            break
+    for r in reports.iter_rows(named=True):
+        seen = [
+            h
+            for h in out
+            if h.kind == "fault"
+            and h.category == r["category"]
+            and h.first_seen is not None
+            and r["_at"] in h.hosts
+            and h.template_id != r["template_id"]
+            and r["label"] != signatures.SLOWDOWN
+        ]
+        if not seen:
+            continue
+        h = min(seen, key=lambda h: h.first_seen)
+        h.evidence.append({"file": r[s.FILE], "line": r[s.LINE], "text": (r["full"] or "")[:2000]})
+        h.why.append(f"{r['_at']}'s own log names what failed, {_when_said(r)}: {r['label']} ({r[s.FILE]}:{r[s.LINE]})")
+        h.score = round(h.score + 0.05, 3)
+        if h.label in AS_THE_APP_SAW_IT and r["label"] not in AS_THE_APP_SAW_IT:
+            h.label = r["label"]
 
 
 def undated_pointer(signals: pl.DataFrame, hyps: list[Hypothesis]) -> str | None:
-    """When no cause was found, the undated hardware faults of the nodes the incident touched:
-    where to look first (and to collect `dmesg -T` or `journalctl -k` for their time)."""
+    """When no cause was found, what the nodes the incident touched report of their hardware
+    without its time: where to look first (and to collect `dmesg -T` or `journalctl -k`)."""
     hosts = {x for h in hyps for x in h.hosts}
-    bare = undated_faults(signals).filter(pl.col("_at").is_in(sorted(hosts)))
-    if bare.is_empty():
+    reports = node_reports(signals).filter(pl.col("_at").is_in(sorted(hosts)))
+    if reports.is_empty():
         return None
     said = "; ".join(
-        f"{r['label']} on {r['_at']} ({r[s.FILE]}:{r[s.LINE]})" for r in bare.head(3).iter_rows(named=True)
+        f"{r['label']} on {r['_at']} ({_when_said(r)}: {r[s.FILE]}:{r[s.LINE]})"
+        for r in reports.head(3).iter_rows(named=True)
     )
     return (
-        f"The nodes' own logs have faults without a time: {said}. If they are from this incident they are its "
-        "cause; collect `dmesg -T` or `journalctl -k` from those nodes to place them"
+        f"The nodes' own logs report faults without the time they happened: {said}. If they are from this "
+        "incident they are its cause; collect `dmesg -T` or `journalctl -k` from those nodes to place them"
     )
 
 

@@ -51,6 +51,8 @@ KERNEL_EXCEPTION = "GPU exception in a kernel (Xid 13/31/43, usually software)"
 fault of either label on several GPUs at once as software)."""
 
 
+SLOWDOWN = "GPU clocks held down by heat or power (HW slowdown)"
+"""A GPU made slow, not failing: it explains lost throughput, never a crash."""
 KV_STALE_READ = "decode read KV blocks the prefill instance had already released (P/D lease expired: stale KV)"
 KV_TRANSFER_FAILED = "KV transfer between prefill and decode failed (NIXL / Mooncake)"
 KV_TRANSFER_UNFINISHED = (
@@ -225,7 +227,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         0,
         r"clocks held down by the hardware|\b(?:HW|SW) (?:Thermal |Power Brake )?Slowdown\s*:\s*Active",
-        "GPU clocks held down by heat or power (HW slowdown)",
+        SLOWDOWN,
         action="Check {host}'s cooling and power (BMC logs; `nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER`): a "
         "slowed GPU slows every collective it is in, so drain it until it runs at full clocks again.",
     ),

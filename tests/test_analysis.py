@@ -889,6 +889,26 @@ def test_a_nodes_undated_xid_names_the_gpu_fault_its_pod_saw(tmp_path, dmesg_of,
     assert [e["line"] for e in dmesg] == ([2] if dmesg_of == "gpu-2" else [])
 
 
+@pytest.mark.parametrize(("ecc", "label"), [(2, "GPU memory ECC error"), (0, "GPU / CUDA fault")])
+def test_an_nvidia_smi_taken_after_the_outage_names_the_gpu_fault_it_shows(tmp_path, ecc, label):
+    # The snapshot was taken 23 minutes after the crash: its volatile ECC errors are from
+    # before it (since the driver loaded), so they say what the crash on that node was.
+    from tests.test_nvidia_smi import _gpu, _snapshot
+
+    _scheduled_on(tmp_path, {"vllm-0": "gpu-1", "vllm-1": "gpu-2", "vllm-2": "gpu-3"})
+    write_file(
+        tmp_path / "nodes" / "gpu-2" / "nvidia-smi-q.txt",
+        _snapshot(
+            _gpu("00000000:C1:00.0", "GPU-9a1e", dram_ue=ecc, thermal="Active"), stamp="Sun Mar  2 08:30:00 2025"
+        ),
+    )
+    rc = _replicas_crashing(tmp_path, {"vllm-1": 40}, "RuntimeError: CUDA error: unspecified launch failure")
+    assert (rc["status"], rc["category"], rc["hosts"][0]) == ("supported", "gpu-fault", "gpu-2")
+    assert rc["label"].startswith(label)  # (a GPU held down by heat explains no crash)
+    said = [w for w in rc["why"] if "in a snapshot taken 08:30:00 (from then or before)" in w]
+    assert len(said) == (1 if ecc else 0)
+
+
 def test_an_undated_xid_on_the_node_of_a_dying_engine_is_where_an_inconclusive_verdict_points(tmp_path):
     _scheduled_on(tmp_path, {"vllm-0": "gpu-1", "vllm-1": "gpu-2", "vllm-2": "gpu-3"})
     write_file(tmp_path / "nodes" / "gpu-2" / "dmesg.txt", XID_79_BOOT_CLOCK)
@@ -898,7 +918,7 @@ def test_an_undated_xid_on_the_node_of_a_dying_engine_is_where_an_inconclusive_v
         "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
     )
     assert rc["status"] == "inconclusive"
-    assert "GPU fell off the bus (Xid 79) on gpu-2 (nodes/gpu-2/dmesg.txt:2)" in rc["missing"]
+    assert "GPU fell off the bus (Xid 79) on gpu-2 (without a time: nodes/gpu-2/dmesg.txt:2)" in rc["missing"]
 
 
 @pytest.mark.parametrize(
