@@ -153,7 +153,7 @@ def analyze(
         ranked.append((inc, hyps, rootcause.verdict(hyps)))
     reports, declines = [], []
     for inc, hyps, v in _merge_recurrences(ranked):
-        if inc.detector != "throughput-drop" and v.top is None and not hyps:
+        if inc.detector not in ("throughput-drop", "replica-slowdown") and v.top is None and not hyps:
             continue
         if inc.detector == "throughput-drop" and not hyps and ser.demand_fell(series, inc):
             declines.append(
@@ -171,6 +171,14 @@ def analyze(
                 signals, inc, series, *_active(events, inc, signals, pod_node), metrics=metrics, events=events
             )
             v = rootcause.verdict(hyps)
+        if v.status == "inconclusive" and inc.detector == "replica-slowdown":
+            v.missing = rootcause.sentences(
+                f"Replica {', '.join(inc.pods)} served at under half its usual throughput while requests queued, with no "
+                "error of its own: a GPU held down by heat or power, or a slow link in its tensor-parallel group. "
+                "Collect `nvidia-smi -q -d PERFORMANCE,CLOCK` on its node and DCGM's clock-event reasons "
+                "(DCGM_FI_DEV_CLOCK_THROTTLE_REASONS) for that window",
+                v.missing,
+            )
         if v.status == "inconclusive":
             pointer = rootcause.undated_pointer(signals, hyps)
             if pointer is not None:
@@ -411,7 +419,9 @@ def _incident_report(inc, hyps, v, events, signals, series, metrics) -> Incident
         sums = dict(counted.group_by(s.METRIC).agg(pl.col(s.VALUE).sum()).iter_rows())
         requests, failed = round(sums.get("http_requests", 0)), round(sums.get("http_5xx", 0))
         http_from = "prometheus" if requests else None
-    affected_pods = sorted({p for h in hyps if h.role in ("root_cause", "symptom") for p in h.hosts if p})
+    affected_pods = sorted(
+        {p for h in hyps if h.role in ("root_cause", "symptom") for p in h.hosts if p} | set(inc.pods)
+    )
     impact = {
         "start": _iso(inc.start),
         "end": _iso(inc.end),

@@ -88,6 +88,8 @@ class Incident:
     timed: bool = True
     """False when the logs carry no timestamps: times are then file-order stand-ins (see
     `UNTIMED_EPOCH`) and are never shown."""
+    pods: tuple[str, ...] = ()
+    """The replicas a per-pod detector saw fail (`replica-drop`, `replica-slowdown`)."""
 
 
 def build(events: pl.DataFrame, metrics: pl.DataFrame) -> Series:
@@ -247,7 +249,7 @@ def detect(series: Series) -> list[Incident]:
     if series.empty:
         return []
     found = _drops(series)
-    for inc in _saturation(series) + _replica_drops(series):
+    for inc in _saturation(series) + _replica_drops(series) + _replica_slowdowns(series):
         if not any(_overlaps(inc, f) for f in found):
             found.append(inc)
     return sorted(found, key=lambda i: i.start)
@@ -266,7 +268,7 @@ def _replica_drops(series: Series) -> list[Incident]:
     """
     out: list[Incident] = []
     total = np.nan_to_num(series.throughput)
-    for _name, y in sorted(series.per_pod.items()):
+    for name, y in sorted(series.per_pod.items()):
         v = np.nan_to_num(y, nan=-1.0)
         serving = v > 0
         if serving.sum() < 6:
@@ -284,7 +286,58 @@ def _replica_drops(series: Series) -> list[Incident]:
             if t_base <= 0 or t_low > (1 - REPLICA_DIP) * t_base:
                 continue
             end = series.t[b] if b < len(series.t) else None
-            out.append(Incident(series.t[a], end, t_base, float(np.min(total[a:b])), "replica-drop"))
+            out.append(
+                Incident(
+                    series.t[a], end, t_base, float(np.min(total[a:b])), "replica-drop", pods=(name.rsplit("/", 1)[0],)
+                )
+            )
+    return out
+
+
+SLOW_FRACTION = 0.5
+"""A replica is slowed when it serves under this fraction of its usual throughput..."""
+SLOW_MIN_BINS = 6
+"""...for this many bins (3 min) or more, while requests wait."""
+
+
+def _replica_slowdowns(series: Series) -> list[Incident]:
+    """A pod serving at under half its usual throughput for minutes while the queue grows.
+
+    A GPU held down by heat or power, or a sick link in its TP group, slows one replica
+    without an error: the cluster total dips less than `DROP_FRACTION`, yet the requests
+    routed there wait. Less demand would also lower a pod's throughput, so the waiting queue
+    must rise with it (without a queue series nothing is claimed)."""
+    if series.waiting is None:
+        return []
+    out: list[Incident] = []
+    total = np.nan_to_num(series.throughput)
+    waiting = np.nan_to_num(series.waiting)
+    for name, y in sorted(series.per_pod.items()):
+        v = np.nan_to_num(y, nan=-1.0)
+        serving = v > 0
+        if serving.sum() < 2 * SLOW_MIN_BINS:
+            continue
+        usual = float(np.percentile(v[serving], 75))
+        slow = (v >= 0.1 * usual) & (v < SLOW_FRACTION * usual)
+        for a, b in _runs(slow, min_len=SLOW_MIN_BINS):
+            before = slice(max(0, a - 10), a)
+            if a - before.start < 3:
+                continue
+            t_base = float(np.median(total[before]))
+            queued = float(np.mean(waiting[a:b])) > max(1.0, 2 * float(np.median(waiting[before])))
+            if t_base <= 0 or float(np.mean(total[a:b])) > (1 - REPLICA_DIP) * t_base or not queued:
+                continue
+            end = series.t[b] if b < len(series.t) else None
+            out.append(
+                Incident(
+                    series.t[a],
+                    end,
+                    t_base,
+                    float(np.min(total[a:b])),
+                    "replica-slowdown",
+                    pods=(name.rsplit("/", 1)[0],),
+                )
+            )
     return out
 
 

@@ -1574,6 +1574,58 @@ def _metrics_lines(start, minutes: int, drop_at: int | None, every_s: int = 10) 
     return "".join(out)
 
 
+def _one_replica_slows(tmp_path: Path, queued: bool) -> None:
+    """Three replicas at ~1,000 tokens/s for 30 min; then llm-1 serves at 30% for 20 min, its
+    requests queueing (`queued`) or not (less traffic routed to it)."""
+    start = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+    for pod in ("llm-0", "llm-1", "llm-2"):
+        lines = []
+        for i in range(300):
+            t = start + timedelta(seconds=10 * i)
+            slow = pod == "llm-1" and i >= 180
+            gen = (1000.0 + (i % 5) * 8) * (0.3 if slow else 1.0)
+            waiting = 40 if slow and queued else 0
+            lines.append(
+                f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z INFO {t:%m-%d %H:%M:%S} [loggers.py:123] Engine 000: Avg prompt "
+                f"throughput: {gen * 3:.1f} tokens/s, Avg generation throughput: {gen:.1f} tokens/s, Running: 25 reqs, "
+                f"Waiting: {waiting} reqs, GPU KV cache usage: 51.0%, Prefix cache hit rate: 12.0%\n"
+            )
+        write_file(tmp_path / "pods" / f"{pod}.log", "".join(lines))
+    _scheduled_on(tmp_path, {"llm-0": "gpu-1", "llm-1": "gpu-2", "llm-2": "gpu-3"})
+
+
+def test_a_replica_slowed_while_its_requests_queue_is_an_incident_that_names_it(tmp_path):
+    # A GPU held down by heat slows one replica without an error: the cluster loses a fifth of
+    # its throughput, less than a drop, while that replica's users wait.
+    _one_replica_slows(tmp_path, queued=True)
+    (inc,) = analyze(tmp_path).to_json()["incidents"]
+    assert (inc["impact"]["detector"], inc["impact"]["affected"]) == ("replica-slowdown", ["llm-1"])
+    assert inc["start"].startswith("2026-11-24T12:30")
+    assert inc["root_cause"]["status"] == "inconclusive"
+    assert inc["root_cause"]["missing"].startswith("Replica llm-1 served at under half its usual throughput")
+
+
+def test_a_slowed_replicas_node_snapshot_showing_hw_slowdown_is_its_cause(tmp_path):
+    from tests.test_nvidia_smi import _gpu, _snapshot
+
+    _one_replica_slows(tmp_path, queued=True)
+    write_file(
+        tmp_path / "nodes" / "gpu-2" / "nvidia-smi-q.txt",
+        _snapshot(_gpu("00000000:C1:00.0", "GPU-9a1e", thermal="Active"), stamp="Tue Nov 24 12:35:00 2026"),
+    )
+    rc = analyze(tmp_path).to_json()["incidents"][0]["root_cause"]
+    assert (rc["status"], rc["label"], rc["hosts"]) == (
+        "supported",
+        "GPU clocks held down by heat or power (HW slowdown)",
+        ["gpu-2"],
+    )
+
+
+def test_a_replica_serving_less_because_less_is_sent_to_it_is_no_incident(tmp_path):
+    _one_replica_slows(tmp_path, queued=False)
+    assert analyze(tmp_path).to_json()["incidents"] == []
+
+
 def test_a_drop_at_the_end_of_three_days_of_metrics_is_found(tmp_path):
     # A pod that served for days before failing: `kubectl logs` returns its whole life, which
     # is thousands of bins. (Python PELT took minutes per day of bins; the search must not.)
