@@ -208,6 +208,19 @@ def analyze(
                     "crash)",
                     v.missing,
                 )
+        elif v.status == "inconclusive" and inc.timed:
+            # No timeout logged: requests running at 0 tokens/s is still a hang, before any
+            # watchdog fires (NCCL's after 10 minutes by default).
+            stall = ser.first_stall(metrics, before=(inc.end or series.t[-1]) if not series.empty else None)
+            if stall is not None and stall["start"] >= inc.start - rootcause.LOOKBACK:
+                v.missing = rootcause.sentences(
+                    f"the engine hung: from {_iso(stall['start'])} on {stall['where']}, {stall['running']} request(s) "
+                    f"running and 0 tokens/s for {stall['samples']} metrics samples ({stall['file']}:{stall['line']}) "
+                    "with no error logged, so a collective or a GPU kernel never returned (a hang, not a crash). "
+                    "Collect a `py-spy dump --native` of the engine and its workers, the NCCL flight recorder "
+                    "(`TORCH_NCCL_TRACE_BUFFER_SIZE`), and the logs past the watchdog's timeout",
+                    v.missing,
+                )
         reports.append(_incident_report(inc, hyps, v, events, signals, series, metrics))
     changes = None
     if incidents:

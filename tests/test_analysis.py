@@ -1553,6 +1553,27 @@ def test_an_engine_that_hung_before_the_watchdog_fired_is_said_to_have_hung(tmp_
     )
 
 
+def test_an_engine_hung_with_no_error_logged_is_said_to_have_hung_and_what_to_collect(tmp_path):
+    # Logs collected before the watchdog fired: requests running at 0 tokens/s, nothing else.
+    lines = []
+    for i in range(60):
+        t = datetime(2025, 7, 9, 2, 0, tzinfo=UTC) + timedelta(seconds=10 * i)
+        gen = 95.0 if i < 30 else 0.0
+        lines.append(
+            f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z INFO {t:%m-%d %H:%M:%S} [loggers.py:123] Engine 000: Avg prompt "
+            f"throughput: {gen * 3:.1f} tokens/s, Avg generation throughput: {gen:.1f} tokens/s, Running: 3 reqs, "
+            "Waiting: 0 reqs, GPU KV cache usage: 12.0%, Prefix cache hit rate: 0.0%\n"
+        )
+    write_file(tmp_path / "vllm-tp.log", "".join(lines))
+    rc = analyze(tmp_path).to_json()["incidents"][0]["root_cause"]
+    assert rc["status"] == "inconclusive"
+    assert rc["missing"].startswith(
+        "The engine hung: from 2025-07-09T02:05:00Z on vllm-tp, 3 request(s) running and 0 tokens/s for 30 metrics "
+        "samples (vllm-tp.log:31) with no error logged"
+    )
+    assert "py-spy dump" in rc["missing"]
+
+
 # --- long and odd time ranges ------------------------------------------------------------
 
 
