@@ -37,7 +37,7 @@ from forensics.errors import NoInputError
 from parsers import flight_dump, k8s, nvidia_smi, prometheus, ras_json, vllm
 from parsers._common import TIME_PARTS, node_of
 from parsers.lines import parse_lines
-from parsers.wrappers import syslog_time_parts
+from parsers.wrappers import log_entries_document, syslog_time_parts
 
 WORKERS = max(1, min(4, os.cpu_count() or 1))
 """Batches parsed at once (threads). Each holds a batch's frames, so memory grows with it."""
@@ -421,7 +421,14 @@ def ingest_files(
                     document(fid, f"k8s-{'state' if state else 'events'}-{kind}", n_lines, fnotes, rows)
                     continue
                 fnotes.append(err)
-            why = _not_a_log(text, f.rel)
+            entries = log_entries_document(text) if text.lstrip()[:1] in ("[", "{") else None
+            if entries is not None:
+                fnotes.append(
+                    f"a JSON document of {len(entries)} log records (a log store's export), read one record a line: "
+                    "its line numbers count records"
+                )
+                text = "\n".join(entries) + "\n"
+            why = None if entries is not None else _not_a_log(text, f.rel)
             if why:
                 metas[-1] = _meta(f)
                 skipped.append(_files.Skipped(f.rel, why))

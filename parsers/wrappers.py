@@ -16,6 +16,7 @@ CRI partial lines (`P`) are reassembled with the `F` line that completes them.
 from __future__ import annotations
 
 import json
+import re
 
 import polars as pl
 
@@ -577,16 +578,102 @@ def _json_access(obj: dict) -> tuple[str, dict] | None:
     return " ".join([line, *extra]), obj | {"time": obj.get("start_time") or obj.get("time")}
 
 
+def log_entries_document(text: str) -> list[str] | None:
+    """A JSON document that is a list of log records, as one compact record per line (for
+    `_json_record`), or None when it is no such document: `gcloud logging read --format=json`
+    (a list of Cloud Logging entries), `aws logs filter-log-events` (`events`), an
+    Elasticsearch/OpenSearch search response (`hits.hits[]._source`), or a plain list of
+    shippers' records. Most of its objects must carry a line and a time."""
+    head = text.lstrip()[:1]
+    if head not in ("[", "{"):
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(doc, dict):
+        hits = doc.get("hits")
+        if isinstance(doc.get("events"), list):
+            doc = doc["events"]
+        elif isinstance(hits, dict) and isinstance(hits.get("hits"), list):
+            doc = [h.get("_source") if isinstance(h, dict) else None for h in hits["hits"]]
+        else:
+            return None
+    if not isinstance(doc, list) or not doc:
+        return None
+
+    def is_record(e: object) -> bool:
+        if not isinstance(e, dict):
+            return False
+        e = _cloud_entry(e)
+        return any(isinstance(e.get(k), str) for k in JSON_MESSAGE_KEYS) and any(
+            e.get(k) is not None for k in JSON_TIME_KEYS
+        )
+
+    if sum(map(is_record, doc)) * 2 < len(doc):
+        return None
+    return [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in doc]
+
+
+CLOUDWATCH_STREAM = re.compile(r"containers[./](?P<pod>[^_/]+)_(?P<ns>[^_/]+)_(?P<cont>.+)-[0-9a-f]{64}\.log$")
+"""Fluent Bit's CloudWatch output names a stream for its tag, the container log's path:
+`kube.var.log.containers.<pod>_<namespace>_<container>-<container id>.log`."""
+
+
+def _cloud_entry(obj: dict) -> dict:
+    """A CloudWatch Logs event (`logStreamName` naming the container's log) or a Google Cloud
+    Logging entry (GKE's logs as `gcloud logging read` or a Log Router sink
+    writes them) as a shipper's record: the line from `textPayload` (or `jsonPayload`'s
+    message, its other fields kept for the level and error), pod, namespace and container from
+    `resource.labels`, the node from `labels` (`compute.googleapis.com/resource_name`). A
+    Kubernetes event in `jsonPayload` reads `Reason: message`, as the event documents do, on its
+    involved pod. Any other object is returned as it was."""
+    stream = obj.get("logStreamName")
+    if isinstance(stream, str) and "kubernetes" not in obj and (m := CLOUDWATCH_STREAM.search(stream)):
+        return obj | {"kubernetes": {"pod_name": m["pod"], "namespace_name": m["ns"], "container_name": m["cont"]}}
+    resource = obj.get("resource")
+    if not isinstance(resource, dict) or not ("textPayload" in obj or isinstance(obj.get("jsonPayload"), dict)):
+        return obj
+    res = resource.get("labels") if isinstance(resource.get("labels"), dict) else {}
+    labels = obj.get("labels") if isinstance(obj.get("labels"), dict) else {}
+    kube = {
+        "pod_name": res.get("pod_name"),
+        "namespace_name": res.get("namespace_name"),
+        "container_name": res.get("container_name"),
+        "host": res.get("node_name") or labels.get("compute.googleapis.com/resource_name"),
+    }
+    payload = obj.get("jsonPayload") if isinstance(obj.get("jsonPayload"), dict) else {}
+    text = obj.get("textPayload")
+    if not isinstance(text, str):
+        text = next((payload[k] for k in JSON_MESSAGE_KEYS if isinstance(payload.get(k), str)), None)
+        involved = payload.get("involvedObject")
+        if isinstance(involved, dict) and isinstance(payload.get("reason"), str):
+            text = f"{payload['reason']}: {text or ''}".rstrip()
+            if involved.get("kind") == "Pod" and isinstance(involved.get("name"), str):
+                kube["pod_name"], kube["namespace_name"] = involved["name"], involved.get("namespace")
+        if text is None:
+            text = json.dumps(payload, sort_keys=True)
+    rest = {k: v for k, v in payload.items() if k not in JSON_MESSAGE_KEYS}
+    return rest | {
+        "message": text,
+        "timestamp": obj.get("timestamp") or obj.get("receiveTimestamp"),
+        "severity": obj.get("severity") if obj.get("severity") != "DEFAULT" else rest.get("severity"),
+        "kubernetes": {k: v for k, v in kube.items() if isinstance(v, str) and v},
+    }
+
+
 def _json_record(d: pl.DataFrame) -> pl.DataFrame:
     """One JSON object per line with the log line inside: Docker's json-file driver
     (`{"log":"...\\n","stream":"stdout","time":"..."}`) and what log shippers write or
     export (Fluent Bit, Vector, Elasticsearch/OpenSearch: `log`/`message`, `time`/
-    `@timestamp`/`date`, and a `kubernetes` object with pod, namespace, container, host).
+    `@timestamp`/`date`, and a `kubernetes` object with pod, namespace, container, host;
+    Google Cloud Logging's entries, see `_cloud_entry`; CloudWatch's `message`/`timestamp`).
     A line that is not such an object is left as it was (a producer may still match it)."""
     rows = []
     for obj in _json_objects(d["body"]):
         msg = None
         if obj is not None:
+            obj = _cloud_entry(obj)
             msg = next((obj[k] for k in JSON_MESSAGE_KEYS if isinstance(obj.get(k), str)), None)
             if msg is None and (access := _json_access(obj)) is not None:
                 msg, obj = access

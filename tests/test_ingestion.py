@@ -1252,6 +1252,118 @@ def test_pod_and_node_documents_give_what_describe_gives(tmp_path):
     assert set(ev[s.SOURCE]) == {"k8s-state"} and set(ev[s.LEVEL]) == {"WARNING"}
 
 
+GKE_ENTRIES = [
+    {
+        "insertId": "a1",
+        "textPayload": "ERROR 03-09 09:00:01 [core.py:720] EngineCore encountered a fatal error.",
+        "resource": {
+            "type": "k8s_container",
+            "labels": {"pod_name": "qwen-0", "namespace_name": "llm", "container_name": "vllm", "cluster_name": "c"},
+        },
+        "labels": {"compute.googleapis.com/resource_name": "gke-gpu-pool-3"},
+        "timestamp": "2025-03-09T09:00:01.500000Z",
+        "severity": "ERROR",
+    },
+    {  # a Kubernetes event, as GKE logs them
+        "insertId": "a2",
+        "jsonPayload": {
+            "reason": "Unhealthy",
+            "message": "Liveness probe failed: HTTP probe failed with statuscode: 500",
+            "involvedObject": {"kind": "Pod", "name": "qwen-0", "namespace": "llm"},
+        },
+        "resource": {"type": "k8s_pod", "labels": {"pod_name": "qwen-0", "namespace_name": "llm"}},
+        "timestamp": "2025-03-09T09:00:05Z",
+        "severity": "WARNING",
+    },
+]
+
+
+@pytest.mark.parametrize("layout", ["lines", "gcloud-json"])
+def test_google_cloud_logging_entries_keep_their_pod_node_and_time(tmp_path, layout):
+    # GKE's logs as a Log Router sink writes them (one entry a line) or as
+    # `gcloud logging read --format=json` prints them (one indented list).
+    text = (
+        "".join(json.dumps(e) + "\n" for e in GKE_ENTRIES) if layout == "lines" else json.dumps(GKE_ENTRIES, indent=2)
+    )
+    write(tmp_path / "gke-logs.json", text)
+    r = ingest(tmp_path)
+    _balanced(r)
+    assert (r.unparsed, r.skipped) == (0, [])
+    ev = r.events.sort(s.LINE).select(s.LINE, s.TS, s.SOURCE, s.HOST, s.POD, s.NAMESPACE, s.LEVEL, s.MESSAGE)
+    assert ev.rows() == [
+        (
+            1,
+            datetime(2025, 3, 9, 9, 0, 1, 500000, tzinfo=UTC),
+            "vllm",
+            "gke-gpu-pool-3",
+            "qwen-0",
+            "llm",
+            "ERROR",
+            "EngineCore encountered a fatal error.",
+        ),
+        (
+            2,
+            datetime(2025, 3, 9, 9, 0, 5, tzinfo=UTC),
+            "app",
+            None,
+            "qwen-0",
+            "llm",
+            "WARNING",
+            "Unhealthy: Liveness probe failed: HTTP probe failed with statuscode: 500",
+        ),
+    ]
+
+
+def test_cloudwatch_and_elasticsearch_exports_are_read_one_record_a_line(tmp_path):
+    stream = "kube.var.log.containers.qwen-1_llm_vllm-" + "0f" * 32 + ".log"
+    write(
+        tmp_path / "cloudwatch.json",
+        json.dumps(
+            {
+                "events": [
+                    {
+                        "logStreamName": stream,
+                        "timestamp": 1741510801500,
+                        "message": "ERROR 03-09 09:00:01 [core.py:720] EngineCore encountered a fatal error.",
+                        "eventId": "1",
+                    }
+                ],
+                "searchedLogStreams": [],
+            },
+            indent=2,
+        ),
+    )
+    write(
+        tmp_path / "es-search.json",
+        json.dumps(
+            {
+                "took": 3,
+                "hits": {
+                    "total": {"value": 1},
+                    "hits": [
+                        {
+                            "_index": "logs",
+                            "_source": {
+                                "@timestamp": "2025-03-09T09:00:02Z",
+                                "message": "ERROR 03-09 09:00:02 [core.py:720] EngineCore encountered a fatal error.",
+                                "kubernetes": {"pod": {"name": "qwen-2"}, "namespace": "llm"},
+                            },
+                        }
+                    ],
+                },
+            }
+        ),
+    )
+    r = ingest(tmp_path)
+    assert (r.unparsed, r.skipped) == (0, [])
+    assert all("read one record a line" in f.notes[0] for f in r.files)
+    ev = r.events.sort(s.FILE).select(s.FILE, s.TS, s.POD, s.NAMESPACE, s.CONTAINER, s.SOURCE)
+    assert ev.rows() == [
+        ("cloudwatch.json", datetime(2025, 3, 9, 9, 0, 1, 500000, tzinfo=UTC), "qwen-1", "llm", "vllm", "vllm"),
+        ("es-search.json", datetime(2025, 3, 9, 9, 0, 2, tzinfo=UTC), "qwen-2", "llm", None, "vllm"),
+    ]
+
+
 def test_shipper_exports_keep_the_pod_and_node_the_shipper_attached(tmp_path):
     # Fluent Bit / Vector JSON lines, an Elasticsearch export (ECS fields) and `logcli query`
     # output: the incident's logs as pulled from the log store instead of from the pods.

@@ -57,6 +57,8 @@ VALID_LINES = [
     '[2025-08-01T10:00:05.123Z] "POST /v1/completions HTTP/1.1" 503 UH no_healthy_upstream - "-" 310 19 0 -',
     '10.0.0.7 - - [07/Mar/2024:11:00:07 +0100] "POST /v1/chat/completions HTTP/1.1" 503 190 "-" "httpx" 812 0.000',
     "2024/03/07 10:00:06 [error] 31#31: *1234 no live upstreams while connecting to upstream, client: 10.0.0.7",
+    '{"textPayload":"ERROR 03-09 09:00:01 [core.py:720] x","resource":{"labels":{"pod_name":"q-0"}},'
+    '"timestamp":"2025-03-09T09:00:01Z","severity":"ERROR"}',
 ]
 
 
