@@ -180,7 +180,7 @@ def analyze(
                 v.missing,
             )
         if v.status == "inconclusive":
-            pointer = rootcause.undated_pointer(signals, hyps)
+            pointer = rootcause.node_reports_pointer(signals, hyps)
             if pointer is not None:
                 v.missing = rootcause.sentences(pointer, v.missing)
         if v.status == "inconclusive" and any(h.category == "collective-timeout" for h in hyps):

@@ -134,7 +134,7 @@ def hypotheses(
     _displaced(out)
     _probe_killed_a_serving_engine(out, metrics)
     _capacity(out, inc, series, metrics, events)
-    _undated(out, signals)
+    _corroborate(out, signals)
     _assign_roles(out, inc)
     out.sort(key=lambda h: (h.role != "root_cause", -h.score, h.first_seen or inc.start, h.template_id))
     return out
@@ -207,7 +207,6 @@ def _displaced(out: list[Hypothesis]) -> None:
             _as_symptom(h, f"pods displaced by the {before[0].label} found no free GPUs elsewhere")
 
 
-START_FAULTS = frozenset(sig.label for sig in signatures.SIGNATURES if sig.at_start)
 NODE_OWN = ("kernel", "kubelet", "nvidia-smi", "syslog")
 """Where a node reports on its own hardware."""
 AS_THE_APP_SAW_IT = frozenset(
@@ -254,7 +253,7 @@ def _when_said(r: dict) -> str:
     return "without a time" if r[s.TS] is None else f"in a snapshot taken {r[s.TS]:%H:%M:%S} (from then or before)"
 
 
-def _undated(out: list[Hypothesis], signals: pl.DataFrame) -> None:
+def _corroborate(out: list[Hypothesis], signals: pl.DataFrame) -> None:
     """A fault on a node whose own log reports the same category's fault without its time
     (`node_reports`) is corroborated by it (its line joins the evidence), and named by it when
     the process only saw a CUDA call or a transfer fail: "GPU / CUDA fault" on gpu-2 with
@@ -283,7 +282,7 @@ def _undated(out: list[Hypothesis], signals: pl.DataFrame) -> None:
             h.label = r["label"]
 
 
-def undated_pointer(signals: pl.DataFrame, hyps: list[Hypothesis]) -> str | None:
+def node_reports_pointer(signals: pl.DataFrame, hyps: list[Hypothesis]) -> str | None:
     """When no cause was found, what the nodes the incident touched report of their hardware
     without its time: where to look first (and to collect `dmesg -T` or `journalctl -k`)."""
     hosts = {x for h in hyps for x in h.hosts}
@@ -651,9 +650,12 @@ def _assign_roles(hyps: list[Hypothesis], inc: Incident) -> None:
         brought = [h for h in causes if _brought(top, h) and h.score >= top.score - 0.15]
         if brought:
             top = min(brought, key=lambda h: h.first_seen)
-    change = min((h for h in causes if top is not None and _brought(h, top)), key=lambda h: h.first_seen, default=None)
-    if change is not None:
-        top.why.append(f"a new pod failing to start after the rollout at {change.first_seen:%H:%M:%S} (its trigger)")
+    if top is not None:
+        change = min((h for h in causes if _brought(h, top)), key=lambda h: h.first_seen, default=None)
+        if change is not None:
+            top.why.append(
+                f"a new pod failing to start after the rollout at {change.first_seen:%H:%M:%S} (its trigger)"
+            )
     # Among faults of the top's category, the earliest close contender leads: it is the
     # same failure seen first (PLEG before NodeNotReady, the store before the engine).
     if top is not None:
@@ -685,6 +687,9 @@ def _assign_roles(hyps: list[Hypothesis], inc: Incident) -> None:
     if top is not None:
         # The root cause leads the ranking even when a later echo of it scored a hair higher.
         top.score = max(top.score, max(h.score for h in causes))
+
+
+START_FAULTS = frozenset(sig.label for sig in signatures.SIGNATURES if sig.at_start)
 
 
 def _brought(change: Hypothesis, fault: Hypothesis) -> bool:

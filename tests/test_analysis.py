@@ -1041,6 +1041,13 @@ _CATALOG_WORDS = sorted({w for sig in SIGNATURES for w in re.findall(r"[A-Za-z][
 """The catalog's own words, so that generated lines come near (and into) its patterns."""
 
 
+def test_the_labels_the_ranking_names_are_the_catalogs():
+    # (a label renamed in the catalog would silently stop the rule that names it)
+    labels = {sig.label for sig in SIGNATURES}
+    assert rootcause.AS_THE_APP_SAW_IT <= labels and rootcause.START_FAULTS <= labels
+    assert len(rootcause.START_FAULTS) >= 8
+
+
 @pytest.mark.parametrize("sig", SIGNATURES, ids=lambda sig: sig.label[:40])
 def test_every_signature_compiles_in_polars_regex_engine(sig):
     # polars' engine has no lookaround: a pattern it cannot compile fails the whole analysis.
