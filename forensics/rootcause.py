@@ -52,6 +52,8 @@ class Hypothesis:
     score: float = 0.0
     role: str = "unrelated"
     why: list[str] = field(default_factory=list)
+    sources: frozenset[str] = frozenset()
+    """What logged it (`schema.Source`): a node's own report or a process's."""
 
 
 @dataclass
@@ -111,6 +113,7 @@ def hypotheses(
         h = Hypothesis(
             cat, kind, int(first["layer"]), first["label"], first["template"], tid, first[s.TS], hosts, part.height, ev
         )
+        h.sources = frozenset(x for x in part[s.SOURCE].unique().to_list() if x)
         echo = _trap_echo(h, timeouts)
         if echo is None:
             _on_many_gpus(h, part, events)
@@ -657,15 +660,20 @@ def _assign_roles(hyps: list[Hypothesis], inc: Incident) -> None:
                 f"a new pod failing to start after the rollout at {change.first_seen:%H:%M:%S} (its trigger)"
             )
     # Among faults of the top's category, the earliest close contender leads: it is the
-    # same failure seen first (PLEG before NodeNotReady, the store before the engine).
+    # same failure seen first (PLEG before NodeNotReady, the store before the engine). Within
+    # the clocks' skew, the report that says what failed on the same host leads the one that
+    # only saw a CUDA call or a transfer fail (the kernel's link down, the NCCL error after it).
     if top is not None:
         for h in causes[1:]:
             if (
                 h.category == top.category
                 and h.first_seen is not None
                 and top.first_seen is not None
-                and h.first_seen < top.first_seen - timedelta(seconds=5)
                 and h.score >= top.score - 0.15
+                and (
+                    h.first_seen < top.first_seen - timedelta(seconds=SKEW_S)
+                    or (_names_what_failed(h, top) and h.first_seen <= top.first_seen + timedelta(seconds=SKEW_S))
+                )
             ):
                 top = h
     for h in hyps:
@@ -690,6 +698,20 @@ def _assign_roles(hyps: list[Hypothesis], inc: Incident) -> None:
 
 
 START_FAULTS = frozenset(sig.label for sig in signatures.SIGNATURES if sig.at_start)
+SKEW_S = 5.0
+"""Seconds two sources' clocks may disagree by: an earlier line by less is not "first"."""
+
+
+def _names_what_failed(h: Hypothesis, top: Hypothesis) -> bool:
+    """Whether `h`, the node's own report on a host of `top`, names the failure `top` only saw
+    as a process did."""
+    return (
+        top.label in AS_THE_APP_SAW_IT
+        and h.label not in AS_THE_APP_SAW_IT
+        and bool(h.sources)
+        and h.sources <= set(NODE_OWN)
+        and bool(set(h.hosts) & set(top.hosts))
+    )
 
 
 def _brought(change: Hypothesis, fault: Hypothesis) -> bool:

@@ -909,6 +909,25 @@ def test_an_nvidia_smi_taken_after_the_outage_names_the_gpu_fault_it_shows(tmp_p
     assert len(said) == (1 if ecc else 0)
 
 
+@pytest.mark.parametrize(("dmesg_of", "label"), [("gpu-2", "network link down"), ("gpu-3", "InfiniBand / RDMA")])
+def test_the_kernels_link_down_seconds_before_nccls_ib_error_on_that_node_is_the_cause(tmp_path, dmesg_of, label):
+    # Within the clocks' skew, the node's own report of what failed (its port went down) leads
+    # the NCCL error that only saw a transfer fail, on the same node; not on another node.
+    _scheduled_on(tmp_path, {"vllm-0": "gpu-1", "vllm-1": "gpu-2", "vllm-2": "gpu-3"})
+    write_file(
+        tmp_path / "nodes" / dmesg_of / "dmesg-T.txt",
+        "[Sun Mar  2 08:06:37 2025] mlx5_core 0000:1a:00.0 ibp26s0: Link down\n",
+    )
+    rc = _replicas_crashing(
+        tmp_path,
+        {"vllm-1": 40},
+        "vllm-1:88:412 [1] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.0.1.12<40318> "
+        "with status=12 opcode=0 len=0 vendor err 129 (Recv)",
+    )
+    assert (rc["status"], rc["category"], rc["hosts"][0]) == ("supported", "network", "gpu-2")
+    assert rc["label"].startswith(label)
+
+
 def test_an_undated_xid_on_the_node_of_a_dying_engine_is_where_an_inconclusive_verdict_points(tmp_path):
     _scheduled_on(tmp_path, {"vllm-0": "gpu-1", "vllm-1": "gpu-2", "vllm-2": "gpu-3"})
     write_file(tmp_path / "nodes" / "gpu-2" / "dmesg.txt", XID_79_BOOT_CLOCK)
