@@ -153,7 +153,13 @@ def analyze(
         ranked.append((inc, hyps, rootcause.verdict(hyps)))
     reports, declines = [], []
     for inc, hyps, v in _merge_recurrences(ranked):
-        if inc.detector not in ("throughput-drop", "replica-slowdown") and v.top is None and not hyps:
+        # (a replica gone dark or slowed while requests queued is capacity lost, logged cause or not)
+        if (
+            inc.detector not in ("throughput-drop", "replica-slowdown")
+            and v.top is None
+            and not hyps
+            and not inc.queued
+        ):
             continue
         if inc.detector == "throughput-drop" and not hyps and ser.demand_fell(series, inc):
             declines.append(
@@ -171,6 +177,13 @@ def analyze(
                 signals, inc, series, *_active(events, inc, signals, pod_node), metrics=metrics, events=events
             )
             v = rootcause.verdict(hyps)
+        if v.status == "inconclusive" and inc.detector == "replica-drop" and inc.queued:
+            v.missing = rootcause.sentences(
+                f"Replica {', '.join(inc.pods)} stopped serving while requests queued, and nothing it or its node "
+                "logged says why. Collect `kubectl describe pod` for it (Last State: reason, exit code), "
+                "`kubectl logs --previous`, and its node's kubelet log and `dmesg -T`",
+                v.missing,
+            )
         if v.status == "inconclusive" and inc.detector == "replica-slowdown":
             v.missing = rootcause.sentences(
                 f"Replica {', '.join(inc.pods)} served at under half its usual throughput while requests queued, with no "

@@ -90,6 +90,8 @@ class Incident:
     `UNTIMED_EPOCH`) and are never shown."""
     pods: tuple[str, ...] = ()
     """The replicas a per-pod detector saw fail (`replica-drop`, `replica-slowdown`)."""
+    queued: bool = False
+    """Whether requests queued while they failed (`_queued`): capacity lost, not demand gone."""
 
 
 def build(events: pl.DataFrame, metrics: pl.DataFrame) -> Series:
@@ -286,10 +288,9 @@ def _replica_drops(series: Series) -> list[Incident]:
             if t_base <= 0 or t_low > (1 - REPLICA_DIP) * t_base:
                 continue
             end = series.t[b] if b < len(series.t) else None
+            pod, low = name.rsplit("/", 1)[0], float(np.min(total[a:b]))
             out.append(
-                Incident(
-                    series.t[a], end, t_base, float(np.min(total[a:b])), "replica-drop", pods=(name.rsplit("/", 1)[0],)
-                )
+                Incident(series.t[a], end, t_base, low, "replica-drop", pods=(pod,), queued=_queued(series, a, b))
             )
     return out
 
@@ -311,7 +312,6 @@ def _replica_slowdowns(series: Series) -> list[Incident]:
         return []
     out: list[Incident] = []
     total = np.nan_to_num(series.throughput)
-    waiting = np.nan_to_num(series.waiting)
     for name, y in sorted(series.per_pod.items()):
         v = np.nan_to_num(y, nan=-1.0)
         serving = v > 0
@@ -324,21 +324,21 @@ def _replica_slowdowns(series: Series) -> list[Incident]:
             if a - before.start < 3:
                 continue
             t_base = float(np.median(total[before]))
-            queued = float(np.mean(waiting[a:b])) > max(1.0, 2 * float(np.median(waiting[before])))
-            if t_base <= 0 or float(np.mean(total[a:b])) > (1 - REPLICA_DIP) * t_base or not queued:
+            if t_base <= 0 or float(np.mean(total[a:b])) > (1 - REPLICA_DIP) * t_base or not _queued(series, a, b):
                 continue
             end = series.t[b] if b < len(series.t) else None
-            out.append(
-                Incident(
-                    series.t[a],
-                    end,
-                    t_base,
-                    float(np.min(total[a:b])),
-                    "replica-slowdown",
-                    pods=(name.rsplit("/", 1)[0],),
-                )
-            )
+            pod, low = name.rsplit("/", 1)[0], float(np.min(total[a:b]))
+            out.append(Incident(series.t[a], end, t_base, low, "replica-slowdown", pods=(pod,), queued=True))
     return out
+
+
+def _queued(series: Series, a: int, b: int) -> bool:
+    """Whether the cluster's waiting queue over bins [a, b) rose above twice its level in the
+    ten bins before (and above one request): work kept coming that was not served."""
+    if series.waiting is None or a < 3:
+        return False
+    waiting = np.nan_to_num(series.waiting)
+    return float(np.mean(waiting[a:b])) > max(1.0, 2 * float(np.median(waiting[max(0, a - 10) : a])))
 
 
 def _overlaps(a: Incident, b: Incident) -> bool:

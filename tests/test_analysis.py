@@ -1621,17 +1621,19 @@ def _metrics_lines(start, minutes: int, drop_at: int | None, every_s: int = 10) 
     return "".join(out)
 
 
-def _one_replica_slows(tmp_path: Path, queued: bool) -> None:
-    """Three replicas at ~1,000 tokens/s for 30 min; then llm-1 serves at 30% for 20 min, its
-    requests queueing (`queued`) or not (less traffic routed to it)."""
+def _one_replica_slows(tmp_path: Path, queued: bool, dark: bool = False, replicas: int = 3) -> None:
+    """`replicas` replicas at ~1,000 tokens/s for 30 min; then llm-1 serves at 30% for 20 min (or,
+    `dark`, logs nothing more), requests queueing (`queued`) or not (less traffic sent to it)."""
     start = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
-    for pod in ("llm-0", "llm-1", "llm-2"):
+    for pod in (f"llm-{k}" for k in range(replicas)):
         lines = []
         for i in range(300):
             t = start + timedelta(seconds=10 * i)
             slow = pod == "llm-1" and i >= 180
+            if slow and dark:
+                break
             gen = (1000.0 + (i % 5) * 8) * (0.3 if slow else 1.0)
-            waiting = 40 if slow and queued else 0
+            waiting = 40 if i >= 180 and queued and (slow or dark) else 0
             lines.append(
                 f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z INFO {t:%m-%d %H:%M:%S} [loggers.py:123] Engine 000: Avg prompt "
                 f"throughput: {gen * 3:.1f} tokens/s, Avg generation throughput: {gen:.1f} tokens/s, Running: 25 reqs, "
@@ -1666,6 +1668,21 @@ def test_a_slowed_replicas_node_snapshot_showing_hw_slowdown_is_its_cause(tmp_pa
         "GPU clocks held down by heat or power (HW slowdown)",
         ["gpu-2"],
     )
+
+
+@pytest.mark.parametrize("queued", [True, False])
+def test_a_replica_gone_dark_while_requests_queue_is_an_incident_even_with_no_cause_logged(tmp_path, queued):
+    # Its log just stops (an OOM kill with no `describe` collected): with requests queueing on
+    # its peers that is capacity lost; without, it may be a scale-down, and nothing is claimed.
+    _one_replica_slows(tmp_path, queued=queued, dark=True, replicas=5)  # (a fifth of the total: no drop)
+    incs = analyze(tmp_path).to_json()["incidents"]
+    if not queued:
+        assert incs == []
+        return
+    (inc,) = incs
+    assert (inc["impact"]["detector"], inc["impact"]["affected"]) == ("replica-drop", ["llm-1"])
+    assert inc["root_cause"]["status"] == "inconclusive"
+    assert inc["root_cause"]["missing"].startswith("Replica llm-1 stopped serving while requests queued")
 
 
 def test_a_replica_serving_less_because_less_is_sent_to_it_is_no_incident(tmp_path):
