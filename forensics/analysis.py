@@ -215,10 +215,8 @@ def analyze(
             stall = ser.first_stall(metrics, before=first_timeout)
             if stall is not None:
                 v.missing = rootcause.sentences(
-                    f"the engine hung before the timeouts: from {_iso(stall['start'])} on {stall['where']}, "
-                    f"{stall['running']} request(s) running and 0 tokens/s for {stall['samples']} metrics samples "
-                    f"({stall['file']}:{stall['line']}), so a collective or a GPU kernel never returned (a hang, not a "
-                    "crash)",
+                    f"the engine hung before the timeouts: {_stalled(stall)}, so a collective or a GPU kernel never "
+                    "returned (a hang, not a crash)",
                     v.missing,
                 )
         elif v.status == "inconclusive" and inc.timed:
@@ -227,9 +225,8 @@ def analyze(
             stall = ser.first_stall(metrics, before=(inc.end or series.t[-1]) if not series.empty else None)
             if stall is not None and stall["start"] >= inc.start - rootcause.LOOKBACK:
                 v.missing = rootcause.sentences(
-                    f"the engine hung: from {_iso(stall['start'])} on {stall['where']}, {stall['running']} request(s) "
-                    f"running and 0 tokens/s for {stall['samples']} metrics samples ({stall['file']}:{stall['line']}) "
-                    "with no error logged, so a collective or a GPU kernel never returned (a hang, not a crash). "
+                    f"the engine hung: {_stalled(stall)} with no error logged, so a collective or a GPU kernel never "
+                    "returned (a hang, not a crash). "
                     "Collect a `py-spy dump --native` of the engine and its workers, the NCCL flight recorder "
                     "(`TORCH_NCCL_TRACE_BUFFER_SIZE`), and the logs past the watchdog's timeout",
                     v.missing,
@@ -265,6 +262,14 @@ def analyze(
         run_stats,
         [] if reports else _unexplained_errors(events, mined.templates),
         declines,
+    )
+
+
+def _stalled(stall: dict) -> str:
+    """Where and how long an engine stalled (`series.first_stall`), as the verdict says it."""
+    return (
+        f"from {_iso(stall['start'])} on {stall['where']}, {stall['running']} request(s) running and 0 tokens/s "
+        f"for {stall['samples']} metrics samples ({stall['file']}:{stall['line']})"
     )
 
 

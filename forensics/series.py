@@ -269,7 +269,6 @@ def _replica_drops(series: Series) -> list[Incident]:
     total less than `DROP_FRACTION`, yet that replica's users are down.
     """
     out: list[Incident] = []
-    total = np.nan_to_num(series.throughput)
     for name, y in sorted(series.per_pod.items()):
         v = np.nan_to_num(y, nan=-1.0)
         serving = v > 0
@@ -279,19 +278,7 @@ def _replica_drops(series: Series) -> list[Incident]:
         base = float(np.median(v[serving]))
         dark = (v >= 0) & (v < 0.1 * base)
         dark[:first] = False
-        for a, b in _runs(dark, min_len=3):
-            before = total[max(0, a - 10) : a]
-            if len(before) < 3:
-                continue
-            t_base = float(np.median(before))
-            t_low = float(np.mean(total[a:b]))
-            if t_base <= 0 or t_low > (1 - REPLICA_DIP) * t_base:
-                continue
-            end = series.t[b] if b < len(series.t) else None
-            pod, low = name.rsplit("/", 1)[0], float(np.min(total[a:b]))
-            out.append(
-                Incident(series.t[a], end, t_base, low, "replica-drop", pods=(pod,), queued=_queued(series, a, b))
-            )
+        out += _replica_incidents(series, name, _runs(dark, min_len=3), "replica-drop")
     return out
 
 
@@ -311,7 +298,6 @@ def _replica_slowdowns(series: Series) -> list[Incident]:
     if series.waiting is None:
         return []
     out: list[Incident] = []
-    total = np.nan_to_num(series.throughput)
     for name, y in sorted(series.per_pod.items()):
         v = np.nan_to_num(y, nan=-1.0)
         serving = v > 0
@@ -319,16 +305,26 @@ def _replica_slowdowns(series: Series) -> list[Incident]:
             continue
         usual = float(np.percentile(v[serving], 75))
         slow = (v >= 0.1 * usual) & (v < SLOW_FRACTION * usual)
-        for a, b in _runs(slow, min_len=SLOW_MIN_BINS):
-            before = slice(max(0, a - 10), a)
-            if a - before.start < 3:
-                continue
-            t_base = float(np.median(total[before]))
-            if t_base <= 0 or float(np.mean(total[a:b])) > (1 - REPLICA_DIP) * t_base or not _queued(series, a, b):
-                continue
-            end = series.t[b] if b < len(series.t) else None
-            pod, low = name.rsplit("/", 1)[0], float(np.min(total[a:b]))
-            out.append(Incident(series.t[a], end, t_base, low, "replica-slowdown", pods=(pod,), queued=True))
+        runs = _runs(slow, min_len=SLOW_MIN_BINS)
+        out += [inc for inc in _replica_incidents(series, name, runs, "replica-slowdown") if inc.queued]
+    return out
+
+
+def _replica_incidents(series: Series, name: str, runs: list[tuple[int, int]], detector: str) -> list[Incident]:
+    """The runs of bins [a, b) in which replica `name` failed that cost the cluster total at
+    least `REPLICA_DIP` against the ten bins before, as incidents of `detector`."""
+    total = np.nan_to_num(series.throughput)
+    out = []
+    for a, b in runs:
+        before = total[max(0, a - 10) : a]
+        if len(before) < 3:
+            continue
+        t_base = float(np.median(before))
+        if t_base <= 0 or float(np.mean(total[a:b])) > (1 - REPLICA_DIP) * t_base:
+            continue
+        end = series.t[b] if b < len(series.t) else None
+        pod, low = name.rsplit("/", 1)[0], float(np.min(total[a:b]))
+        out.append(Incident(series.t[a], end, t_base, low, detector, pods=(pod,), queued=_queued(series, a, b)))
     return out
 
 

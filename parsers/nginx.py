@@ -18,9 +18,9 @@ from __future__ import annotations
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import extract_head, level_from_word, no_time, to_i32
+from parsers._common import SYSLOG_LEVEL_WORDS, extract_head, level_from_word, no_time, to_i32
 from parsers.envoy import COMPONENT
-from parsers.wrappers import parse_rfc3339
+from parsers.wrappers import MONTHS, parse_rfc3339
 
 DETECT_ACCESS = r'^\S+ - \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\] "'
 ACCESS = (
@@ -32,27 +32,14 @@ ERROR = (
     r"^(?P<Y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2}) \[(?P<level>[a-z]+)\] "
     r"(?P<pid>\d+)#\d+: (?:\*\d+ )?(?P<msg>.*)$"
 )
-MONTHS = {m: f"{i:02d}" for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
-LEVELS = {
-    "EMERG": "CRITICAL",
-    "ALERT": "CRITICAL",
-    "CRIT": "CRITICAL",
-    "ERROR": "ERROR",
-    "WARN": "WARNING",
-    "NOTICE": "INFO",
-    "INFO": "INFO",
-    "DEBUG": "DEBUG",
-}
 
 
 def parse_access(df: pl.DataFrame) -> pl.DataFrame:
     """Access lines: exact time, method, path, status; the message is the line without its time."""
     df = extract_head(df, ACCESS, "_m")
     m = pl.col("_m").struct.field
-    stamp = pl.concat_str(
-        m("Y"), pl.lit("-"), m("mon").replace_strict(MONTHS, default=None), pl.lit("-"), m("d"),
-        pl.lit("T"), m("hms"), m("off"),
-    )  # fmt: skip
+    month = m("mon").replace_strict(MONTHS, default=None, return_dtype=pl.String).str.zfill(2)
+    stamp = pl.concat_str(m("Y"), pl.lit("-"), month, pl.lit("-"), m("d"), pl.lit("T"), m("hms"), m("off"))
     request = pl.concat_str(m("method"), pl.lit(" "), m("path"))
     return df.with_columns(
         pl.when(m("status").is_not_null()).then(pl.lit("nginx")).alias(s.SOURCE),
@@ -73,7 +60,7 @@ def parse_error(df: pl.DataFrame) -> pl.DataFrame:
     m = pl.col("_m").struct.field
     return df.with_columns(
         pl.when(m("level").is_not_null()).then(pl.lit("nginx")).alias(s.SOURCE),
-        level_from_word(m("level"), LEVELS).alias(s.LEVEL),
+        level_from_word(m("level"), SYSLOG_LEVEL_WORDS).alias(s.LEVEL),
         m("pid").alias("_pid"),
         pl.lit("nginx").alias(s.COMPONENT),
         m("msg").alias(s.MESSAGE),
