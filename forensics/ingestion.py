@@ -421,7 +421,7 @@ def ingest_files(
                     document(fid, f"k8s-{'state' if state else 'events'}-{kind}", n_lines, fnotes, rows)
                     continue
                 fnotes.append(err)
-            entries = log_entries_document(text) if text.lstrip()[:1] in ("[", "{") else None
+            entries = log_entries_document(text)
             if entries is not None:
                 fnotes.append(
                     f"a JSON document of {len(entries)} log records (a log store's export), read one record a line: "

@@ -584,8 +584,7 @@ def log_entries_document(text: str) -> list[str] | None:
     (a list of Cloud Logging entries), `aws logs filter-log-events` (`events`), an
     Elasticsearch/OpenSearch search response (`hits.hits[]._source`), or a plain list of
     shippers' records. Most of its objects must carry a line and a time."""
-    head = text.lstrip()[:1]
-    if head not in ("[", "{"):
+    if not re.match(r"\s*[\[{]", text):  # (no copy of a large text, as `lstrip` would make)
         return None
     try:
         doc = json.loads(text)
