@@ -169,7 +169,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "gpu-memory",
         "fault",
         2,
-        r"To serve at least one request with the models?'s max seq len|estimated maximum model length is",
+        r"To serve at least one request with the models?'s max seq len|estimated maximum model length is"
+        r"|is larger than the maximum number of tokens that can be stored in KV cache",  # (V0's words)
         "KV cache too small for max_model_len (engine start)",
         at_start=True,
     ),
@@ -254,6 +255,23 @@ SIGNATURES: tuple[Signature, ...] = (
         "(`nvidia-smi` shows the driver's CUDA version; CUDA forward compatibility works on datacenter GPUs only); "
         "gate rollouts on a canary pod whose engine starts.",
     ),
+    # The image's kernels not built for the node's GPU (a wheel without its `sm_XX`, or bfloat16
+    # on a GPU before Ampere): software meeting the wrong hardware, not a failing GPU; every pod
+    # of that image on that GPU model fails at start. Before the generic fault (`CUDA error: `).
+    Signature(
+        "engine",
+        "fault",
+        4,
+        r"no kernel image is available for execution on the device"
+        r"|with CUDA capability sm_\d+ is not compatible with the current PyTorch installation"
+        r"|Bfloat16 is only supported on GPUs with compute capability",
+        "the image's kernels or dtype do not support the node's GPU model (CUDA architecture; engine start)",
+        at_start=True,
+        action="Run an image whose PyTorch and vLLM wheels include this GPU's architecture (compare "
+        "`torch.cuda.get_arch_list()` with `nvidia-smi --query-gpu=name,compute_cap --format=csv`), or `--dtype half` "
+        "on GPUs before Ampere; pin the pods to the GPU models the image supports (a node selector on "
+        "`nvidia.com/gpu.product`). The GPU itself is not faulty: do not drain the node for it.",
+    ),
     Signature(
         "gpu-fault",
         "symptom",
@@ -300,11 +318,28 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         1,
         r"NET/IB ?: ?Got completion|ibv_\w+ failed|Call to ibv_|link down|NodeHasNetworkUnavailable|NetworkUnavailable"
+        # NCCL's IB async-event thread (net_ib.cc) names the event in ibv_event_type_str's words;
+        # a port going down is this, the HCA's own catastrophic errors the adapter's fault below
+        r"|Got async event ?: ?port error"
         # ibv_wc_status_str's words, which UCX, Mooncake's transfer engine and NCCL end a failed
         # completion with ("work request flushed" only follows the first error, and is left out)
         r"|(?i:transport retry count(?:er)? exceeded|RNR retry count(?:er)? exceeded|remote access error)"
         r"|(?i:local (?:length|QP operation|protection|access) error|remote (?:invalid request|operation) error)",
         "InfiniBand / RDMA transport error",
+    ),
+    # AWS EFA (and other libfabric fabrics) under NCCL's aws-ofi-nccl plugin: a failed completion,
+    # `NET/OFI Request 0x.. completed with error. RC: 5. Error: Input/output error.` The plugin's
+    # failed start is left out: NCCL then falls back to sockets, slower but working.
+    Signature(
+        "network",
+        "fault",
+        1,
+        r"NET/OFI Request (?:\S+ )?completed with error",
+        "EFA / libfabric transport error (aws-ofi-nccl)",
+        action="Check the EFA path of {host}: the `vpc.amazonaws.com/efa` devices the pod was given, `fi_info -p efa` "
+        "inside it, the EFA hardware counters (`/sys/class/infiniband/*/ports/*/hw_counters`), and that the "
+        "security group allows all traffic among its own members; rerun with `FI_LOG_LEVEL=warn` for libfabric's "
+        "own error.",
     ),
     # The KV cache moving between prefill and decode instances (vLLM's NIXL and Mooncake
     # connectors, over UCX/RDMA): a failed read leaves decode's blocks invalid, and the
@@ -340,7 +375,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         1,
         r"Port module event\[error\]: module \d+, Cable error|mlx[45]\S*.*(?:health compromised|unrecoverable hardware error"
-        r"|health poll failed|cmd_exec timeout)|\(0x[0-9a-f]+\) timeout\. Will cause a leak of a command resource"
+        r"|health poll failed|cmd_exec timeout|Driver is in error state)"
+        r"|\(0x[0-9a-f]+\) timeout\. Will cause a leak of a command resource"
+        r"|Got async event ?: ?(?:local catastrophic error|local work queue catastrophic error|SRQ catastrophic error)"
         r"|NETDEV WATCHDOG: \S+ \([^)]*\): transmit queue \d+ timed out",
         "the node's network adapter failed (mlx5 firmware, cable or transceiver error, transmit queue stalled)",
         action="Take {host} out of service and check its adapters (`mlxlink -d <dev> -m` for the cable and "
@@ -371,7 +408,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "node",
         "fault",
         0,
-        r"\[Errno 28\] No space left on device|No space left on device \(28\)|: No space left on device$",
+        r"\[Errno 28\] No space left on device|No space left on device \(28\)|: No space left on device$"
+        r"|\[Errno 122\] Disk quota exceeded",
         "a disk is full (the node's, a volume's or the container's: model cache, compile cache, logs)",
         action="Free or grow the disk the path is on (`df -h` on {host}, the PVC's usage); move caches "
         "(HF_HOME, the torch.compile cache) to a volume sized for them and alert on the node's and volume's free space.",
@@ -482,6 +520,32 @@ SIGNATURES: tuple[Signature, ...] = (
         "pods cannot be scheduled: not enough GPUs or resources free in the cluster",
         action="Free or add GPUs for the pending pods (compare `kubectl describe node` allocatable with the pods' requests, including GPU-memory quotas of a sharing scheduler) and alert on pods Pending for more than a few minutes.",
     ),
+    # The scheduler's FailedScheduling message counts the nodes by why they do not fit. Nodes
+    # tainted for a condition they are in (not ready, unreachable, under pressure) are a node's
+    # failure seen from the scheduler: a symptom (beside full nodes, the lack of spare GPUs above
+    # is what kept the pod pending, and its own fault).
+    Signature(
+        "node",
+        "symptom",
+        0,
+        r"node\(s\) had (?:untolerated )?taints? \{node\.kubernetes\.io/"
+        r"(?:not-ready|unreachable|(?:memory|disk|pid)-pressure|network-unavailable)\b",
+        "pods cannot be scheduled: the nodes are not ready, unreachable or under pressure",
+    ),
+    # Every node refused by the pod's own constraints: a selector, affinity or toleration that
+    # matches no node (a rollout that changed them, GPU nodes tainted and the pod not tolerating).
+    Signature(
+        "capacity",
+        "fault",
+        5,
+        r"node\(s\) had untolerated taint|node\(s\) had taints? .*that the pod didn't tolerate"
+        r"|node\(s\) didn't match (?:Pod's )?node (?:affinity|selector)",
+        "pods cannot be scheduled: no node matches their node selector, affinity or tolerations",
+        at_start=True,
+        action="Make the pods' nodeSelector, affinity and tolerations match the GPU nodes (compare the pod spec with "
+        "`kubectl get nodes --show-labels` and `kubectl describe node | grep Taints`; the GPU operator taints GPU "
+        "nodes `nvidia.com/gpu`), and alert on pods Pending for more than a few minutes.",
+    ),
     Signature(
         "capacity",
         "fault",
@@ -510,7 +574,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "gpu-memory",
         "fault",
         2,
-        r"Available KV cache memory: -\d|Error in memory profiling",
+        r"Available KV cache memory: -\d|Error in memory profiling"
+        # V1's guard before profiling: a leftover engine (a zombie EngineCore) or another model on the GPU
+        r"|on startup is less than desired GPU memory utilization",
         "no GPU memory left for the KV cache at engine start (other processes on the GPU, or a utilization limit too low)",
         at_start=True,
         action="Give the engine its GPU alone (no other process on it, check `nvidia-smi`) or raise `gpu_memory_utilization`; gate rollouts on the engine starting.",
@@ -653,7 +719,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "node",
         "fault",
         0,
-        r"The node was low on resource: \[?(?:memory|ephemeral-storage|nodefs|imagefs|pids)",
+        r"The node was low on resource: \[?(?:memory|ephemeral-storage|nodefs|imagefs|pids)"
+        r"|The node had condition: \[(?:DiskPressure|MemoryPressure|PIDPressure)",
         "the node ran out of memory or disk and the kubelet evicted pods",
     ),
     Signature(
@@ -667,7 +734,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "pod-lifecycle",
         "symptom",
         5,
-        r"^BackOff:|CrashLoopBackOff|^Killing: Container \S+ failed|^Unhealthy:|Probe failed|Liveness probe failed|Readiness probe failed|ContainerDied|^FailedScheduling:|TaintManagerEviction|Marking for deletion|^Evicted:|Node is not ready",
+        r"^BackOff:|CrashLoopBackOff|^Killing: Container \S+ failed|^Unhealthy:|Probe failed|Liveness probe failed|Readiness probe failed|Startup probe failed|ContainerDied|^FailedScheduling:|TaintManagerEviction|Marking for deletion|^Evicted:|Node is not ready",
         "pod probes / restarts",
     ),
 )

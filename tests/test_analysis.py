@@ -748,6 +748,94 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "engine",
             "fault",
         ),
+        # The image meeting a GPU it was not built for: the engine's start, not the GPU, failed.
+        (
+            "Traceback (most recent call last):",
+            "torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device",
+            "engine",
+            "fault",
+        ),
+        (
+            "UserWarning: NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current "
+            "PyTorch installation.",
+            None,
+            "engine",
+            "fault",
+        ),
+        (
+            "Traceback (most recent call last):",
+            "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 "
+            "GPU has compute capability 7.5. You can use float16 instead by explicitly setting the`dtype` flag in "
+            "CLI, for example: --dtype=half.",
+            "engine",
+            "fault",
+        ),
+        (  # vLLM V1's guard before profiling: another process (often a leftover EngineCore) holds the GPU
+            "Traceback (most recent call last):",
+            "ValueError: Free memory on device cuda:0 (12.18/23.56 GiB) on startup is less than desired GPU memory "
+            "utilization (0.92, 21.67 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+            "processes.",
+            "gpu-memory",
+            "fault",
+        ),
+        (  # V0's words for a KV cache too small for max_model_len
+            "Traceback (most recent call last):",
+            "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be "
+            "stored in KV cache (93936). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+            "initializing the engine.",
+            "gpu-memory",
+            "fault",
+        ),
+        (  # AWS EFA under aws-ofi-nccl
+            "ip-10-1-2-3:229905:230588 [0] ofi_process_cq:196 NCCL WARN NET/OFI Request 0x400aa7dd3b98 completed "
+            "with error. RC: 107. Error: Inappropriate ioctl for device.",
+            None,
+            "network",
+            "fault",
+        ),
+        ("gpu-b:2343:2381 [0] NCCL WARN NET/IB : mlx5_0:1 Got async event : port error", None, "network", "fault"),
+        (
+            "gpu-b:2343:2381 [0] NCCL WARN NET/IB : mlx5_0:1 Got async event : local catastrophic error",
+            None,
+            "network",
+            "fault",
+        ),
+        (
+            "mlx5_core 0000:0c:00.0: mlx5_fw_fatal_reporter_err_work:760:(pid 17): Driver is in error state. Unloading",
+            None,
+            "network",
+            "fault",
+        ),
+        (
+            "FailedScheduling: 0/3 nodes are available: 3 node(s) had untolerated taint {nvidia.com/gpu: present}. "
+            "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
+            None,
+            "capacity",
+            "fault",
+        ),
+        (
+            "FailedScheduling: 0/6 nodes are available: 2 node(s) had taint {dedicated: gpu}, that the pod didn't "
+            "tolerate, 4 node(s) didn't match node selector.",
+            None,
+            "capacity",
+            "fault",
+        ),
+        (  # nodes tainted for their condition: the scheduler sees a node failure
+            "FailedScheduling: 0/4 nodes are available: 4 node(s) had untolerated taint "
+            "{node.kubernetes.io/not-ready: }. preemption: 0/4 nodes are available.",
+            None,
+            "node",
+            "symptom",
+        ),
+        ("Evicted: The node had condition: [DiskPressure].", None, "node", "fault"),
+        ("Traceback (most recent call last):", "OSError: [Errno 122] Disk quota exceeded", "node", "fault"),
+        (
+            'Unhealthy: Startup probe failed: Get "http://10.0.0.5:8000/health": dial tcp 10.0.0.5:8000: connect: '
+            "connection refused",
+            None,
+            "pod-lifecycle",
+            "symptom",
+        ),
     ],
 )
 def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, category, kind):
@@ -766,6 +854,11 @@ def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, ca
         "mlx5_core 0000:5c:00.0: Port module event: module 0, Cable plugged",
         "pcieport 0000:00:03.1: AER: Corrected error received: 0000:00:03.1",
         "mlx5_cmd_out_err:838: ACCESS_REG(0x805) op_mod(0x1) failed, status bad operation(0x2)",
+        # NCCL's IB async events that a healthy fabric sends too (the subnet manager's doing)
+        "gpu-b:2343:2381 [0] NCCL WARN NET/IB : mlx5_0:1 Got async event : GID table change",
+        "gpu-b:2343:2381 [0] NCCL WARN NET/IB : mlx5_0:1 Got async event : client reregistration",
+        # aws-ofi-nccl finding no EFA: NCCL falls back to its socket transport and goes on
+        "NCCL INFO NET/OFI No eligible providers were found",
     ],
 )
 def test_routine_hardware_notices_are_no_fault(line):
@@ -1716,6 +1809,19 @@ ENGINE_START_FAILURES = [
         "RuntimeError: The NVIDIA driver on your system is too old (found version 12020). Please update your GPU "
         "driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",
         "engine",
+    ),
+    (  # the new image's wheels built without the node's GPU architecture
+        6,
+        "(EngineCore_DP0 pid=9) ERROR {local} [core.py:708] RuntimeError: CUDA error: no kernel image is available "
+        "for execution on the device",
+        "engine",
+    ),
+    (  # the old replica's engine not yet gone from the GPU the new one starts on
+        2,
+        "(EngineCore_DP0 pid=9) ERROR {local} [core.py:708] ValueError: Free memory on device cuda:0 (30.12/79.19 "
+        "GiB) on startup is less than desired GPU memory utilization (0.9, 71.27 GiB). Decrease GPU memory "
+        "utilization or reduce GPU memory used by other processes.",
+        "gpu-memory",
     ),
 ]
 
