@@ -478,7 +478,7 @@ def _items(text: str, kind: str, what: str) -> tuple[list[tuple[dict, int]], str
 def parse_event_document(text: str, kind: str) -> tuple[list[dict], str | None]:
     """Events of a JSON/YAML document as row dicts (with `line`), or ([], error message)."""
     items, err = _items(text, kind, "event")
-    return [_event_row(item, line) for item, line in items], err
+    return [event_row(item, line) for item, line in items], err
 
 
 STATE_KINDS = ("Pod", "PodList", "Node", "NodeList")
@@ -597,7 +597,10 @@ def _state_fields(reason: str, bad: bool, when: datetime | None, message: str) -
     }
 
 
-def _event_row(ev: dict, line: int) -> dict:
+def event_row(ev: dict, line: int) -> dict:
+    """An event object (core/v1 or events.k8s.io/v1, as `-o json` lists it or a log store keeps
+    it) as an events-table row: time, involved pod or node, reporter, `Reason: message`, reason,
+    type, object and count."""
     obj = as_dict(ev.get("involvedObject") or ev.get("regarding"))
     # events.k8s.io/v1 shows an event a core/v1 client (the kubelet, most controllers) created
     # with its old fields renamed `deprecated*` and a null eventTime.

@@ -118,7 +118,7 @@ WORKING_COLUMNS = (
     "_pfold",
     "_cstate",
     "_kcode",
-    "_japp",
+    "_jsrc",
 )
 """Per-line working state dropped once events are formed: keeping `body` and `_text` would
 hold a second and third copy of every line until the end of ingest."""
@@ -398,13 +398,14 @@ def _form_events(df: pl.DataFrame) -> pl.DataFrame:
         blank_only.alias("_drop"),
     )
     # An application's own JSON record (a level beside its message) that no producer claimed is
-    # read all the same: its time, level and logger came with it (`wrappers._json_record`).
-    app = pl.col("_japp").fill_null(False) if "_japp" in events.columns else pl.lit(False)
+    # read all the same: its time, level and logger came with it (`wrappers._json_record`); so
+    # is a log store's Kubernetes event, with its reason, type, object and count.
+    record = pl.col("_jsrc") if "_jsrc" in events.columns else pl.lit(None, pl.String)
     return events.with_columns(
         pl.when(pl.col(s.SOURCE).is_not_null() & ~(orphan & ~blank_only))
         .then(pl.col(s.SOURCE))
-        .when(app & ~orphan)
-        .then(pl.lit("app"))
+        .when(record.is_not_null() & ~orphan)
+        .then(record)
         .when(traceback_head)
         .then(pl.lit("python"))
         .otherwise(pl.lit("unknown"))

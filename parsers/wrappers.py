@@ -21,6 +21,7 @@ import re
 import polars as pl
 
 from forensics import schema as s
+from parsers import k8s
 from parsers._common import APP_LEVEL_WORDS, apply, extract_head
 
 RFC3339_PROBE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}) "
@@ -514,7 +515,11 @@ JSON_RECORD_DTYPE = pl.Struct(
         "cont": STR,
         "level": STR,
         "comp": STR,
-        "app": pl.Boolean,
+        "src": STR,
+        "reason": STR,
+        "etype": STR,
+        "object": STR,
+        "count": pl.Int64,
     }
 )
 
@@ -625,8 +630,10 @@ def _cloud_entry(obj: dict) -> dict:
     writes them) as a shipper's record: the line from `textPayload` (or `jsonPayload`'s
     message, its other fields kept for the level and error), pod, namespace and container from
     `resource.labels`, the node from `labels` (`compute.googleapis.com/resource_name`). A
-    Kubernetes event in `jsonPayload` reads `Reason: message`, as the event documents do, on its
-    involved pod. Any other object is returned as it was."""
+    Kubernetes event in `jsonPayload` (GKE's `events` log) is read as the event documents are
+    (`k8s.event_row`: `Reason: message` on its involved pod, the node its kubelet reports from,
+    its reason, type and count), and left under `EVENT_KEY`. Any other object is returned as it
+    was."""
     stream = obj.get("logStreamName")
     if isinstance(stream, str) and "kubernetes" not in obj and (m := CLOUDWATCH_STREAM.search(stream)):
         return obj | {"kubernetes": {"pod_name": m["pod"], "namespace_name": m["ns"], "container_name": m["cont"]}}
@@ -643,22 +650,37 @@ def _cloud_entry(obj: dict) -> dict:
     }
     payload = obj.get("jsonPayload") if isinstance(obj.get("jsonPayload"), dict) else {}
     text = obj.get("textPayload")
+    event = None
     if not isinstance(text, str):
         text = next((payload[k] for k in JSON_MESSAGE_KEYS if isinstance(payload.get(k), str)), None)
-        involved = payload.get("involvedObject")
-        if isinstance(involved, dict) and isinstance(payload.get("reason"), str):
-            text = f"{payload['reason']}: {text or ''}".rstrip()
-            if involved.get("kind") == "Pod" and isinstance(involved.get("name"), str):
-                kube["pod_name"], kube["namespace_name"] = involved["name"], involved.get("namespace")
+        if isinstance(payload.get("involvedObject"), dict) and isinstance(payload.get("reason"), str):
+            # (GKE sets the entry's severity from the event's type: it stands in for a type left out)
+            typed = "type" in payload or obj.get("severity") not in ("WARNING", "ERROR")
+            event = k8s.event_row(payload if typed else payload | {"type": "Warning"}, 0)
+            text = event[s.MESSAGE]
+            kube = {
+                "pod_name": event[s.POD] or kube["pod_name"],
+                "namespace_name": event[s.NAMESPACE] or kube["namespace_name"],
+                "container_name": event[s.CONTAINER],
+                "host": event[s.HOST] or kube["host"],
+            }
         if text is None:
             text = json.dumps(payload, sort_keys=True)
     rest = {k: v for k, v in payload.items() if k not in JSON_MESSAGE_KEYS}
     return rest | {
         "message": text,
-        "timestamp": obj.get("timestamp") or obj.get("receiveTimestamp"),
+        "timestamp": obj.get("timestamp")
+        or obj.get("receiveTimestamp")
+        or (event[s.TS].isoformat() if event and event[s.TS] else None),
         "severity": obj.get("severity") if obj.get("severity") != "DEFAULT" else rest.get("severity"),
         "kubernetes": {k: v for k, v in kube.items() if isinstance(v, str) and v},
+        EVENT_KEY: event,
     }
+
+
+EVENT_KEY = "\x00k8s-event"
+"""Where `_cloud_entry` leaves the Kubernetes event it read (`k8s.event_row`'s row): a key that
+starts with NUL, which no log shipper writes."""
 
 
 def _json_record(d: pl.DataFrame) -> pl.DataFrame:
@@ -687,13 +709,22 @@ def _json_record(d: pl.DataFrame) -> pl.DataFrame:
             epoch = None
         kube = obj.get("kubernetes") if isinstance(obj.get("kubernetes"), dict) else {}
         host = kube.get("host") if isinstance(kube.get("host"), str) else _kube_name(kube, "node_name", "node")
-        msg, level, comp = _application_fields(obj, msg.removesuffix("\n"))
+        event = obj.get(EVENT_KEY)
+        if event is not None:  # (a Kubernetes event: its reporter and its type's level, as `-o json` gives them)
+            level, comp = event[s.LEVEL], event[s.COMPONENT]
+        else:
+            msg, level, comp = _application_fields(obj, msg.removesuffix("\n"))
+        event = event or {}
         rows.append(
             {
                 "m": msg,
                 "level": level,
                 "comp": comp,
-                "app": level is not None,
+                "src": "k8s-event" if event else "app" if level is not None else None,
+                "reason": event.get(s.K8S_REASON),
+                "etype": event.get(s.K8S_TYPE),
+                "object": event.get(s.K8S_OBJECT),
+                "count": event.get(s.K8S_COUNT),
                 "iso": when if isinstance(when, str) else None,
                 "epoch": epoch,
                 "stream": obj.get("stream") if isinstance(obj.get("stream"), str) else None,
@@ -721,7 +752,12 @@ def _json_record(d: pl.DataFrame) -> pl.DataFrame:
         # (a producer the line turns out to be sets its own; a line of no known producer keeps these)
         pl.when(ok).then(m("level")).alias(s.LEVEL),
         pl.when(ok).then(m("comp")).alias(s.COMPONENT),
-        pl.when(ok).then(m("app")).alias("_japp"),
+        pl.when(ok).then(m("src")).alias("_jsrc"),
+        # (a Kubernetes event's own fields; null on every other record)
+        pl.when(ok).then(m("reason")).alias(s.K8S_REASON),
+        pl.when(ok).then(m("etype")).alias(s.K8S_TYPE),
+        pl.when(ok).then(m("object")).alias(s.K8S_OBJECT),
+        pl.when(ok).then(m("count")).alias(s.K8S_COUNT),
     ).drop("_m")
 
 

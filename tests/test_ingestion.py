@@ -1275,6 +1275,35 @@ GKE_ENTRIES = [
         "timestamp": "2025-03-09T09:00:05Z",
         "severity": "WARNING",
     },
+    {  # the scheduler's: the pod's node, for the pod-to-node map
+        "insertId": "a3",
+        "jsonPayload": {
+            "kind": "Event",
+            "type": "Normal",
+            "reason": "Scheduled",
+            "message": "Successfully assigned llm/qwen-1 to gke-gpu-pool-5",
+            "involvedObject": {"kind": "Pod", "name": "qwen-1", "namespace": "llm"},
+            "reportingComponent": "default-scheduler",
+        },
+        "resource": {"type": "k8s_pod", "labels": {"pod_name": "qwen-1", "namespace_name": "llm"}},
+        "timestamp": "2025-03-09T09:00:06Z",
+        "severity": "INFO",
+    },
+    {  # a node's, from its kubelet, counted
+        "insertId": "a4",
+        "jsonPayload": {
+            "kind": "Event",
+            "type": "Warning",
+            "reason": "NodeNotReady",
+            "message": "Node gke-gpu-pool-3 status is now: NodeNotReady",
+            "involvedObject": {"kind": "Node", "name": "gke-gpu-pool-3", "uid": "gke-gpu-pool-3"},
+            "source": {"component": "kubelet", "host": "gke-gpu-pool-3"},
+            "count": 3,
+        },
+        "resource": {"type": "k8s_node", "labels": {"node_name": "gke-gpu-pool-3"}},
+        "timestamp": "2025-03-09T09:00:07Z",
+        "severity": "WARNING",
+    },
 ]
 
 
@@ -1304,14 +1333,44 @@ def test_google_cloud_logging_entries_keep_their_pod_node_and_time(tmp_path, lay
         (
             2,
             datetime(2025, 3, 9, 9, 0, 5, tzinfo=UTC),
-            "app",
+            "k8s-event",
             None,
             "qwen-0",
             "llm",
-            "WARNING",
+            "WARNING",  # (no type: the entry's severity says it)
             "Unhealthy: Liveness probe failed: HTTP probe failed with statuscode: 500",
         ),
+        (
+            3,
+            datetime(2025, 3, 9, 9, 0, 6, tzinfo=UTC),
+            "k8s-event",
+            None,
+            "qwen-1",
+            "llm",
+            "INFO",
+            "Scheduled: Successfully assigned llm/qwen-1 to gke-gpu-pool-5",
+        ),
+        (
+            4,
+            datetime(2025, 3, 9, 9, 0, 7, tzinfo=UTC),
+            "k8s-event",
+            "gke-gpu-pool-3",
+            None,
+            None,
+            "WARNING",
+            "NodeNotReady: Node gke-gpu-pool-3 status is now: NodeNotReady",
+        ),
     ]
+    # Read as `kubectl get events -o json` is: its reason, type, object, count and reporter.
+    k8s = r.events.sort(s.LINE).filter(pl.col(s.SOURCE) == "k8s-event")
+    assert k8s.select(s.K8S_REASON, s.K8S_TYPE, s.K8S_OBJECT, s.K8S_COUNT, s.COMPONENT).rows() == [
+        ("Unhealthy", "Warning", "pod/qwen-0", 1, None),
+        ("Scheduled", "Normal", "pod/qwen-1", 1, "default-scheduler"),
+        ("NodeNotReady", "Warning", "node/gke-gpu-pool-3", 3, "kubelet"),
+    ]
+    from forensics import clock
+
+    assert clock.pod_nodes(r.events) == {"qwen-1": "gke-gpu-pool-5"}
 
 
 def test_cloudwatch_and_elasticsearch_exports_are_read_one_record_a_line(tmp_path):
