@@ -134,6 +134,14 @@ def parse_klog(df: pl.DataFrame) -> pl.DataFrame:
     ).drop("_m")
 
 
+def _reason_message(reason: pl.Expr, message: pl.Expr) -> pl.Expr:
+    """`Reason: message`, as an event document's row reads (`event_row`): the catalog knows an
+    event by both (`ScalingReplicaSet:` is a rollout, `Killing: Container x failed` a probe's
+    kill), whichever listing it came from."""
+    message = message.str.strip_chars_end()
+    return pl.when(reason.is_not_null()).then(pl.concat_str(reason, pl.lit(": "), message)).otherwise(message)
+
+
 def parse_describe(df: pl.DataFrame) -> pl.DataFrame:
     """`kubectl describe` Events rows; the relative age goes to `_age_s` (resolved by ingest)."""
     m = pl.col("_m").struct.field
@@ -146,7 +154,7 @@ def parse_describe(df: pl.DataFrame) -> pl.DataFrame:
         to_i64(m("count")).fill_null(pl.when(m("msg").is_not_null()).then(1)).alias(s.K8S_COUNT),
         m("src").str.split(", ").list.get(0, null_on_oob=True).alias(s.COMPONENT),
         pl.coalesce(m("src").str.split(", ").list.get(1, null_on_oob=True), pl.col(s.HOST)).alias(s.HOST),
-        m("msg").str.strip_chars_end().alias(s.MESSAGE),
+        _reason_message(m("reason"), m("msg")).alias(s.MESSAGE),
         age_seconds(m("age").str.replace(r" \(x.*$", "")).alias("_age_s"),
         *no_time(),
     ).drop("_m")
@@ -170,7 +178,7 @@ def parse_table(df: pl.DataFrame) -> pl.DataFrame:
         m("obj").alias(s.K8S_OBJECT),
         pl.when(m("obj").str.starts_with("pod/")).then(m("obj").str.slice(4)).alias(s.POD),  # (as a document's)
         pl.coalesce(m("ns"), pl.col(s.NAMESPACE) if s.NAMESPACE in df.columns else None).alias(s.NAMESPACE),
-        pl.when(wide).then(w("msg")).otherwise(m("msg")).str.strip_chars_end().alias(s.MESSAGE),
+        _reason_message(m("reason"), pl.when(wide).then(w("msg")).otherwise(m("msg"))).alias(s.MESSAGE),
         age_seconds(m("age")).alias("_age_s"),
         *no_time(),
     ).drop("_m", "_w")

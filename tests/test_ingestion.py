@@ -1685,16 +1685,77 @@ def test_kubectl_get_events_wide_gives_the_node_count_and_message_apart(tmp_path
     assert r.unparsed == 0
     ev = r.events.filter(pl.col(s.SOURCE) == "k8s-event").sort(s.LINE)
     assert ev.select(s.K8S_REASON, s.HOST, s.POD, s.COMPONENT, s.K8S_COUNT, s.MESSAGE).rows() == [
-        ("BackOff", "h100-node-4", "phi-3-6d8f7c5b9-w2e3r", "kubelet", 17, "Back-off restarting failed container vllm"),
+        (
+            "BackOff",
+            "h100-node-4",
+            "phi-3-6d8f7c5b9-w2e3r",
+            "kubelet",
+            17,
+            "BackOff: Back-off restarting failed container vllm",
+        ),
         (
             "Scheduled",
             None,
             "phi-3-6d8f7c5b9-q9w8e",
             "default-scheduler",
             1,
-            "Successfully assigned llm/phi-3-6d8f7c5b9-q9w8e to h100-node-5",
+            "Scheduled: Successfully assigned llm/phi-3-6d8f7c5b9-q9w8e to h100-node-5",
         ),
     ]
+
+
+EVENT_LISTINGS = {
+    "events.json": json.dumps(
+        {
+            "kind": "List",
+            "items": [
+                {
+                    "kind": "Event",
+                    "type": t,
+                    "reason": reason,
+                    "message": message,
+                    "lastTimestamp": "2025-06-01T10:00:00Z",
+                    "involvedObject": {"kind": kind, "name": name, "namespace": "serving"},
+                    "metadata": {"name": f"{name}.{reason}", "namespace": "serving"},
+                }
+                for t, reason, kind, name, message in [
+                    ("Normal", "ScalingReplicaSet", "Deployment", "llama", "Scaled up replica set llama-7d9f to 1"),
+                    ("Normal", "Killing", "Pod", "llama-0", "Container vllm failed startup probe, will be restarted"),
+                ]
+            ],
+        }
+    ),
+    "events.txt": (
+        "LAST SEEN   TYPE      REASON              OBJECT                  MESSAGE\n"
+        "2m          Normal    ScalingReplicaSet   deployment/llama        Scaled up replica set llama-7d9f to 1\n"
+        "1m          Normal    Killing             pod/llama-0             Container vllm failed startup probe, will be restarted\n"
+    ),
+    "describe.txt": (
+        "Name:         llama-0\n"
+        "Namespace:    serving\n"
+        "Events:\n"
+        "  Type     Reason             Age   From                   Message\n"
+        "  ----     ------             ----  ----                   -------\n"
+        "  Normal   ScalingReplicaSet  2m    deployment-controller  Scaled up replica set llama-7d9f to 1\n"
+        "  Normal   Killing            1m    kubelet                Container vllm failed startup probe, will be restarted\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("listing", sorted(EVENT_LISTINGS))
+def test_an_event_reads_the_same_from_every_listing_so_the_catalog_knows_it(tmp_path, listing):
+    # The catalog knows a rollout by `ScalingReplicaSet:` and a probe's kill by `Killing: Container
+    # x failed`: a `kubectl get events` table or a `describe` section must say them as `-o json` does.
+    from forensics import signatures
+
+    write(tmp_path / listing, EVENT_LISTINGS[listing])
+    ev = ingest(tmp_path).events.filter(pl.col(s.SOURCE) == "k8s-event").sort(s.LINE)
+    assert ev[s.MESSAGE].to_list() == [
+        "ScalingReplicaSet: Scaled up replica set llama-7d9f to 1",
+        "Killing: Container vllm failed startup probe, will be restarted",
+    ]
+    kinds = signatures.classify(ev).select("category", "kind").rows()
+    assert kinds == [("config-change", "change"), ("pod-lifecycle", "symptom")]
 
 
 def test_an_encrypted_zip_and_a_tarball_corrupt_in_the_middle_are_reported_not_dropped(tmp_path):
