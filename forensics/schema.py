@@ -147,6 +147,7 @@ Source = Literal[
     "ucx",
     "torch",
     "python",
+    "progress",
     "app",
     "ray",
     "kv-store",

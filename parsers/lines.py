@@ -37,7 +37,22 @@ from numba import njit
 
 from forensics import schema as s
 from forensics.arrow_text import Text, bytes_at
-from parsers import envoy, fastlane, folding, k8s, logfmt, nccl, nginx, pylog, torch, ucx, uvicorn, vllm, wrappers
+from parsers import (
+    envoy,
+    fastlane,
+    folding,
+    k8s,
+    logfmt,
+    nccl,
+    nginx,
+    progress,
+    pylog,
+    torch,
+    ucx,
+    uvicorn,
+    vllm,
+    wrappers,
+)
 from parsers._common import SYSLOG_LEVEL_WORDS, TIME_PARTS, ensure, level_from_word, no_time
 
 CONT = (
@@ -72,6 +87,7 @@ KINDS: list[tuple[str, str]] = [
     ("k8s_field", k8s.DETECT_DESCRIBE_FIELD),
     ("k8s_cstate", k8s.DETECT_CONTAINER_STATE),
     ("k8s_ncond", k8s.DETECT_NODE_CONDITION),
+    ("progress", progress.DETECT),
     ("cont", CONT),
 ]
 """(kind, detect regex), tried in this order on the lines not yet claimed."""
@@ -101,6 +117,7 @@ PARSERS = {
     "k8s_ncond": k8s.parse_node_condition,
     "dump": k8s.parse_dump_marker,
     "exc": pylog.parse_exception,
+    "progress": progress.parse,
 }
 
 WORKING_COLUMNS = (

@@ -248,6 +248,30 @@ def test_a_progress_bar_redrawn_with_carriage_returns_keeps_its_stamp_and_stream
     assert loaded[s.MESSAGE] == "Model loading took 14.99 GiB" and loaded[s.RAW_LINES] == 1
     assert graphs[s.MESSAGE] == "Capturing CUDA graphs: 100%|##########| 2/2"
     assert graphs[s.TS] == datetime(2025, 3, 2, 8, 0, 3, tzinfo=UTC) and graphs[s.TS_QUALITY] == "exact"
+    assert graphs[s.SOURCE] == "progress" and graphs[s.LEVEL] == "INFO"
+
+
+@pytest.mark.parametrize(
+    "bar",
+    [
+        "Loading safetensors checkpoint shards:  45% Completed | 49/109 [16:20<20:00, 20.0s/it]",  # vLLM's bar_format
+        "Capturing CUDA graph shapes: 100%|██████████| 67/67 [00:20<00:00,  3.28it/s]",
+        "model-00001-of-00004.safetensors:  37%|███▋      | 1.84G/4.98G [00:12<00:21, 148MB/s]",
+    ],
+)
+def test_a_progress_bar_is_a_parsed_event_of_its_process(tmp_path, bar):
+    # tqdm prints beside the loggers, through the process prefix: what a starting engine was doing.
+    write(tmp_path / "vllm-0.log", f"2025-03-02T08:00:03.000000000Z (VllmWorker rank=0 pid=120) {bar}\n")
+    r = ingest(tmp_path)
+    assert r.unparsed == 0
+    (row,) = r.events.rows(named=True)
+    assert (row[s.SOURCE], row[s.LEVEL], row[s.PROCESS], row[s.PID], row[s.MESSAGE]) == (
+        "progress",
+        "INFO",
+        "VllmWorker rank=0",
+        120,
+        bar,
+    )
 
 
 def test_c10_watchdog_timeout_fields_and_three_digit_mmdd(incident_dir):

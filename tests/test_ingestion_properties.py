@@ -59,6 +59,10 @@ VALID_LINES = [
     "2024/03/07 10:00:06 [error] 31#31: *1234 no live upstreams while connecting to upstream, client: 10.0.0.7",
     '{"textPayload":"ERROR 03-09 09:00:01 [core.py:720] x","resource":{"labels":{"pod_name":"q-0"}},'
     '"timestamp":"2025-03-09T09:00:01Z","severity":"ERROR"}',
+    "(VllmWorker rank=0 pid=120) Loading safetensors checkpoint shards:  45% Completed | 49/109 [16:20<20:00, 2.0s/it]",
+    "Capturing CUDA graph shapes:  50%|#####     | 1/2\rCapturing CUDA graph shapes: 100%|##########| 2/2",
+    '{"jsonPayload":{"reason":"Killing","message":"Stopping container vllm","involvedObject":{"kind":"Pod",'
+    '"name":"q-0"},"source":{"host":"gke-n-1"}},"resource":{"labels":{}},"timestamp":"2025-03-09T09:00:02Z"}',
 ]
 
 
