@@ -34,6 +34,7 @@ ACTIONS = {
 
 ACTIONS_BY_LABEL = {sig.label: sig.action for sig in signatures.SIGNATURES if sig.action} | {
     rootcause.PROBE_KILL_LABEL: rootcause.PROBE_KILL_ACTION,
+    rootcause.STARTUP_KILL_LABEL: rootcause.STARTUP_KILL_ACTION,
     rootcause.SOFTWARE_FAULT_LABEL: rootcause.SOFTWARE_FAULT_ACTION,
 }
 """Where one category holds faults that call for different fixes, the label picks the action."""

@@ -136,6 +136,7 @@ def hypotheses(
     _peer_loss(out)
     _displaced(out)
     _probe_killed_a_serving_engine(out, metrics)
+    _probe_killed_a_starting_engine(out, events)
     _capacity(out, inc, series, metrics, events)
     _corroborate(out, signals)
     _assign_roles(out, inc)
@@ -364,6 +365,89 @@ def _probe_killed_a_serving_engine(out: list[Hypothesis], metrics: pl.DataFrame 
             f"its engine was generating {recent[s.VALUE][-1]:,.0f} tokens/s when the probe failed, "
             "and nothing on the pod failed before it"
         )
+
+
+PROBE_FAILED = re.compile(r"(?:Startup|Liveness) probe failed|failed (?:startup|liveness) probe, will be restarted")
+"""A kubelet probe that restarts the container when it fails (a readiness probe only takes the pod
+out of rotation)."""
+STARTING = re.compile(
+    r"Starting to load model|Loading (?:model )?weights|checkpoint shards|Downloading|\.safetensors|Fetching \d+ files"
+    r"|Memory profiling takes|Available KV cache memory|GPU KV cache size|Maximum concurrency for"
+    r"|Capturing CUDA graph|Compiling a graph|torch\.compile takes|Dynamo bytecode transform"
+    r"|Initializing a V1 LLM engine|Initializing an LLM engine|vLLM API server version|non-default args"
+)
+"""What an engine logs (and its progress bars print) while it starts: download, weights, profiling,
+compilation, CUDA graphs."""
+SERVING = re.compile(
+    r"Application startup complete|Uvicorn running on|Starting vLLM API server|Avg prompt throughput|Engine \d+: "
+)
+"""What it logs once it serves: uvicorn's start, the metrics lines."""
+START_QUIET_S = 300
+"""The engine's last start-up line must come this close before the probe failed: a start-up
+that went quiet longer than this hung (a collective, a download) rather than ran long."""
+STARTUP_KILL_LABEL = (
+    "the kubelet's probe killed the container while its engine was still starting (loading the model): "
+    "the probe allows less time than the start-up takes"
+)
+STARTUP_KILL_ACTION = (
+    "Give the pod a startupProbe on `/health` whose `failureThreshold` x `periodSeconds` exceeds the engine's "
+    "start-up (weights download and load, profiling, CUDA graph capture) with room to spare, and keep the "
+    "liveness probe from running until it passes; cache the weights on a local volume to shorten the start."
+)
+
+
+def _probe_killed_a_starting_engine(out: list[Hypothesis], events: pl.DataFrame | None) -> None:
+    """Probe failures that restart a container whose engine was still starting: the cause, not a symptom.
+
+    A large model takes many minutes to download, load, profile and capture CUDA graphs, and
+    its server does not listen (`connection refused`) until then. A startup or liveness probe
+    whose budget is shorter kills it mid-load, over and over: a crash loop with no error of its
+    own. Promoted to a fault when, on its pods, nothing failed before it and the pod's own log
+    last said a start-up step (`STARTING`, its progress bars) within `START_QUIET_S` before the
+    probe failed, with no sign of serving (`SERVING`) since.
+    """
+    if events is None or events.is_empty():
+        return
+    for h in out:
+        if not (h.category == "pod-lifecycle" and h.kind == "symptom" and h.first_seen is not None):
+            continue
+        if not PROBE_FAILED.search(h.template or ""):
+            continue
+        pods = set(h.hosts)
+        if any(
+            o is not h and o.kind == "fault" and o.first_seen is not None and o.first_seen < h.first_seen
+            for o in out
+            if pods & set(o.hosts)
+        ):
+            continue
+        own = events.filter(
+            pl.col(s.POD).is_in(list(pods))
+            & (pl.col(s.SOURCE) != "k8s-event")
+            & pl.col(s.TS).is_not_null()
+            & (pl.col(s.TS) <= h.first_seen)
+        ).sort(s.TS, s.FILE, s.LINE)
+        if own.is_empty():
+            continue
+        messages = own[s.MESSAGE].to_list()
+        last = len(messages) - 1
+        if not STARTING.search(messages[last] or ""):
+            continue
+        served = [i for i, m in enumerate(messages) if SERVING.search(m or "")]
+        if served:
+            continue  # (it served in this log: a later restart's probe failure is for the rules above)
+        quiet = (h.first_seen - own[s.TS][last]).total_seconds()
+        if quiet > START_QUIET_S:
+            continue
+        ran = (h.first_seen - own[s.TS][0]).total_seconds()
+        row = own.row(last, named=True)
+        h.score = round(h.score / KIND_WEIGHT["symptom"] * KIND_WEIGHT["fault"], 3)
+        h.kind = "fault"
+        h.label = STARTUP_KILL_LABEL
+        h.why.append(
+            f'its engine had been starting for {_dur(ran)} and was still at "{" ".join(messages[last].split())[:120]}" '
+            f"({row[s.FILE]}:{row[s.LINE]}) when the probe failed, and nothing on the pod failed before it"
+        )
+        return
 
 
 SOFTWARE_PRONE = re.compile(

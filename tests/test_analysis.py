@@ -2270,3 +2270,65 @@ def test_cuda_launch_failures_after_deepeps_timeout_are_its_echo_not_gpu_faults(
     assert gpu and all(h["role"] == "symptom" for h in gpu)
     assert all("timeout's echo" in h["why"] for h in gpu)
     assert inc["root_cause"]["category"] != "gpu-fault"
+
+
+def _slow_start(tmp_path, *, served: bool = False, quiet_min: float = 0.0) -> None:
+    """A 405B model loading for ten minutes, its startup probe giving up after nine and a half."""
+    start = datetime(2025, 6, 1, 10, 0, tzinfo=UTC)
+    at = [(0, "(APIServer pid=1) INFO 06-01 10:00:00 [api_server.py:1043] vLLM API server version 0.9.1")]
+    if served:
+        at.append((20, "(APIServer pid=1) INFO:     Application startup complete."))
+    at += [
+        (40, "(VllmWorker rank=0 pid=120) INFO 06-01 10:00:40 [gpu_model_runner.py:1595] Starting to load model x...")
+    ]
+    shards = int((570 - 60 - quiet_min * 60) // 20)
+    at += [
+        (
+            40 + 20 * i,
+            f"(VllmWorker rank=0 pid=120) Loading safetensors checkpoint shards:  {i}% Completed | {i}/109 [00:00<30:00, 20.0s/it]",
+        )
+        for i in range(1, shards)
+    ]
+    write_file(
+        tmp_path / "llama-405b-0.log",
+        "".join(f"{start + timedelta(seconds=sec):%Y-%m-%dT%H:%M:%S}.000000000Z {line}\n" for sec, line in at),
+    )
+    probe = (
+        'Startup probe failed: Get "http://10.4.2.17:8000/health": dial tcp 10.4.2.17:8000: connect: connection refused'
+    )
+    items = [
+        _k8s_event(start + timedelta(seconds=570), "Unhealthy", "llama-405b-0", probe),
+        _k8s_event(
+            start + timedelta(seconds=600),
+            "Killing",
+            "llama-405b-0",
+            "Container vllm failed startup probe, will be restarted",
+        ),
+    ]
+    write_file(tmp_path / "events.json", json.dumps({"kind": "List", "items": items}))
+
+
+def test_a_probe_that_kills_an_engine_still_loading_its_model_is_the_cause(tmp_path):
+    # A crash loop with no error of its own: the engine was loading shards when the kubelet killed it.
+    _slow_start(tmp_path)
+    report = analyze(tmp_path)
+    (inc,) = report.to_json()["incidents"]
+    rc = inc["root_cause"]
+    assert (rc["status"], rc["category"], rc["label"]) == ("supported", "pod-lifecycle", rootcause.STARTUP_KILL_LABEL)
+    assert any("had been starting for 9.5 min" in w and "checkpoint shards" in w for w in rc["why"])
+    md = write_all(report, tmp_path / "out")["postmortem"].read_text()
+    assert "startupProbe on `/health` whose `failureThreshold` x `periodSeconds` exceeds" in md
+
+
+@pytest.mark.parametrize(
+    ("served", "quiet_min"),
+    [
+        (True, 0.0),  # it served before: not a start-up that ran long
+        (False, 6.0),  # the start-up went quiet six minutes before the probe: a hang, not a long load
+    ],
+)
+def test_a_probe_failure_is_no_slow_start_when_the_engine_served_or_went_quiet(tmp_path, served, quiet_min):
+    _slow_start(tmp_path, served=served, quiet_min=quiet_min)
+    (inc,) = analyze(tmp_path).to_json()["incidents"]
+    assert inc["root_cause"]["status"] == "inconclusive"
+    assert inc["root_cause"]["label"] != rootcause.STARTUP_KILL_LABEL
