@@ -586,10 +586,30 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         4,
         r"We couldn't connect to 'https://huggingface\.co'|GatedRepoError|RepositoryNotFoundError|LocalEntryNotFoundError"
-        r"|Cannot find any model weights|No such file or directory: '[^']*(?:config\.json|\.safetensors|tokenizer[^']*)'",
+        r"|Cannot find any model weights|No such file or directory: '[^']*(?:config\.json|\.safetensors|tokenizer[^']*)'"
+        # the Hub refusing a burst of replicas' downloads; a weights file cut short (a download
+        # interrupted into a shared cache) that safetensors cannot read
+        r"|429 Client Error: Too Many Requests for url: https://huggingface\.co|Error while deserializing header",
         "model weights or config cannot be loaded at engine start (path, Hugging Face access or network)",
         at_start=True,
         action="Make the model loadable on every node before rollout: weights on a volume or pre-pulled cache (`HF_HUB_OFFLINE=1`), the access token as a Secret, and a startup probe that fails the rollout, not the serving replicas.",
+    ),
+    # The model and the engine that serves it do not fit: an architecture this vLLM or this
+    # Transformers does not know (a new model on an old image), or serving arguments the model
+    # cannot take (vLLM's config checks).
+    Signature(
+        "engine",
+        "fault",
+        4,
+        r"Model architectures \[[^\]]*\] are not supported for now|but Transformers does not recognize this architecture"
+        r"|must be divisible by tensor parallel size|User-specified max_model_len \(\d+\) is greater than the derived"
+        r"|max_num_batched_tokens \(\d+\) is smaller than max_model_len",
+        "the model does not fit the engine's version or arguments (an architecture this vLLM/Transformers does not "
+        "know, or a tensor-parallel size or max_model_len the model cannot take; engine start)",
+        at_start=True,
+        action="Serve the model with a vLLM (and Transformers) version that supports its architecture, or fix the "
+        "argument the error names (a tensor-parallel size that divides the attention heads, a max_model_len within "
+        "the model's); start each new model or argument set on a canary before it replaces the serving version.",
     ),
     Signature(
         "engine",

@@ -827,6 +827,33 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "node",
             "symptom",
         ),
+        (
+            "Traceback (most recent call last):",
+            "ValueError: Model architectures ['Qwen3NextForCausalLM'] are not supported for now. Supported "
+            "architectures: dict_keys(['AquilaModel', 'LlamaForCausalLM'])",
+            "engine",
+            "fault",
+        ),
+        (
+            "Traceback (most recent call last):",
+            "ValueError: The checkpoint you are trying to load has model type `qwen3` but Transformers does not "
+            "recognize this architecture. This could be because of an issue with the checkpoint, or because your "
+            "version of Transformers is out of date.",
+            "engine",
+            "fault",
+        ),
+        (
+            "Traceback (most recent call last):",
+            "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (3).",
+            "engine",
+            "fault",
+        ),
+        (
+            "Traceback (most recent call last):",
+            "safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer",
+            "engine",
+            "fault",
+        ),
         ("Evicted: The node had condition: [DiskPressure].", None, "node", "fault"),
         ("Traceback (most recent call last):", "OSError: [Errno 122] Disk quota exceeded", "node", "fault"),
         (
