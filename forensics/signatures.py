@@ -156,6 +156,19 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Raylet is terminated|The raylet exited unexpectedly",
         "Ray's raylet on the node died (OOM killer, a crash or a signal)",
     ),
+    # The head's view of a lost worker node: it says which (`address: 10.0.0.5`), not what
+    # happened there, and it is logged on the head, so the action does not name the host.
+    Signature(
+        "node",
+        "fault",
+        0,
+        r"has been marked dead because the detector has missed too many heartbeats",
+        "a Ray worker node was lost: the head stopped hearing its raylet (a crash, the OOM killer, preemption or "
+        "the network)",
+        action="Find why the raylet of the node the message names (its address) stopped: its kernel log (the OOM "
+        "killer), its kubelet (an eviction, a preemption, a NotReady node) and the network to the head; an engine "
+        "whose tensor- or pipeline-parallel workers span that node stops with it.",
+    ),
     # --- GPU memory and GPU faults
     Signature(
         "gpu-memory",

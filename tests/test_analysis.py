@@ -854,6 +854,14 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "engine",
             "fault",
         ),
+        (
+            "The node with node id: 9426f44574cce4866be798cfed308f2d3e21ba69487d422872cdd6e3 and address: 10.130.0.113 "
+            "and node name: 10.130.0.113 has been marked dead because the detector has missed too many heartbeats "
+            "from it. This can happen when a (1) raylet crashes unexpectedly (OOM, preempted node, etc.)",
+            None,
+            "node",
+            "fault",
+        ),
         ("Evicted: The node had condition: [DiskPressure].", None, "node", "fault"),
         ("Traceback (most recent call last):", "OSError: [Errno 122] Disk quota exceeded", "node", "fault"),
         (
