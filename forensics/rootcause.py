@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -330,23 +331,7 @@ def _probe_killed_a_serving_engine(out: list[Hypothesis], metrics: pl.DataFrame 
     if metrics is None or metrics.is_empty():
         return
     gen = metrics.filter((pl.col(s.METRIC) == "generation_tokens_per_s") & pl.col(s.TS).is_not_null())
-    for h in out:
-        if not (h.category == "pod-lifecycle" and h.kind == "symptom" and h.first_seen is not None):
-            continue
-        if not PROBE_TIMEOUT.search(h.template or ""):
-            continue
-        pods = set(h.hosts)
-        earlier = [
-            o
-            for o in out
-            if o is not h
-            and o.kind in ("fault", "symptom")
-            and o.first_seen is not None
-            and o.first_seen < h.first_seen
-            and pods & set(o.hosts)
-        ]
-        if earlier:
-            continue
+    for h, pods in _first_probe_failures(out, PROBE_TIMEOUT):
         recent = (
             gen.filter(
                 pl.col(s.POD).is_in(list(pods))
@@ -358,13 +343,38 @@ def _probe_killed_a_serving_engine(out: list[Hypothesis], metrics: pl.DataFrame 
         )
         if recent.height < BUSY_SAMPLES or not (recent[s.VALUE] > 0).all():
             continue
-        h.score = round(h.score / KIND_WEIGHT["symptom"] * KIND_WEIGHT["fault"], 3)
-        h.kind = "fault"
-        h.label = PROBE_KILL_LABEL
-        h.why.append(
-            f"its engine was generating {recent[s.VALUE][-1]:,.0f} tokens/s when the probe failed, "
-            "and nothing on the pod failed before it"
+        _as_probe_fault(
+            h, PROBE_KILL_LABEL, f"its engine was generating {recent[s.VALUE][-1]:,.0f} tokens/s when the probe failed"
         )
+
+
+def _first_probe_failures(out: list[Hypothesis], pattern: re.Pattern) -> Iterator[tuple[Hypothesis, set[str]]]:
+    """The probe-failure symptoms (`pattern` on their template) before which nothing on their
+    pods failed or went wrong, with those pods and nodes: the candidates to be the cause."""
+    for h in out:
+        if not (h.category == "pod-lifecycle" and h.kind == "symptom" and h.first_seen is not None):
+            continue
+        if not pattern.search(h.template or ""):
+            continue
+        pods = set(h.hosts)
+        if any(
+            o is not h
+            and o.kind in ("fault", "symptom")
+            and o.first_seen is not None
+            and o.first_seen < h.first_seen
+            and pods & set(o.hosts)
+            for o in out
+        ):
+            continue
+        yield h, pods
+
+
+def _as_probe_fault(h: Hypothesis, label: str, why: str) -> None:
+    """A probe failure read as the fault: scored as one, named `label`, with `why`."""
+    h.score = round(h.score / KIND_WEIGHT["symptom"] * KIND_WEIGHT["fault"], 3)
+    h.kind = "fault"
+    h.label = label
+    h.why.append(f"{why}, and nothing on the pod failed before it")
 
 
 PROBE_FAILED = re.compile(r"(?:Startup|Liveness) probe failed|failed (?:startup|liveness) probe, will be restarted")
@@ -408,18 +418,7 @@ def _probe_killed_a_starting_engine(out: list[Hypothesis], events: pl.DataFrame 
     """
     if events is None or events.is_empty():
         return
-    for h in out:
-        if not (h.category == "pod-lifecycle" and h.kind == "symptom" and h.first_seen is not None):
-            continue
-        if not PROBE_FAILED.search(h.template or ""):
-            continue
-        pods = set(h.hosts)
-        if any(
-            o is not h and o.kind == "fault" and o.first_seen is not None and o.first_seen < h.first_seen
-            for o in out
-            if pods & set(o.hosts)
-        ):
-            continue
+    for h, pods in _first_probe_failures(out, PROBE_FAILED):
         own = events.filter(
             pl.col(s.POD).is_in(list(pods))
             & (pl.col(s.SOURCE) != "k8s-event")
@@ -432,20 +431,19 @@ def _probe_killed_a_starting_engine(out: list[Hypothesis], events: pl.DataFrame 
         last = len(messages) - 1
         if not STARTING.search(messages[last] or ""):
             continue
-        served = [i for i, m in enumerate(messages) if SERVING.search(m or "")]
-        if served:
-            continue  # (it served in this log: a later restart's probe failure is for the rules above)
+        if any(SERVING.search(m or "") for m in messages):
+            continue  # (it served in this log: not a start-up that ran long)
         quiet = (h.first_seen - own[s.TS][last]).total_seconds()
         if quiet > START_QUIET_S:
             continue
         ran = (h.first_seen - own[s.TS][0]).total_seconds()
         row = own.row(last, named=True)
-        h.score = round(h.score / KIND_WEIGHT["symptom"] * KIND_WEIGHT["fault"], 3)
-        h.kind = "fault"
-        h.label = STARTUP_KILL_LABEL
-        h.why.append(
-            f'its engine had been starting for {_dur(ran)} and was still at "{" ".join(messages[last].split())[:120]}" '
-            f"({row[s.FILE]}:{row[s.LINE]}) when the probe failed, and nothing on the pod failed before it"
+        at = " ".join(messages[last].split())[:120]
+        _as_probe_fault(
+            h,
+            STARTUP_KILL_LABEL,
+            f'its engine had been starting for {_dur(ran)} and was still at "{at}" ({row[s.FILE]}:{row[s.LINE]}) '
+            "when the probe failed",
         )
         return
 
