@@ -50,3 +50,18 @@ def test_version_flag_prints_the_version():
 
     p = run("--version")
     assert p.returncode == 0 and p.stdout.strip() == f"forensics {__version__}"
+
+
+def test_analyze_with_no_incident_still_points_at_error_lines_nothing_explains(tmp_path):
+    # An engine's traceback with no known fault in it: "no incident" must not read as "all clear".
+    write(
+        tmp_path / "logs/vllm-0.log",
+        "(EngineCore_DP0 pid=7) ERROR 09-17 04:06:37 [core.py:720] Traceback (most recent call last):\n"
+        '(EngineCore_DP0 pid=7) ERROR 09-17 04:06:37 [core.py:720]   File "executor.py", line 246, in get_response\n'
+        "(EngineCore_DP0 pid=7) ERROR 09-17 04:06:37 [core.py:720]     status, result = w.worker_response_mq.dequeue(\n",
+    )
+    p = run("analyze", str(tmp_path / "logs"), "--out", str(tmp_path / "out"), "--year", "2025")
+    assert p.returncode == 0, p.stderr
+    out = " ".join(p.stdout.split())  # (rich wraps to the terminal's width)
+    assert "No incident found: no fault bursts, and no throughput series in these logs to look for a drop in." in out
+    assert "1 error-level message(s) match no known fault or symptom (1 template(s), first at vllm-0.log:1)" in out

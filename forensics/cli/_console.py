@@ -166,8 +166,20 @@ def print_verdict(analysis: dict, written: dict[str, Path]) -> None:
             f"{d['unit']} (prompt throughput alike, no queue building, nothing failed): not an incident."
         )
     if not analysis["incidents"]:
-        why = "no fault bursts" if analysis.get("load_declines") else "throughput steady and no fault bursts"
+        if analysis.get("load_declines"):
+            why = "no fault bursts"
+        elif (analysis.get("throughput") or {}).get("measured"):
+            why = "throughput steady and no fault bursts"
+        else:  # (as the postmortem says it: no series, so no drop could be looked for)
+            why = "no fault bursts, and no throughput series in these logs to look for a drop in"
         console.print(f"[green]No incident found[/]: {why}.")
+        errors = analysis.get("unexplained_errors") or []
+        if errors:
+            console.print(
+                f"[yellow]{sum(e['count'] for e in errors):,} error-level message(s)[/] match no known fault or "
+                f"symptom ({len(errors)} template(s), first at {errors[0]['file']}:{errors[0]['line']}): "
+                "read them in the postmortem before closing the ticket."
+            )
     for n, inc in enumerate(analysis["incidents"], 1):
         rc = inc["root_cause"]
         imp = inc["impact"]
