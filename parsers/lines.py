@@ -181,6 +181,21 @@ def _general_path(df: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
         df = df.with_columns(pl.lit(0, pl.UInt32).alias("_pfold"))
     parts: list[pl.DataFrame] = []
     pending = df
+    if "_jsrc" in df.columns:
+        # A log store's Kubernetes event (`wrappers._json_record`) is parsed already: its
+        # `Reason: message` is no producer's line, though it can look like one
+        # (`CreateContainerConfigError: ...` like a Python exception, which would open a block).
+        event = pending.select(pl.col("_jsrc") == "k8s-event").to_series().fill_null(False)
+        if event.any():
+            parts.append(
+                pending.filter(event).with_columns(
+                    pl.lit("k8s-event").alias(s.SOURCE),
+                    pl.col("body").alias(s.MESSAGE),
+                    pl.lit("k8s_record").alias("_kind"),
+                    *no_time(),
+                )
+            )
+            pending = pending.filter(~event)
     for kind, detect in KINDS:
         if pending.is_empty():
             break

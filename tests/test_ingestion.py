@@ -1313,6 +1313,20 @@ GKE_ENTRIES = [
         "timestamp": "2025-03-09T09:00:06Z",
         "severity": "INFO",
     },
+    {  # a reason that reads like a Python exception: still an event
+        "insertId": "a5",
+        "jsonPayload": {
+            "kind": "Event",
+            "type": "Warning",
+            "reason": "CreateContainerConfigError",
+            "message": 'Error: secret "hf-token" not found',
+            "involvedObject": {"kind": "Pod", "name": "qwen-1", "namespace": "llm"},
+            "source": {"component": "kubelet", "host": "gke-gpu-pool-5"},
+        },
+        "resource": {"type": "k8s_pod", "labels": {"pod_name": "qwen-1", "namespace_name": "llm"}},
+        "timestamp": "2025-03-09T09:00:06.500000Z",
+        "severity": "WARNING",
+    },
     {  # a node's, from its kubelet, counted
         "insertId": "a4",
         "jsonPayload": {
@@ -1376,6 +1390,16 @@ def test_google_cloud_logging_entries_keep_their_pod_node_and_time(tmp_path, lay
         ),
         (
             4,
+            datetime(2025, 3, 9, 9, 0, 6, 500000, tzinfo=UTC),
+            "k8s-event",
+            "gke-gpu-pool-5",
+            "qwen-1",
+            "llm",
+            "WARNING",
+            'CreateContainerConfigError: Error: secret "hf-token" not found',
+        ),
+        (
+            5,
             datetime(2025, 3, 9, 9, 0, 7, tzinfo=UTC),
             "k8s-event",
             "gke-gpu-pool-3",
@@ -1390,6 +1414,7 @@ def test_google_cloud_logging_entries_keep_their_pod_node_and_time(tmp_path, lay
     assert k8s.select(s.K8S_REASON, s.K8S_TYPE, s.K8S_OBJECT, s.K8S_COUNT, s.COMPONENT).rows() == [
         ("Unhealthy", "Warning", "pod/qwen-0", 1, None),
         ("Scheduled", "Normal", "pod/qwen-1", 1, "default-scheduler"),
+        ("CreateContainerConfigError", "Warning", "pod/qwen-1", 1, "kubelet"),
         ("NodeNotReady", "Warning", "node/gke-gpu-pool-3", 3, "kubelet"),
     ]
     from forensics import clock
