@@ -471,7 +471,12 @@ def _incident_report(inc, hyps, v, events, signals, series, metrics) -> Incident
         "detector": inc.detector,
     }
     trigger = _trigger(inc, series) or _rollout_before(inc, signals)
-    resolution, tell = _resolution(inc, signals, events[s.TS].max()), _tell(inc, series)
+    rollout = (
+        datetime.fromisoformat(trigger["ts"].replace("Z", "+00:00"))
+        if trigger and trigger["kind"] == "rollout"
+        else None
+    )
+    resolution, tell = _resolution(inc, signals, events[s.TS].max(), rollout), _tell(inc, series)
     return IncidentReport(
         inc,
         hyps,
@@ -614,20 +619,27 @@ def _rollout_before(inc, signals) -> dict | None:
     """The last rollout in the 30 minutes before the drop (image pulls, rescales, config
     updates), where no traffic surge was found: a rolling update takes old replicas away
     while new ones start, so a new version that cannot serve shows first as lost capacity,
-    before any error of its own. A rollout from the drop on is the resolution's. None in
-    untimed logs, whose order says nothing of minutes."""
+    before any error of its own. One at the drop's very time is its trigger too (`kubectl get
+    events` ages are whole minutes: a rolling update and its new pod's failure often share
+    one); a rollout after the drop began is the resolution's. None in untimed logs, whose order
+    says nothing of minutes."""
     if not inc.timed:
         return None
     ch = signals.filter(
         (pl.col("category") == "config-change")
         & (pl.col(s.TS) >= inc.start - TRIGGER_LOOKBACK)
-        & (pl.col(s.TS) < inc.start)
+        & (pl.col(s.TS) <= inc.start)
     ).sort(s.TS, s.FILE, s.LINE)
     if ch.is_empty():
         return None
-    # The rollout and what came with it: the change rows within 5 minutes before the last one.
-    ch = ch.filter(pl.col(s.TS) >= ch[s.TS].max() - timedelta(minutes=5))
+    # The rollout and what came with it: the change rows in the span before the last one.
+    ch = ch.filter(pl.col(s.TS) >= ch[s.TS].max() - ROLLOUT_SPAN)
     return _rollout(ch) | {"before_drop_s": round((inc.start - ch[s.TS][0]).total_seconds(), 1)}
+
+
+ROLLOUT_SPAN = timedelta(minutes=5)
+"""How long one rollout's steps are read as one (image pulls, the new replica set scaled up,
+the old one down)."""
 
 
 def _rollout(rows: pl.DataFrame) -> dict:
@@ -658,24 +670,28 @@ def _detection(inc, hyps, signals) -> dict:
     return {"first_signal": _iso(first_signal), "first_user_visible": _iso(min(visible) if visible else None)}
 
 
-def _resolution(inc, signals, logs_end) -> dict:
+def _resolution(inc, signals, logs_end, rollout: datetime | None = None) -> dict:
     """How the incident ended, as far as the logs show it.
 
     Only a throughput series can show a recovery. An incident found as a burst of errors
     (no metrics or access lines) ends where its errors stop, which may be no more than where
     the logs stop: it gets the two times (`errors_end`, `logs_end`) and never `recovered`.
+    `rollout`: the trigger's rollout, whose own steps in the `ROLLOUT_SPAN` after it (the old
+    replica set scaled down as the new one comes up) are no fix.
     """
     measured = inc.baseline is not None
     errors_end = None if measured or not inc.timed else _iso(inc.end)
     lo = inc.start
+    if rollout is not None:
+        signals = signals.filter(pl.col(s.TS) > max(lo, rollout + ROLLOUT_SPAN))
     hi = (inc.end or signals[s.TS].max() or inc.start) + timedelta(minutes=10)
     ch = signals.filter((pl.col("category") == "config-change") & (pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi)).sort(
         s.TS
     )
     if ch.height:
         first = ch[s.TS][0]
-        # The rollout and what came with it (new image pulls, rescales) within 5 minutes.
-        return _rollout(ch.filter(pl.col(s.TS) <= first + timedelta(minutes=5))) | {
+        # The rollout and what came with it (new image pulls, rescales).
+        return _rollout(ch.filter(pl.col(s.TS) <= first + ROLLOUT_SPAN)) | {
             "recovered": _iso(inc.end) if measured else None,
             "after_recovery": bool(measured and inc.end and inc.end < first),
             "errors_end": errors_end,

@@ -2367,3 +2367,25 @@ def test_a_probe_failure_is_no_slow_start_when_the_engine_served_or_went_quiet(t
     (inc,) = analyze(tmp_path).to_json()["incidents"]
     assert inc["root_cause"]["status"] == "inconclusive"
     assert inc["root_cause"]["label"] != rootcause.STARTUP_KILL_LABEL
+
+
+def test_a_rollout_in_the_same_minute_as_its_new_pods_failure_is_the_trigger_not_the_fix(tmp_path):
+    # `kubectl get events` ages are whole minutes: the rolling update, its new pod that no node
+    # fits, and the old replica set scaled down as the update goes on share one or two of them.
+    write_file(
+        tmp_path / "events.txt",
+        "LAST SEEN   TYPE      REASON              OBJECT                   MESSAGE\n"
+        "12m         Normal    ScalingReplicaSet   deployment/llama         Scaled up replica set llama-6f7d8 to 1\n"
+        "12m         Warning   FailedScheduling    pod/llama-6f7d8-x2k9q    0/4 nodes are available: 4 node(s) didn't "
+        "match Pod's node affinity/selector. preemption: 0/4 nodes are available: 4 Preemption is not helpful.\n"
+        "11m         Normal    ScalingReplicaSet   deployment/llama         Scaled down replica set llama-5c4b2 to 1 "
+        "from 2\n",
+    )
+    report = analyze(tmp_path, captured_at=datetime(2025, 6, 3, 12, 0, tzinfo=UTC))
+    (inc,) = report.to_json()["incidents"]
+    rc = inc["root_cause"]
+    assert (rc["status"], rc["category"]) == ("supported", "capacity")
+    assert rc["label"] == "pods cannot be scheduled: no node matches their node selector, affinity or tolerations"
+    assert "a new pod failing to start after the rollout at 11:48:00 (its trigger)" in rc["why"]
+    assert (inc["trigger"]["kind"], inc["trigger"]["ts"]) == ("rollout", "2025-06-03T11:48:00Z")
+    assert inc["resolution"]["kind"] == "no recovery logged"  # (the scale-down a minute later is the update's own)
