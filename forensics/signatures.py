@@ -756,6 +756,20 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|The node had condition: \[(?:DiskPressure|MemoryPressure|PIDPressure)",
         "the node ran out of memory or disk and the kubelet evicted pods",
     ),
+    # The kubelet's graceful node shutdown (nodeshutdown manager): a spot or preemptible VM
+    # reclaimed, maintenance, an autoscaler's scale-down. No failure of the node's own, but it
+    # takes every pod on it down.
+    Signature(
+        "node",
+        "fault",
+        0,
+        r"Pod was terminated in response to imminent node shutdown|Pod was rejected as the node is shutting down"
+        r"|Shutdown manager detected shutdown event",
+        "the node shut down under its pods (a spot or preemptible VM reclaimed, maintenance or a scale-down)",
+        action="Find why {host} shut down (the cloud's instance events: a spot or preemptible reclaim, maintenance, "
+        "the cluster autoscaler); keep serving replicas on on-demand nodes or spread across nodes with a "
+        "PodDisruptionBudget, so one node's shutdown cannot take the service down.",
+    ),
     Signature(
         "pod-lifecycle",
         "fault",

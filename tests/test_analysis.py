@@ -862,6 +862,8 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "node",
             "fault",
         ),
+        ("Terminated: Pod was terminated in response to imminent node shutdown.", None, "node", "fault"),
+        ("NodeShutdown: Shutdown manager detected shutdown event", None, "node", "fault"),
         ("Evicted: The node had condition: [DiskPressure].", None, "node", "fault"),
         ("Traceback (most recent call last):", "OSError: [Errno 122] Disk quota exceeded", "node", "fault"),
         (
