@@ -341,9 +341,21 @@ def container_states(events: pl.DataFrame) -> pl.DataFrame:
     # Pod, node and container of the describe block, forward-filled per file over the
     # describe output alone (its `Name:` / `Node:` fields and folded container headers).
     events = ensure(events, {s.HOST: pl.String})
-    described = events.filter(pl.col(s.SOURCE) == "k8s-state").with_columns(
+    # The pod's own `Message:` (why it failed as a whole: `Pod was terminated in response to
+    # imminent node shutdown.`, an eviction's), within its block: from its `Name:` on.
+    first = pl.col(s.MESSAGE).str.strip_chars()
+    field = pl.col(s.SOURCE) == "k8s-state"
+    block = (field & first.str.starts_with("Name:")).cum_sum().over("_fid", order_by="_row")
+    pod_message = (
+        pl.when(field & first.str.starts_with("Message:"))
+        .then(first.str.slice(len("Message:")).str.strip_chars())
+        .forward_fill()
+        .over(["_fid", block], order_by="_row")
+    )
+    described = events.filter(field).with_columns(
         _field_above("Name").alias("_dpod"),
         _field_above("Node").str.replace(r"/.*$", "").alias("_dnode"),
+        pod_message.alias("_dmsg"),
         pl.col(s.MESSAGE)
         .str.extract(r"(?m)^\s{2}([a-z0-9][a-z0-9\-]*):\s*$", 1)
         .forward_fill()
@@ -378,6 +390,7 @@ def container_states(events: pl.DataFrame) -> pl.DataFrame:
             + pl.when(pl.col("_dcont").is_not_null())
             .then(pl.lit(" container ") + pl.col("_dcont"))
             .otherwise(pl.lit(""))
+            + pl.when(pl.col("_dmsg").is_not_null()).then(pl.lit("; the pod: ") + pl.col("_dmsg")).otherwise(pl.lit(""))
             + pl.lit("\n")
             + pl.col(s.MESSAGE)
         ).alias(s.MESSAGE),
@@ -392,7 +405,11 @@ def container_states(events: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce(when, pl.col("_outer_ts")).alias("_outer_ts"),
     ).drop("_m")
     rest = events.filter(~pl.col("_cstate").fill_null(False))
-    return pl.concat([rest, st.drop("_dpod", "_dnode", "_dcont")], how="diagonal_relaxed").sort("_row").drop("_cstate")
+    return (
+        pl.concat([rest, st.drop("_dpod", "_dnode", "_dcont", "_dmsg")], how="diagonal_relaxed")
+        .sort("_row")
+        .drop("_cstate")
+    )
 
 
 def parse_structure(df: pl.DataFrame) -> pl.DataFrame:

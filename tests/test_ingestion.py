@@ -2020,3 +2020,47 @@ def test_envoy_access_lines_of_the_gateway_are_timed_requests_with_their_status(
     ]
     assert ev[s.MESSAGE][0].startswith('"POST /v1/completions HTTP/1.1" 503 UH no_healthy_upstream')
     assert ev[s.MESSAGE][2].startswith('"POST /v1/completions HTTP/1.1" 503 UH no_healthy_upstream')
+
+
+DESCRIBE_SHUT_DOWN = """Name:             llama-0
+Namespace:        serving
+Node:             gke-spot-pool-3/10.128.0.9
+Status:           Failed
+Reason:           Terminated
+Message:          Pod was terminated in response to imminent node shutdown.
+Containers:
+  vllm:
+    State:          Terminated
+      Reason:       Error
+      Exit Code:    143
+      Started:      Tue, 03 Jun 2025 09:00:05 +0000
+      Finished:     Tue, 03 Jun 2025 11:47:30 +0000
+Name:             llama-1
+Namespace:        serving
+Node:             gke-gpu-pool-1/10.128.0.4
+Status:           Running
+Containers:
+  vllm:
+    Last State:     Terminated
+      Reason:       OOMKilled
+      Exit Code:    137
+      Started:      Tue, 03 Jun 2025 09:00:05 +0000
+      Finished:     Tue, 03 Jun 2025 10:12:00 +0000
+"""
+
+
+def test_a_described_pods_own_message_says_why_its_container_stopped(tmp_path):
+    # The pod-level `Message:` (a node shutdown, an eviction) is why the container got its
+    # SIGTERM: the container's state, timed and on its node, says it. Never another pod's.
+    write(tmp_path / "describe.txt", DESCRIBE_SHUT_DOWN)
+    ev = ingest(tmp_path).events.filter(pl.col(s.K8S_REASON).is_not_null()).sort(s.LINE)
+    firsts = [m.split("\n")[0] for m in ev[s.MESSAGE]]
+    assert list(zip(ev[s.HOST], ev[s.POD], firsts, strict=True)) == [
+        (
+            "gke-spot-pool-3",
+            "llama-0",
+            "State: Terminated (Error, exit code 143 SIGTERM) container vllm; the pod: Pod was terminated in "
+            "response to imminent node shutdown.",
+        ),
+        ("gke-gpu-pool-1", "llama-1", "Last State: Terminated (OOMKilled, exit code 137 SIGKILL) container vllm"),
+    ]
