@@ -148,6 +148,7 @@ def parse_describe(df: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(pl.col("body").str.extract_groups(DESCRIBE).alias("_m"))
     return df.with_columns(
         pl.when(m("msg").is_not_null()).then(pl.lit("k8s-event")).alias(s.SOURCE),
+        m("msg").is_not_null().alias("_devent"),  # (its object: the block's, `described_objects`)
         pl.when(m("type") == "Warning").then(pl.lit("WARNING")).otherwise(pl.lit("INFO")).alias(s.LEVEL),
         m("type").alias(s.K8S_TYPE),
         m("reason").alias(s.K8S_REASON),
@@ -280,6 +281,55 @@ def parse_node_condition(df: pl.DataFrame) -> pl.DataFrame:
     ).drop("_m")
 
 
+def _in_block(name: str) -> pl.Expr:
+    """Per file and `describe` block (from one `Name:` field to the next), the value of its field
+    line `name:` at or above each row; null before the block has one."""
+    first = pl.col(s.MESSAGE).str.strip_chars()
+    field = pl.col(s.SOURCE) == "k8s-state"
+    block = (field & first.str.starts_with("Name:")).cum_sum().over("_fid", order_by="_row")
+    return (
+        pl.when(field & first.str.starts_with(f"{name}:"))
+        .then(first.str.slice(len(name) + 1).str.strip_chars())
+        .forward_fill()
+        .over(["_fid", block], order_by="_row")
+    )
+
+
+def described_objects(events: pl.DataFrame) -> pl.DataFrame:
+    """After folding: a `describe` Events row's object, which the section leaves to its block.
+
+    In `kubectl describe pod` the block's `Name:` is the pod and its `Node:` the node it runs
+    on; `describe node` has no `Node:` field, and its `Name:` is the node. An Events section
+    alone (no block above it) names nothing.
+    """
+    if "_devent" not in events.columns:
+        return events
+    mine = pl.col("_devent").fill_null(False)
+    name, node = _in_block("Name"), _in_block("Node").str.replace(r"/.*$", "")
+    of_pod = mine & name.is_not_null() & node.is_not_null()
+    of_node = mine & name.is_not_null() & node.is_null()
+    events = ensure(events, {s.POD: pl.String, s.HOST: pl.String, s.NAMESPACE: pl.String, s.K8S_OBJECT: pl.String})
+    return events.with_columns(
+        pl.when(of_pod).then(pl.coalesce(s.POD, name)).otherwise(pl.col(s.POD)).alias(s.POD),
+        pl.when(of_pod)
+        .then(pl.coalesce(s.HOST, node))
+        .when(of_node)
+        .then(pl.coalesce(s.HOST, name))
+        .otherwise(pl.col(s.HOST))
+        .alias(s.HOST),
+        pl.when(of_pod)
+        .then(pl.coalesce(pl.col(s.NAMESPACE).cast(pl.String), _in_block("Namespace")))
+        .otherwise(pl.col(s.NAMESPACE).cast(pl.String))
+        .alias(s.NAMESPACE),
+        pl.when(of_pod)
+        .then(pl.coalesce(s.K8S_OBJECT, pl.lit("pod/") + name))
+        .when(of_node)
+        .then(pl.coalesce(s.K8S_OBJECT, pl.lit("node/") + name))
+        .otherwise(pl.col(s.K8S_OBJECT))
+        .alias(s.K8S_OBJECT),
+    ).drop("_devent")
+
+
 def _field_above(name: str) -> pl.Expr:
     """Per file, the value of the nearest `describe` field line `name:` at or above each row
     (the `Name:` / `Node:` of the pod or node block a row belongs to)."""
@@ -341,21 +391,11 @@ def container_states(events: pl.DataFrame) -> pl.DataFrame:
     # Pod, node and container of the describe block, forward-filled per file over the
     # describe output alone (its `Name:` / `Node:` fields and folded container headers).
     events = ensure(events, {s.HOST: pl.String})
-    # The pod's own `Message:` (why it failed as a whole: `Pod was terminated in response to
-    # imminent node shutdown.`, an eviction's), within its block: from its `Name:` on.
-    first = pl.col(s.MESSAGE).str.strip_chars()
-    field = pl.col(s.SOURCE) == "k8s-state"
-    block = (field & first.str.starts_with("Name:")).cum_sum().over("_fid", order_by="_row")
-    pod_message = (
-        pl.when(field & first.str.starts_with("Message:"))
-        .then(first.str.slice(len("Message:")).str.strip_chars())
-        .forward_fill()
-        .over(["_fid", block], order_by="_row")
-    )
-    described = events.filter(field).with_columns(
+    described = events.filter(pl.col(s.SOURCE) == "k8s-state").with_columns(
         _field_above("Name").alias("_dpod"),
         _field_above("Node").str.replace(r"/.*$", "").alias("_dnode"),
-        pod_message.alias("_dmsg"),
+        # the pod's own `Message:` (why it failed as a whole: a node shutdown, an eviction)
+        _in_block("Message").alias("_dmsg"),
         pl.col(s.MESSAGE)
         .str.extract(r"(?m)^\s{2}([a-z0-9][a-z0-9\-]*):\s*$", 1)
         .forward_fill()

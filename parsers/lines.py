@@ -160,7 +160,7 @@ def parse_lines(lines: pl.DataFrame, fast_lane: bool = True) -> pl.DataFrame:
         slow, spaced = _general_path(df)
     if spaced:
         fast = fast.with_columns((pl.col("_row").cast(pl.UInt64) * GLUE_STRIDE).alias("_row"))
-    events = k8s.node_conditions(k8s.container_states(_fold(fast, slow)))
+    events = k8s.described_objects(k8s.node_conditions(k8s.container_states(_fold(fast, slow))))
     return events.drop([c for c in WORKING_COLUMNS if c in events.columns])
 
 

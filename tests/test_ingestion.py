@@ -2064,3 +2064,37 @@ def test_a_described_pods_own_message_says_why_its_container_stopped(tmp_path):
         ),
         ("gke-gpu-pool-1", "llama-1", "Last State: Terminated (OOMKilled, exit code 137 SIGKILL) container vllm"),
     ]
+
+
+def test_a_describe_events_section_names_its_blocks_pod_and_node(tmp_path):
+    # The Events rows of `kubectl describe pod` belong to the pod (on its `Node:`), those of
+    # `describe node` to the node; an Events section pasted alone names nothing.
+    write(
+        tmp_path / "describe.txt",
+        "Name:             llama-0\n"
+        "Namespace:        serving\n"
+        "Node:             gpu-node-3/10.0.0.3\n"
+        "Events:\n"
+        "  Type     Reason     Age   From     Message\n"
+        "  ----     ------     ----  ----     -------\n"
+        '  Warning  Unhealthy  2m    kubelet  Readiness probe failed: Get "http://10.4.2.17:8000/health": EOF\n'
+        "Name:               gpu-node-4\n"
+        "Roles:              <none>\n"
+        "Events:\n"
+        "  Type     Reason        Age   From     Message\n"
+        "  ----     ------        ----  ----     -------\n"
+        "  Warning  NodeNotReady  1m    kubelet  Node gpu-node-4 status is now: NodeNotReady\n",
+    )
+    write(
+        tmp_path / "events-only.txt",
+        "Events:\n"
+        "  Type     Reason   Age   From     Message\n"
+        "  ----     ------   ----  ----     -------\n"
+        "  Warning  BackOff  1m    kubelet  Back-off restarting failed container vllm\n",
+    )
+    ev = ingest(tmp_path).events.filter(pl.col(s.SOURCE) == "k8s-event").sort(s.FILE, s.LINE)
+    assert ev.select(s.FILE, s.K8S_REASON, s.POD, s.HOST, s.K8S_OBJECT).rows() == [
+        ("describe.txt", "Unhealthy", "llama-0", "gpu-node-3", "pod/llama-0"),
+        ("describe.txt", "NodeNotReady", None, "gpu-node-4", "node/gpu-node-4"),
+        ("events-only.txt", "BackOff", None, None, None),
+    ]
