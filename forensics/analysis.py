@@ -688,7 +688,7 @@ def _resolution(inc, signals, logs_end, rollout: datetime | None = None) -> dict
     ch = signals.filter((pl.col("category") == "config-change") & (pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi)).sort(
         s.TS
     )
-    if ch.height:
+    if ch.height and inc.timed:  # (in untimed logs a change's place in the file says nothing of when)
         first = ch[s.TS][0]
         # The rollout and what came with it (new image pulls, rescales).
         return _rollout(ch.filter(pl.col(s.TS) <= first + ROLLOUT_SPAN)) | {

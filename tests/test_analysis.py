@@ -2391,3 +2391,20 @@ def test_a_rollout_in_the_same_minute_as_its_new_pods_failure_is_the_trigger_not
     assert "a new pod failing to start after the rollout at 11:48:00 (its trigger)" in rc["why"]
     assert (inc["trigger"]["kind"], inc["trigger"]["ts"]) == ("rollout", "2025-06-03T11:48:00Z")
     assert inc["resolution"]["kind"] == "no recovery logged"  # (the scale-down a minute later is the update's own)
+
+
+def test_an_untimed_describe_with_an_image_pull_after_the_fault_names_no_resolution(tmp_path):
+    # A describe Events section without --captured-at has no times: its `Pulling: Pulling image`
+    # row, after the probe failures in the file, is no rollout that ended anything.
+    write_file(
+        tmp_path / "describe.txt",
+        "Events:\n"
+        "  Type     Reason     Age                From     Message\n"
+        "  ----     ------     ----               ----     -------\n"
+        "  Warning  Unhealthy  25m (x3 over 25m)  kubelet  Liveness probe failed: HTTP probe failed with statuscode: 404\n"
+        "  Normal   Killing    25m                kubelet  Container vllm failed liveness probe, will be restarted\n"
+        '  Normal   Pulling    25m (x2 over 28m)  kubelet  Pulling image "ghcr.io/llm-d/llm-d-inference-sim:v0.1.1"\n',
+    )
+    (inc,) = analyze(tmp_path).to_json()["incidents"]
+    assert inc["root_cause"]["label"].startswith("health probe misconfigured")
+    assert inc["resolution"]["kind"] == "no recovery logged" and inc["resolution"]["ts"] is None
