@@ -281,9 +281,10 @@ def parse_node_condition(df: pl.DataFrame) -> pl.DataFrame:
     ).drop("_m")
 
 
-def _in_block(name: str) -> pl.Expr:
+def _field_above(name: str) -> pl.Expr:
     """Per file and `describe` block (from one `Name:` field to the next), the value of its field
-    line `name:` at or above each row; null before the block has one."""
+    line `name:` at or above each row (the `Name:` / `Node:` of the pod or node block a row
+    belongs to); null before the block has one, so no block borrows another's."""
     first = pl.col(s.MESSAGE).str.strip_chars()
     field = pl.col(s.SOURCE) == "k8s-state"
     block = (field & first.str.starts_with("Name:")).cum_sum().over("_fid", order_by="_row")
@@ -305,7 +306,7 @@ def described_objects(events: pl.DataFrame) -> pl.DataFrame:
     if "_devent" not in events.columns:
         return events
     mine = pl.col("_devent").fill_null(False)
-    name, node = _in_block("Name"), _in_block("Node").str.replace(r"/.*$", "")
+    name, node = _field_above("Name"), _field_above("Node").str.replace(r"/.*$", "")
     of_pod = mine & name.is_not_null() & node.is_not_null()
     of_node = mine & name.is_not_null() & node.is_null()
     events = ensure(events, {s.POD: pl.String, s.HOST: pl.String, s.NAMESPACE: pl.String, s.K8S_OBJECT: pl.String})
@@ -318,7 +319,7 @@ def described_objects(events: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col(s.HOST))
         .alias(s.HOST),
         pl.when(of_pod)
-        .then(pl.coalesce(pl.col(s.NAMESPACE).cast(pl.String), _in_block("Namespace")))
+        .then(pl.coalesce(pl.col(s.NAMESPACE).cast(pl.String), _field_above("Namespace")))
         .otherwise(pl.col(s.NAMESPACE).cast(pl.String))
         .alias(s.NAMESPACE),
         pl.when(of_pod)
@@ -328,18 +329,6 @@ def described_objects(events: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col(s.K8S_OBJECT))
         .alias(s.K8S_OBJECT),
     ).drop("_devent")
-
-
-def _field_above(name: str) -> pl.Expr:
-    """Per file, the value of the nearest `describe` field line `name:` at or above each row
-    (the `Name:` / `Node:` of the pod or node block a row belongs to)."""
-    first = pl.col(s.MESSAGE).str.strip_chars()
-    return (
-        pl.when((pl.col(s.SOURCE) == "k8s-state") & first.str.starts_with(f"{name}:"))
-        .then(first.str.slice(len(name) + 1).str.strip_chars())
-        .forward_fill()
-        .over("_fid", order_by="_row")
-    )
 
 
 def node_conditions(events: pl.DataFrame) -> pl.DataFrame:
@@ -395,7 +384,7 @@ def container_states(events: pl.DataFrame) -> pl.DataFrame:
         _field_above("Name").alias("_dpod"),
         _field_above("Node").str.replace(r"/.*$", "").alias("_dnode"),
         # the pod's own `Message:` (why it failed as a whole: a node shutdown, an eviction)
-        _in_block("Message").alias("_dmsg"),
+        _field_above("Message").alias("_dmsg"),
         pl.col(s.MESSAGE)
         .str.extract(r"(?m)^\s{2}([a-z0-9][a-z0-9\-]*):\s*$", 1)
         .forward_fill()
