@@ -296,6 +296,13 @@ def _field_above(name: str) -> pl.Expr:
     )
 
 
+def _described_node() -> pl.Expr:
+    """The node of a `describe pod` block (`Node: gpu-node-3/10.0.0.3`): null for a pod no node
+    was chosen for (`Node: <none>`, a pending pod)."""
+    node = _field_above("Node").str.replace(r"/.*$", "")
+    return pl.when(node != "<none>").then(node)
+
+
 def described_objects(events: pl.DataFrame) -> pl.DataFrame:
     """After folding: a `describe` Events row's object, which the section leaves to its block.
 
@@ -306,9 +313,9 @@ def described_objects(events: pl.DataFrame) -> pl.DataFrame:
     if "_devent" not in events.columns:
         return events
     mine = pl.col("_devent").fill_null(False)
-    name, node = _field_above("Name"), _field_above("Node").str.replace(r"/.*$", "")
-    of_pod = mine & name.is_not_null() & node.is_not_null()
-    of_node = mine & name.is_not_null() & node.is_null()
+    name, node = _field_above("Name"), _described_node()
+    of_pod = mine & name.is_not_null() & _field_above("Node").is_not_null()  # (pending too: `Node: <none>`)
+    of_node = mine & name.is_not_null() & _field_above("Node").is_null()
     events = ensure(events, {s.POD: pl.String, s.HOST: pl.String, s.NAMESPACE: pl.String, s.K8S_OBJECT: pl.String})
     return events.with_columns(
         pl.when(of_pod).then(pl.coalesce(s.POD, name)).otherwise(pl.col(s.POD)).alias(s.POD),
@@ -382,7 +389,7 @@ def container_states(events: pl.DataFrame) -> pl.DataFrame:
     events = ensure(events, {s.HOST: pl.String})
     described = events.filter(pl.col(s.SOURCE) == "k8s-state").with_columns(
         _field_above("Name").alias("_dpod"),
-        _field_above("Node").str.replace(r"/.*$", "").alias("_dnode"),
+        _described_node().alias("_dnode"),
         # the pod's own `Message:` (why it failed as a whole: a node shutdown, an eviction)
         _field_above("Message").alias("_dmsg"),
         pl.col(s.MESSAGE)

@@ -2078,6 +2078,13 @@ def test_a_describe_events_section_names_its_blocks_pod_and_node(tmp_path):
         "  Type     Reason     Age   From     Message\n"
         "  ----     ------     ----  ----     -------\n"
         '  Warning  Unhealthy  2m    kubelet  Readiness probe failed: Get "http://10.4.2.17:8000/health": EOF\n'
+        "Name:             llama-9\n"
+        "Namespace:        serving\n"
+        "Node:             <none>\n"
+        "Events:\n"
+        "  Type     Reason            Age   From               Message\n"
+        "  ----     ------            ----  ----               -------\n"
+        "  Warning  FailedScheduling  2m    default-scheduler  0/4 nodes are available: 4 Insufficient nvidia.com/gpu.\n"
         "Name:               gpu-node-4\n"
         "Roles:              <none>\n"
         "Events:\n"
@@ -2095,6 +2102,7 @@ def test_a_describe_events_section_names_its_blocks_pod_and_node(tmp_path):
     ev = ingest(tmp_path).events.filter(pl.col(s.SOURCE) == "k8s-event").sort(s.FILE, s.LINE)
     assert ev.select(s.FILE, s.K8S_REASON, s.POD, s.HOST, s.K8S_OBJECT).rows() == [
         ("describe.txt", "Unhealthy", "llama-0", "gpu-node-3", "pod/llama-0"),
+        ("describe.txt", "FailedScheduling", "llama-9", None, "pod/llama-9"),  # (pending: `Node: <none>`)
         ("describe.txt", "NodeNotReady", None, "gpu-node-4", "node/gpu-node-4"),
         ("events-only.txt", "BackOff", None, None, None),
     ]
