@@ -681,13 +681,9 @@ def _resolution(inc, signals, logs_end, rollout: datetime | None = None) -> dict
     """
     measured = inc.baseline is not None
     errors_end = None if measured or not inc.timed else _iso(inc.end)
-    lo = inc.start
-    if rollout is not None:
-        signals = signals.filter(pl.col(s.TS) > max(lo, rollout + ROLLOUT_SPAN))
     hi = (inc.end or signals[s.TS].max() or inc.start) + timedelta(minutes=10)
-    ch = signals.filter((pl.col("category") == "config-change") & (pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi)).sort(
-        s.TS
-    )
+    after = pl.col(s.TS) >= inc.start if rollout is None else pl.col(s.TS) > max(inc.start, rollout + ROLLOUT_SPAN)
+    ch = signals.filter((pl.col("category") == "config-change") & after & (pl.col(s.TS) <= hi)).sort(s.TS)
     if ch.height and inc.timed:  # (in untimed logs a change's place in the file says nothing of when)
         first = ch[s.TS][0]
         # The rollout and what came with it (new image pulls, rescales).
