@@ -57,7 +57,11 @@ from parsers._common import SYSLOG_LEVEL_WORDS, TIME_PARTS, ensure, level_from_w
 
 CONT = (
     r"^(?:\s|Traceback \(most recent call last\)|frame #\d+:|Exception raised from |terminate called |"
-    r"The above exception was|During handling of the above|Last error:|\^+\s*$|Process [\w\-]+:$)"
+    r"The above exception was|During handling of the above|Last error:|\^+\s*$|Process [\w\-]+:$"
+    # asyncio's exception handler writes its context under the message, one `key: repr` a line
+    # (`Task exception was never retrieved` / `future: <Task ...>`, `socket.accept() out of
+    # system resource` / `socket: <asyncio.TransportSocket ...>`), then the traceback
+    r"|(?:future|task|handle|protocol|transport|socket|asyncgen): <|(?:source|handle)_traceback: \w+ created at)"
 )
 CONT_MSG = r"^(?:\s|Traceback \(most recent call last\)|\^+\s*$)"
 

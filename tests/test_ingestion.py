@@ -120,6 +120,34 @@ def test_logger_exception_traceback_is_folded_into_its_header_event(incident_dir
     assert row[s.MESSAGE].endswith("RuntimeError: Cache corruption detected in block 88123")
 
 
+def test_asyncio_context_lines_and_traceback_fold_into_the_handler_message(tmp_path):
+    # asyncio's default exception handler, as `kubectl logs --timestamps` stamps each line
+    stamp = "2026-03-04T10:04:56.000000000Z "
+    body = [
+        "Task exception was never retrieved",
+        "future: <Task finished name='Task-7' coro=<serve() done> exception=RuntimeError('boom')>",
+        "Traceback (most recent call last):",
+        '  File "/app/serve.py", line 12, in serve',
+        "RuntimeError: boom",
+        "(APIServer pid=1) INFO 03-04 10:04:56 [launcher.py:46] Route: /health, Methods: GET",
+        "socket.accept() out of system resource",
+        "socket: <asyncio.TransportSocket fd=9, family=2, type=1, proto=6, laddr=('0.0.0.0', 8000)>",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.12/asyncio/selector_events.py", line 178, in _accept_connection',
+        "    conn, addr = sock.accept()",
+        "OSError: [Errno 24] Too many open files",
+    ]
+    write(tmp_path / "api.log", "".join(stamp + line + "\n" for line in body))
+    result = ingest(tmp_path)
+    _balanced(result)
+    ev = result.events.sort(s.LINE)
+    assert ev[s.LINE].to_list() == [1, 6, 7]
+    assert ev[s.RAW_LINES].to_list() == [5, 1, 6]
+    assert ev[s.MESSAGE][0].startswith("Task exception was never retrieved\nfuture: <Task finished")
+    assert ev[s.MESSAGE][2].startswith("socket.accept() out of system resource\nsocket: <asyncio.TransportSocket")
+    assert ev[s.MESSAGE][2].endswith("OSError: [Errno 24] Too many open files")
+
+
 def test_interleaved_process_lines_are_not_folded_into_another_process(incident_dir):
     ev = ingest(incident_dir).events
     access = _row(ev, file="vllm-0.log", line=9)
