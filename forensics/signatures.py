@@ -178,6 +178,19 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|No available memory for the cache blocks",
         "GPU out of memory",
     ),
+    # cuBLAS creating its handle or workspace: ALLOC_FAILED is an allocation; NOT_INITIALIZED is,
+    # in PyTorch, nearly always the same (the handle is created lazily, at the first matmul, on a
+    # GPU another allocation has filled). Both read `CUDA error: CUBLAS_STATUS_...`, which the
+    # generic GPU fault would otherwise take for the hardware's.
+    Signature(
+        "gpu-memory",
+        "fault",
+        2,
+        r"CUBLAS_STATUS_(?:ALLOC_FAILED|NOT_INITIALIZED)",
+        "cuBLAS could not allocate its handle or workspace (GPU memory exhausted)",
+        action="Leave cuBLAS room on the GPU: lower `gpu_memory_utilization` or `max_num_seqs`, and check that no other "
+        "process holds memory on it (`nvidia-smi`); the GPU itself is not faulty.",
+    ),
     Signature(
         "gpu-memory",
         "fault",
@@ -325,6 +338,36 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|GPU requires reset",
         "GPU driver / NVML failure",
     ),
+    # A process out of file descriptors fails every socket it opens: said before the transports
+    # that report it (asyncio's accept loop, NCCL's sockets, ZMQ). Under load it is the API
+    # server's open connections over its `ulimit -n`.
+    Signature(
+        "engine",
+        "fault",
+        4,
+        r"\[Errno 24\] Too many open files|Too many open files \(|socket\.accept\(\) out of system resource"
+        r"|: Too many open files$",
+        "a process ran out of file descriptors (its open-file limit, ulimit -n: open connections or sockets under load)",
+        action="Raise the container's open-file limit (`LimitNOFILE` of the container runtime, or `ulimit -n` in the "
+        "entrypoint, to 65536 or more), cap concurrent connections per pod at the gateway, and alert on "
+        "`process_open_fds` against `process_max_fds`.",
+    ),
+    # The API server's port (uvicorn's bind, vLLM's own socket), the TCPStore's master port or a
+    # ZMQ endpoint taken: a leftover server from the previous start, or two hostNetwork pods. Before
+    # the rendezvous signature, which would read torch's `DistNetworkError: ... EADDRINUSE` as a
+    # connection failing.
+    Signature(
+        "engine",
+        "fault",
+        4,
+        r"(?i:address already in use)|\bEADDRINUSE\b",
+        "the server's port is already taken (a leftover vLLM process, or two hostNetwork pods on one node; engine "
+        "start)",
+        at_start=True,
+        action="Find what holds the port on {host} (`ss -ltnp | grep PORT`): a vLLM from an earlier start still "
+        "running (kill it, or make the entrypoint `exec` vLLM so it dies with the container), or a second pod with "
+        "`hostNetwork: true` (give each its own port, or an anti-affinity).",
+    ),
     # --- network / NCCL transport
     Signature(
         "network",
@@ -447,7 +490,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         1,
         r"DistNetworkError|The client socket has (?:failed to connect|timed out after)|RendezvousTimeoutError"
-        r"|RendezvousConnectionError|TCPStore.*(?:timed out|Connection refused|Connection reset)",
+        r"|RendezvousConnectionError|TCPStore.*(?:timed out|Connection refused|Connection reset)"
+        # the store's server end: the other ranks never connected (not started, or cannot reach it)
+        r"|Timed out after \d+ seconds waiting for clients",
         "torch.distributed rendezvous / TCPStore connection failed",
     ),
     Signature(
@@ -632,6 +677,20 @@ SIGNATURES: tuple[Signature, ...] = (
         PD_MISMATCH,
         action="Deploy prefill and decode from one spec: the same vLLM version, model, dtype, KV-cache dtype and "
         "attention backend (what NIXL's compatibility hash covers); roll the newer side back until both match.",
+    ),
+    # Caches the engine writes at start (Hugging Face's, torch.compile's, Triton's, vLLM's own)
+    # default under $HOME: a read-only root filesystem or an arbitrary UID (OpenShift) refuse them.
+    Signature(
+        "engine",
+        "fault",
+        4,
+        r"\[Errno (?:13|30)\] (?:Permission denied|Read-only file system): '[^']*"
+        r"(?:\.cache|\.triton|\.config|huggingface|torch_extensions|vllm)",
+        "the engine cannot write its cache directories (read-only root filesystem or a non-root user; engine start)",
+        at_start=True,
+        action="Mount a writable `emptyDir` for the caches and point the engine at it (`HF_HOME`, `XDG_CACHE_HOME`, "
+        "`TRITON_CACHE_DIR`, `VLLM_CACHE_ROOT`), or run as a user that owns $HOME; check `readOnlyRootFilesystem` "
+        "and `runAsUser` in the pod's securityContext.",
     ),
     Signature(
         "engine",

@@ -873,6 +873,55 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "pod-lifecycle",
             "symptom",
         ),
+        # cuBLAS's handle created on a full GPU: memory, not the hardware the generic CUDA error says
+        (
+            "Traceback (most recent call last):",
+            "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+            "gpu-memory",
+            "fault",
+        ),
+        (
+            "Traceback (most recent call last):",
+            "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+            "gpu-memory",
+            "fault",
+        ),
+        # the server's port taken: uvicorn's bind, vLLM's own socket, torch's TCPStore (not a rendezvous failing)
+        (
+            "[Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
+            None,
+            "engine",
+            "fault",
+        ),
+        ("Traceback (most recent call last):", "OSError: [Errno 98] Address already in use", "engine", "fault"),
+        (
+            "Traceback (most recent call last):",
+            "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. "
+            "port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use",
+            "engine",
+            "fault",
+        ),
+        # file descriptors exhausted under load (asyncio's accept loop logs it, then the exception)
+        ("socket.accept() out of system resource", None, "engine", "fault"),
+        ("Traceback (most recent call last):", "OSError: [Errno 24] Too many open files", "engine", "fault"),
+        (
+            "Traceback (most recent call last):",
+            "PermissionError: [Errno 13] Permission denied: '/.cache'",
+            "engine",
+            "fault",
+        ),
+        (
+            "Traceback (most recent call last):",
+            "OSError: [Errno 30] Read-only file system: '/root/.cache/huggingface/hub/models--Qwen--Qwen3-8B'",
+            "engine",
+            "fault",
+        ),
+        (  # the store's server end: the other ranks never connected
+            "Traceback (most recent call last):",
+            "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+            "network",
+            "fault",
+        ),
     ],
 )
 def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, category, kind):
