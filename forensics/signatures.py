@@ -335,7 +335,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|no CUDA-capable device is detected|cudaErrorNoDevice|nvidia-container-cli: .*error"
         r"|Unable to determine the device handle for GPU|GPU is lost|No CUDA GPUs are available"
         r"|Unexpected error from cudaGetDeviceCount|Error 802: system not yet initialized"
-        r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|GPU requires reset",
+        r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|GPU requires reset"
+        r"|NVRM: .*RmInitAdapter failed",
         "GPU driver / NVML failure",
     ),
     # A process out of file descriptors fails every socket it opens: said before the transports
@@ -496,6 +497,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "torch.distributed rendezvous / TCPStore connection failed",
     ),
     Signature(
+        "network",
+        "fault",
+        1,
+        r"Failed to connect to GCS (?:at address \S+ )?within \d+ seconds",
+        "a Ray node cannot reach the head's GCS (the head down, or the network to it)",
+    ),
+    Signature(
         "other",
         "fault",
         1,
@@ -523,15 +531,40 @@ SIGNATURES: tuple[Signature, ...] = (
         action="Drain {host}; the AER lines name the device's bus id (`lspci -s <id>`, `nvidia-smi -q` for a GPU): "
         "reseat or replace it and check the riser and PCIe switch before returning the node.",
     ),
+    # The host's own hardware: a machine check (CPU, cache, memory controller) or host memory's
+    # uncorrectable ECC (EDAC's `UE`; its corrected `CE` counts are wear, no fault).
+    Signature(
+        "node",
+        "fault",
+        0,
+        r"mce: \[Hardware Error\]|Machine check events logged|Machine Check Exception"
+        r"|EDAC \S+: \d+ UE |EDAC .*[Uu]ncorrect(?:ed|able)",
+        "host hardware error on the node (machine check or uncorrectable memory ECC)",
+        action="Drain {host} and read its BMC / IPMI event log (`ipmitool sel list`) and `mcelog` or `rasdaemon`: "
+        "replace the DIMM or CPU they name before returning the node.",
+    ),
     Signature(
         "node",
         "fault",
         0,
         r"KernelOops|BUG: unable to handle kernel|blocked for more than \d+ seconds|TaskHung"
         r"|soft lockup - CPU#\d+ stuck|rcu_\w+ self-detected stall|rcu: INFO: rcu_\w+ detected stalls"
-        r"|ReadonlyFilesystem|FilesystemIsReadOnly|Remounting filesystem read-only|EXT4-fs error",
+        r"|ReadonlyFilesystem|FilesystemIsReadOnly|Remounting filesystem read-only|EXT4-fs error"
+        # the block layer's words for a failing disk (its 5.x and 6.x spellings)
+        r"|\bI/O error, dev \w+|Buffer I/O error on dev|XFS \(\S+\): .*(?:I/O error|[Cc]orruption)",
         "node kernel or filesystem failure (oops, hung task, read-only filesystem)",
         action="Drain {host} and read its kernel log (`journalctl -k`, node-problem-detector events): a hung task in D state often points at storage or the GPU driver, a read-only root at the disk; return it only after a reboot and a clean check.",
+    ),
+    # The NFS client's own words (fs/nfs): every read of the volume (a model's weights on a shared
+    # volume, a cache) blocks until the server answers; `nfs: server X OK` says when it did.
+    Signature(
+        "node",
+        "fault",
+        0,
+        r"\bnfs: server \S+ not responding",
+        "the NFS server of a volume stopped responding (reads of the model volume hang)",
+        action="Check the NFS server and the network to it (its load, `nfsstat`, `mountstats` on {host}); keep the "
+        "model's weights on a local disk or a pre-pulled cache so a storage stall cannot stop serving pods.",
     ),
     Signature(
         "pod-lifecycle",
@@ -647,7 +680,9 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|Cannot find any model weights|No such file or directory: '[^']*(?:config\.json|\.safetensors|tokenizer[^']*)'"
         # the Hub refusing a burst of replicas' downloads; a weights file cut short (a download
         # interrupted into a shared cache) that safetensors cannot read
-        r"|429 Client Error: Too Many Requests for url: https://huggingface\.co|Error while deserializing header",
+        r"|429 Client Error: Too Many Requests for url: https://huggingface\.co|Error while deserializing header"
+        # requests failing to reach the Hub at all (its DNS, a proxy, no egress)
+        r"|HTTPSConnectionPool\(host='(?:[\w-]+\.)*(?:huggingface\.co|hf\.co)', port=443\): Max retries exceeded",
         "model weights or config cannot be loaded at engine start (path, Hugging Face access or network)",
         at_start=True,
         action="Make the model loadable on every node before rollout: weights on a volume or pre-pulled cache (`HF_HUB_OFFLINE=1`), the access token as a Secret, and a startup probe that fails the rollout, not the serving replicas.",
@@ -700,6 +735,19 @@ SIGNATURES: tuple[Signature, ...] = (
         "torch.compile failed at engine start",
         at_start=True,
         action="Pin the vLLM/torch versions that compiled this model in staging, or start with `--enforce-eager` / `compilation_config` off until the compile error is fixed.",
+    ),
+    # Name resolution, last of the faults: an image pull or a model download that failed on it
+    # keeps its own signature above (what failed, at start); alone (the KV store's, a peer's
+    # name), cluster DNS is the fault.
+    Signature(
+        "network",
+        "fault",
+        1,
+        r"Temporary failure in name resolution|\[Errno -[25]\] (?:Name or service not known|Name has no usable address)"
+        r"|: lookup \S+ on [\d.:\[\]a-f]+: (?:no such host|server misbehaving|read udp \S+->\S+: i/o timeout)",
+        "DNS resolution failed (cluster DNS / CoreDNS, or a name that does not exist)",
+        action="Check cluster DNS (CoreDNS pods' logs and load, `kubectl -n kube-system get pods -l k8s-app=kube-dns`) "
+        "and the name the pod looked up (a Service that exists in its namespace); alert on CoreDNS errors.",
     ),
     # --- changes
     Signature(
@@ -759,7 +807,10 @@ SIGNATURES: tuple[Signature, ...] = (
         4,
         r"EngineCore encountered a fatal error|EngineDeadError|AsyncLLM output_handler failed|Engine background task failed|AsyncEngineDeadError|Engine loop has died|Worker \S+ pid \d+ died|failed \(exitcode: -?\d+\) local_rank: \d+|ChildFailedError|WorkerProc hit an exception|Engine core initialization failed|EngineCore failed to start|Engine iteration timed out|RPC call to \w+ timed out|Parent process exited, terminating worker|Killing local vLLM worker processes|RayActorError|ActorDiedError|The actor died unexpectedly|A worker died or was killed while executing a task"
         r"|Engine core proc \S+ died unexpectedly|Worker proc \S+ died unexpectedly|WorkerProc failed to start"
-        r"|EngineCore encountered an issue|RuntimeError: Executor failed",
+        r"|EngineCore encountered an issue|RuntimeError: Executor failed"
+        # the interpreter's and absl's crash handlers: a crash in native code, said on stderr
+        r"|^Fatal Python error: (?:Segmentation fault|Aborted|Bus error)|^Segmentation fault \(core dumped\)"
+        r"|^\*\*\* SIG(?:SEGV|ABRT|BUS) received at time=",
         "engine died",
     ),
     Signature(

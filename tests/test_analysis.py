@@ -916,6 +916,41 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "engine",
             "fault",
         ),
+        ("mce: [Hardware Error]: Machine check events logged", None, "node", "fault"),
+        ("EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0", None, "node", "fault"),
+        (
+            "blk_update_request: I/O error, dev nvme0n1, sector 123456 op 0x0:(READ) flags 0x80700 phys_seg 1 prio "
+            "class 0",
+            None,
+            "node",
+            "fault",
+        ),
+        ("nfs: server 10.0.0.5 not responding, still trying", None, "node", "fault"),
+        ("NVRM: GPU 0000:3b:00.0: RmInitAdapter failed! (0x24:0x72:1436)", None, "gpu-fault", "fault"),
+        ("Failed to connect to GCS at address 10.0.0.1:6379 within 5 seconds.", None, "network", "fault"),
+        (
+            "Traceback (most recent call last):",
+            "socket.gaierror: [Errno -3] Temporary failure in name resolution",
+            "network",
+            "fault",
+        ),
+        (
+            "failed to connect to the KV store: dial tcp: lookup lmcache-server on 10.96.0.10:53: no such host",
+            None,
+            "network",
+            "fault",
+        ),
+        (  # the Hub unreachable at start is the weights failing to load, whatever DNS said
+            "Traceback (most recent call last):",
+            "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co', port=443): Max retries "
+            'exceeded with url: /api/models/Qwen/Qwen3-8B (Caused by NameResolutionError("<urllib3.connection.'
+            "HTTPSConnection object at 0x7f>: Failed to resolve 'huggingface.co' ([Errno -3] Temporary failure in "
+            'name resolution)"))',
+            "engine",
+            "fault",
+        ),
+        ("Fatal Python error: Segmentation fault", None, "engine", "symptom"),
+        ("*** SIGSEGV received at time=1700000000 on cpu 3 ***", None, "engine", "symptom"),
         (  # the store's server end: the other ranks never connected
             "Traceback (most recent call last):",
             "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
@@ -945,6 +980,9 @@ def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, ca
         "gpu-b:2343:2381 [0] NCCL WARN NET/IB : mlx5_0:1 Got async event : client reregistration",
         # aws-ofi-nccl finding no EFA: NCCL falls back to its socket transport and goes on
         "NCCL INFO NET/OFI No eligible providers were found",
+        # host memory's corrected errors are wear; an NFS server answering again is the recovery
+        "EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0",
+        "nfs: server 10.0.0.5 OK",
     ],
 )
 def test_routine_hardware_notices_are_no_fault(line):
@@ -2418,6 +2456,22 @@ def test_a_probe_failure_is_no_slow_start_when_the_engine_served_or_went_quiet(t
     (inc,) = analyze(tmp_path).to_json()["incidents"]
     assert inc["root_cause"]["status"] == "inconclusive"
     assert inc["root_cause"]["label"] != rootcause.STARTUP_KILL_LABEL
+
+
+def test_an_nfs_server_gone_silent_under_a_stalled_model_load_is_the_cause_not_the_probe(tmp_path):
+    # The load stalled six minutes before the probe gave up: the node's kernel says why.
+    _slow_start(tmp_path, quiet_min=6.0)
+    write_file(
+        tmp_path / "nodes" / "gpu-node-1" / "kernel.journal",
+        "Jun 01 10:03:05 gpu-node-1 kernel: nfs: server 10.0.9.4 not responding, still trying\n"
+        "Jun 01 10:05:10 gpu-node-1 kernel: INFO: task python3:4121 blocked for more than 122 seconds.\n",
+    )
+    (inc,) = analyze(tmp_path).to_json()["incidents"]
+    rc = inc["root_cause"]
+    assert (rc["status"], rc["category"], rc["hosts"]) == ("supported", "node", ["gpu-node-1"])
+    assert rc["label"].startswith("the NFS server of a volume stopped responding")
+    roles = {h["label"]: h["role"] for h in inc["hypotheses"]}
+    assert roles["node kernel or filesystem failure (oops, hung task, read-only filesystem)"] == "symptom"
 
 
 def test_a_rollout_in_the_same_minute_as_its_new_pods_failure_is_the_trigger_not_the_fix(tmp_path):
