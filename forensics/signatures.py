@@ -118,6 +118,19 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|The number of tokens is more than the number of blocks",
         "KV store returned fewer tokens than its lookup promised (chunks evicted or lost in between)",
     ),
+    # The remote KV store behind LMCache (its Redis backend, redis-py's words): unreachable, the
+    # engine recomputes every prefix it would have read (throughput falls, no wrong output).
+    Signature(
+        "kv-cache",
+        "fault",
+        2,
+        r"redis\.exceptions\.(?:ConnectionError|TimeoutError|BusyLoadingError)"
+        r"|Error \d+ connecting to \S+:\d+\. Connection refused",
+        "the remote KV store (Redis) cannot be reached",
+        action="Restore the KV store the pods' LMCache config names (its pods, Service and memory: a Redis evicting "
+        "or restarting under load), and alert on its availability and on LMCache's remote errors; serving falls back "
+        "to recomputing prefixes, so size the fleet for a store outage.",
+    ),
     # Disaggregated prefill (P/D): the prefill instance holds a request's KV blocks under a lease
     # until decode has read them (vLLM's NixlConnector; `VLLM_NIXL_ABORT_REQUEST_TIMEOUT`). A
     # read it no longer recognises may have copied blocks already freed and reused: stale KV.

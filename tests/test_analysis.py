@@ -916,6 +916,12 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "engine",
             "fault",
         ),
+        (
+            "Traceback (most recent call last):",
+            "redis.exceptions.ConnectionError: Error 111 connecting to lmcache-redis:6379. Connection refused.",
+            "kv-cache",
+            "fault",
+        ),
         ("mce: [Hardware Error]: Machine check events logged", None, "node", "fault"),
         ("EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0", None, "node", "fault"),
         (
