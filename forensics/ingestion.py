@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 
 import numpy as np
@@ -692,7 +692,8 @@ class _Clock:
     A file's reference is the median exact time of its head (`reference_times`), else
     the median of its directory's references, else an ancestor directory's; failing
     all, `--year` (with Dec->Jan rollover within the file), else the year the file was
-    last modified, with a warning.
+    last modified, with a warning: the latest year that does not put the file's first line
+    after that (an incident of Dec 30 collected on Jan 2 is last year's).
     """
 
     def __init__(
@@ -726,8 +727,10 @@ class _Clock:
                 d = str(PurePosixPath(d).parent)
         return {d: sorted(ts)[len(ts) // 2] for d, ts in by_dir.items()}
 
-    def of(self, fid: int) -> tuple[datetime | None, int | None]:
-        """(reference time, fallback year) of file `fid`: exactly one is set."""
+    def of(self, fid: int, first: tuple[int, int] | None = None) -> tuple[datetime | None, int | None]:
+        """(reference time, fallback year) of file `fid`: exactly one is set. `first`: the
+        (month, day) of the file's first line without a year, which the modification time's
+        year must not put after it."""
         if fid not in self._decided:
             rel = self.metas[fid].rel
             ref = self.refs.get(rel)
@@ -739,13 +742,26 @@ class _Clock:
             if ref is None:
                 fallback = self.year
                 if fallback is None:
-                    fallback = datetime.fromtimestamp(self.metas[fid].mtime, UTC).year
+                    fallback = _year_before(datetime.fromtimestamp(self.metas[fid].mtime, UTC), first)
                     self.warnings.append(
                         f"{rel}: no year in its timestamps and no dated log beside it; assumed {fallback} from the "
                         "file's modification time (pass --year to set it)"
                     )
             self._decided[fid] = (ref, fallback)
         return self._decided[fid]
+
+
+def _year_before(mtime: datetime, first: tuple[int, int] | None) -> int:
+    """The year of a file's first line (`first`: its month and day) that puts it last before the
+    file's modification time, a day of slack for zones and clocks."""
+    if first is None:
+        return mtime.year
+    mo, d = first
+    try:
+        start = datetime(mtime.year, min(max(mo, 1), 12), 1, tzinfo=UTC) + timedelta(days=min(max(d, 1), 31) - 1)
+    except (OverflowError, ValueError):
+        return mtime.year
+    return mtime.year - 1 if start > mtime + timedelta(days=1) else mtime.year
 
 
 @dataclass(frozen=True)
@@ -917,8 +933,11 @@ def _resolve_time(ev: pl.DataFrame, clock: _Clock, carry: _Carry) -> tuple[pl.Da
     yearless = pl.col("_outer_ts").is_null() & pl.col("_mo").is_not_null()
     refs: dict[int, datetime] = {}
     fallback_year: dict[int, int] = {}
-    for fid in ev.filter(yearless)["_fid"].unique().sort().to_list():
-        ref, year = clock.of(fid)
+    # Each file's first line without a year, in this batch (its first such line in the file
+    # when the file is decided here: batches come in file order).
+    heads = ev.filter(yearless).group_by("_fid", maintain_order=True).agg(pl.col("_mo").first(), pl.col("_d").first())
+    for fid, mo, d in sorted(heads.iter_rows()):
+        ref, year = clock.of(fid, (mo, d) if d is not None else None)
         if ref is not None:
             refs[fid] = ref
         else:

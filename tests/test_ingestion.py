@@ -760,6 +760,29 @@ def test_without_any_year_source_the_file_mtime_year_is_used_with_a_warning(tmp_
     assert any("--year" in w for w in r.warnings)
 
 
+def test_a_file_modified_early_in_a_year_puts_its_december_lines_in_the_year_before(tmp_path):
+    # An incident of Dec 30 collected (the files last written) on Jan 2: its lines are not
+    # in the coming December, and the Jan lines after them roll over into the mtime's year.
+    import os
+
+    p = write(
+        tmp_path / "kernel.log",
+        "Dec 30 23:59:00 gpu-node-3 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n"
+        "Jan  2 00:00:10 gpu-node-3 kernel: nvidia-nvlink: Unregistered Nvlink Core\n",
+    )
+    collected = datetime(2026, 1, 2, 8, 0, tzinfo=UTC).timestamp()
+    os.utime(p, (collected, collected))
+    ev = ingest(tmp_path).events.sort(s.LINE)
+    assert ev[s.TS].to_list() == [
+        datetime(2025, 12, 30, 23, 59, tzinfo=UTC),
+        datetime(2026, 1, 2, 0, 0, 10, tzinfo=UTC),
+    ]
+    # a first line no later than the day after the mtime keeps the mtime's year
+    write(p, "Dec 30 06:00:00 gpu-node-3 kernel: x\n")
+    os.utime(p, (collected - 86400 * 4, collected - 86400 * 4))  # Dec 29, 2025
+    assert ingest(tmp_path).events[s.TS][0] == datetime(2025, 12, 30, 6, 0, tzinfo=UTC)
+
+
 # --- bad input -----------------------------------------------------------------------
 
 
