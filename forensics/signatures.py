@@ -187,7 +187,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "gpu-memory",
         "fault",
         2,
-        r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|Cuda failure (?:\d+ )?'?out of memory|Failed to CUDA calloc"
+        r"OutOfMemoryError|CUDA out of memory|CUDA (?:driver )?error: out of memory|Cuda failure (?:\d+ )?'?out of memory|Failed to CUDA calloc"
         r"|No available memory for the cache blocks",
         "GPU out of memory",
     ),
@@ -303,7 +303,9 @@ SIGNATURES: tuple[Signature, ...] = (
         4,
         r"no kernel image is available for execution on the device"
         r"|with CUDA capability sm_\d+ is not compatible with the current PyTorch installation"
-        r"|Bfloat16 is only supported on GPUs with compute capability",
+        r"|Bfloat16 is only supported on GPUs with compute capability"
+        # a kernel tuned for a larger GPU (Triton's tile needs more shared memory than it has)
+        r"|OutOfResources: out of resource: shared memory|FlashAttention only supports Ampere GPUs or newer",
         "the image's kernels or dtype do not support the node's GPU model (CUDA architecture; engine start)",
         at_start=True,
         action="Run an image whose PyTorch and vLLM wheels include this GPU's architecture (compare "
@@ -337,7 +339,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "gpu-fault",
         "fault",
         0,
-        r"Cuda failure \d* ?'(?!out of memory)|ncclUnhandledCudaError|NCCL error.*unhandled cuda error",
+        r"Cuda failure \d* ?'(?!out of memory)|ncclUnhandledCudaError|NCCL [Ee]rror.*unhandled cuda error",
         "CUDA call failed inside NCCL",
     ),
     Signature(
@@ -349,8 +351,14 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|Unable to determine the device handle for GPU|GPU is lost|No CUDA GPUs are available"
         r"|Unexpected error from cudaGetDeviceCount|Error 802: system not yet initialized"
         r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|GPU requires reset"
-        r"|NVRM: .*RmInitAdapter failed",
+        r"|NVRM: .*RmInitAdapter failed"
+        # the container started without the NVIDIA runtime (no runtimeClass, no device plugin mount)
+        r"|lib(?:cuda|nvidia-ml)\.so\.1: cannot open shared object file",
         "GPU driver / NVML failure",
+        action="Check the NVIDIA driver and container runtime on {host}: `nvidia-smi` there (a driver upgraded without a "
+        "reboot says `Driver/library version mismatch`: reboot the node), the GPU operator's driver and toolkit pods, "
+        "and the pod's `runtimeClassName` and `nvidia.com/gpu` request (without them the container gets no "
+        "libcuda); if the driver cannot bring a GPU up (RmInitAdapter), run DCGM diagnostics and RMA it.",
     ),
     # A process out of file descriptors fails every socket it opens: said before the transports
     # that report it (asyncio's accept loop, NCCL's sockets, ZMQ). Under load it is the API
@@ -488,7 +496,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "network",
         "fault",
         1,
-        r"ncclSystemError|ncclRemoteError|NCCL error.*(?:unhandled system error|remote process exited or there was a network error)",
+        r"ncclSystemError|ncclRemoteError|NCCL [Ee]rror.*(?:unhandled system error|remote process exited or there was a network error)",
         "NCCL system / remote error",
     ),
     Signature(
@@ -520,7 +528,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "other",
         "fault",
         1,
-        r"ncclInternalError|ncclInvalidUsage|ncclInvalidArgument|NCCL error.*(?:internal error - please report|invalid usage|invalid argument)",
+        r"ncclInternalError|ncclInvalidUsage|ncclInvalidArgument|NCCL [Ee]rror.*(?:internal error - please report|invalid usage|invalid argument)",
         "NCCL internal error or misuse",
     ),
     # --- node

@@ -922,6 +922,32 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "kv-cache",
             "fault",
         ),
+        ("Traceback (most recent call last):", "RuntimeError: CUDA driver error: out of memory", "gpu-memory", "fault"),
+        (  # torch's older spelling of NCCL's result codes
+            "Traceback (most recent call last):",
+            "RuntimeError: NCCL Error 6: remote process exited or there was a network error",
+            "network",
+            "fault",
+        ),
+        (
+            "Traceback (most recent call last):",
+            "RuntimeError: NCCL Error 1: unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+            "gpu-fault",
+            "fault",
+        ),
+        (  # a Triton kernel tuned for a larger GPU than the node's
+            "Traceback (most recent call last):",
+            "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 167936, Hardware limit: "
+            "101376. Reducing block sizes or `num_stages` may help.",
+            "engine",
+            "fault",
+        ),
+        (  # the container started without the NVIDIA runtime
+            "Traceback (most recent call last):",
+            "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory",
+            "gpu-fault",
+            "fault",
+        ),
         ("mce: [Hardware Error]: Machine check events logged", None, "node", "fault"),
         ("EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0", None, "node", "fault"),
         (
