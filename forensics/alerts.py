@@ -147,6 +147,20 @@ def rules_for(analysis: dict) -> list[Rule]:
                 "symptoms (P/D KV transfer)",
             ),
         ]
+    if signatures.FD_EXHAUSTED in labels:
+        rules.append(
+            Rule(
+                "ProcessOpenFilesNearLimit",
+                "max by (namespace, pod) (process_open_fds / process_max_fds) > 0.8",
+                "5m",
+                "warning",
+                "A server's open files are above 80% of its limit",
+                "{{ $labels.namespace }}/{{ $labels.pod }} uses {{ $value | humanizePercentage }} of its open-file limit: "
+                "new connections and sockets fail at 100% (the postmortem's root cause). Raise the limit or cap "
+                "connections per pod.",
+                "root cause (file descriptors)",
+            )
+        )
     if cats & {"network", "collective-timeout"}:
         rules += [
             Rule(
@@ -284,6 +298,19 @@ def promtool_test(rules_file: str, analysis: dict) -> str:
                 "eval_time": "45m",
                 "alertname": "VLLMKVCacheFullWithoutQueueing",
                 "exp_alerts": [expect("VLLMKVCacheFullWithoutQueueing", {"pod": "vllm-0"}, "1")],
+            }
+        )
+    if "ProcessOpenFilesNearLimit" in by_name:
+        fds = {"namespace": "serving", "pod": "vllm-0"}
+        series += [
+            {"series": 'process_open_fds{namespace="serving",pod="vllm-0"}', "values": "100+30x30 1024x30"},
+            {"series": 'process_max_fds{namespace="serving",pod="vllm-0"}', "values": "1024x60"},
+        ]
+        tests.append(
+            {
+                "eval_time": "45m",
+                "alertname": "ProcessOpenFilesNearLimit",
+                "exp_alerts": [expect("ProcessOpenFilesNearLimit", fds, "100%")],
             }
         )
     if "VLLMKVTransferFailures" in by_name:

@@ -62,6 +62,10 @@ PD_MISMATCH = "prefill and decode instances run incompatible configurations (NIX
 DEEPEP_TIMEOUT = "DeepEP expert all-to-all timed out (a peer rank stopped or its network failed)"
 """DeepEP's timeout checks; its kernels then `trap()` (`forensics.rootcause` reads the CUDA
 error that follows as the timeout's echo)."""
+FD_EXHAUSTED = (
+    "a process ran out of file descriptors (its open-file limit, ulimit -n: open connections or sockets under load)"
+)
+"""Where this is seen, `forensics.alerts` watches the servers' open files against their limit."""
 KV_TRANSFER_LABELS = frozenset({KV_STALE_READ, KV_TRANSFER_FAILED, KV_TRANSFER_UNFINISHED, PD_MISMATCH})
 """The disaggregated prefill/decode signatures: where one is seen, `forensics.alerts` watches
 the NIXL connector's counters."""
@@ -369,7 +373,7 @@ SIGNATURES: tuple[Signature, ...] = (
         4,
         r"\[Errno 24\] Too many open files|Too many open files \(|socket\.accept\(\) out of system resource"
         r"|: Too many open files$",
-        "a process ran out of file descriptors (its open-file limit, ulimit -n: open connections or sockets under load)",
+        FD_EXHAUSTED,
         action="Raise the container's open-file limit (`LimitNOFILE` of the container runtime, or `ulimit -n` in the "
         "entrypoint, to 65536 or more), cap concurrent connections per pod at the gateway, and alert on "
         "`process_open_fds` against `process_max_fds`.",

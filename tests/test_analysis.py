@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics import analyze, rootcause
+from forensics import analyze, rootcause, signatures
 from forensics.postmortem import write_all
 from forensics.signatures import SIGNATURES
 from tests.conftest import DATA
@@ -992,8 +992,6 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
     ],
 )
 def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, category, kind):
-    from forensics import signatures
-
     head, tb = signatures.classify_text(line, exception)
     sig = tb if exception else head
     assert (sig.category, sig.kind) == (category, kind)
@@ -1020,8 +1018,6 @@ def test_real_fault_strings_are_classified_by_layer_and_kind(line, exception, ca
 def test_routine_hardware_notices_are_no_fault(line):
     # Non-fatal NVSwitch errors, a cable plugged in, a corrected PCIe error and a monitoring
     # tool's refused register read happen on healthy nodes: blaming them would mislead.
-    from forensics import signatures
-
     assert signatures.classify_text(line, None) == (None, None)
 
 
@@ -1319,8 +1315,6 @@ def test_the_labels_the_ranking_names_are_the_catalogs():
 @pytest.mark.parametrize("sig", SIGNATURES, ids=lambda sig: sig.label[:40])
 def test_every_signature_compiles_in_polars_regex_engine(sig):
     # polars' engine has no lookaround: a pattern it cannot compile fails the whole analysis.
-    from forensics import signatures
-
     screen = signatures._SCREENS[SIGNATURES.index(sig)]
     assert pl.Series([sig.label, ""]).str.contains(screen).dtype == pl.Boolean  # (raises when it cannot compile)
 
@@ -1340,8 +1334,6 @@ def test_every_signature_compiles_in_polars_regex_engine(sig):
 def test_the_screen_never_changes_which_signature_a_line_gets(line):
     # polars screens each line against the whole catalog; Python's `re` still decides, in
     # catalog order, among what the screen lets through: the answer is the unscreened one.
-    from forensics import signatures
-
     first = line.split("\n", 1)[0]
     maybe = np.flatnonzero(signatures._screen(pl.Series([first]))[0]).tolist()
     assert signatures.classify_text(first, None, maybe) == signatures.classify_text(first, None)
@@ -1349,8 +1341,6 @@ def test_the_screen_never_changes_which_signature_a_line_gets(line):
 
 def test_a_flood_of_one_message_gives_each_of_its_events_its_signature_rows():
     import polars as pl
-
-    from forensics import signatures
 
     crash = (
         "EngineCore encountered a fatal error.\nTraceback (most recent call last):\n"
@@ -2367,6 +2357,40 @@ def test_expired_leases_alone_are_inconclusive_and_ask_for_the_decode_side(tmp_p
     ]
     rc = _prefill_decode(tmp_path, [], prefill)["root_cause"]
     assert rc["status"] == "inconclusive" and "decode instances" in rc["missing"]
+
+
+def test_an_api_server_out_of_file_descriptors_is_the_cause_and_gets_an_open_files_alert(tmp_path):
+    import shutil
+    import subprocess
+
+    import yaml
+
+    start = datetime(2025, 3, 2, 8, 0, tzinfo=UTC)
+    failed = start + timedelta(minutes=19, seconds=56)
+    stamp = f"{failed:%Y-%m-%dT%H:%M:%S}.000000000Z "
+    asyncio_error = [
+        "socket.accept() out of system resource",
+        "socket: <asyncio.TransportSocket fd=9, family=2, type=1, proto=6, laddr=('0.0.0.0', 8000)>",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.12/asyncio/selector_events.py", line 178, in _accept_connection',
+        "OSError: [Errno 24] Too many open files",
+    ]
+    write_file(
+        tmp_path / "logs" / "vllm-0.log",
+        _metrics_lines(start, 40, drop_at=20) + "".join(stamp + line + "\n" for line in asyncio_error),
+    )
+    out = write_all(analyze(tmp_path / "logs"), tmp_path / "out")
+    (inc,) = json.loads(out["analysis"].read_text())["incidents"]
+    assert (inc["root_cause"]["status"], inc["root_cause"]["label"]) == ("supported", signatures.FD_EXHAUSTED)
+    assert inc["root_cause"]["evidence"][0]["text"].startswith("socket.accept() out of system resource")
+    rules = yaml.safe_load(out["alerts"].read_text())["spec"]["groups"][0]["rules"]
+    exprs = {r["alert"]: r["expr"] for r in rules}
+    assert exprs["ProcessOpenFilesNearLimit"] == "max by (namespace, pod) (process_open_fds / process_max_fds) > 0.8"
+    promtool = shutil.which("promtool")
+    if promtool:  # (CI installs it: the fixture's open files at the limit fire the alert)
+        d = tmp_path / "out"
+        run = subprocess.run([promtool, "test", "rules", "alerts_test.yaml"], cwd=d, capture_output=True, text=True)
+        assert run.returncode == 0 and "SUCCESS" in run.stdout, run.stdout + run.stderr
 
 
 def test_a_prefill_decode_incident_gets_alerts_on_the_nixl_connectors_counters(tmp_path):
