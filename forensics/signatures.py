@@ -511,6 +511,23 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|Bootstrap : no socket interface found|NET/Socket : no usable interface",
         "NCCL proxy or bootstrap network failure",
     ),
+    # NVSHMEM, DeepEP's transport for expert parallelism, failing to come up (its init.cu and
+    # transport modules' words): no usable IB device or IBGDA in the pod, or its bootstrap
+    # between the ranks broken. The engine cannot start its expert-parallel layers.
+    Signature(
+        "network",
+        "fault",
+        1,
+        r"(?i:nvshmem initialization failed|nvshmem setup connections failed|building transport map failed"
+        r"|NVSHMEM API called before NVSHMEM initialization|aborting due to error in nvshmemi_init_thread)"
+        r"|cannot allocate mlx5dv_devx_uar",
+        "NVSHMEM (DeepEP's expert-parallel transport) could not initialise (IB / IBGDA or its bootstrap; engine start)",
+        at_start=True,
+        action="Check NVSHMEM's transport in the pod on {host}: `nvshmem-info -a`, the IB devices the pod sees "
+        "(`ibv_devinfo`), IBGDA's driver settings (`NVreg_EnableStreamMemOPs=1`, peer mapping) and the container's "
+        "RDMA rights (`IPC_LOCK`, the RDMA device plugin; IBGDA's DEVX needs more than a plain pod), and that every "
+        "rank reaches the bootstrap address; run DeepEP's `test_internode.py` on the nodes before serving.",
+    ),
     Signature(
         "network",
         "fault",

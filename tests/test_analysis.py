@@ -948,6 +948,20 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "gpu-fault",
             "fault",
         ),
+        (
+            "/sgl-workspace/nvshmem/src/host/init/init.cu:nvshmemi_check_state_and_init:1080: nvshmem initialization "
+            "failed, exiting",
+            None,
+            "network",
+            "fault",
+        ),
+        (
+            "/opt/nvshmem/nvshmem/src/modules/transport/ibgda/ibgda.cpp:1889: NULL value cannot allocate "
+            "mlx5dv_devx_uar",
+            None,
+            "network",
+            "fault",
+        ),
         ("mce: [Hardware Error]: Machine check events logged", None, "node", "fault"),
         ("EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0", None, "node", "fault"),
         (
