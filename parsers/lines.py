@@ -61,7 +61,9 @@ CONT = (
     # asyncio's exception handler writes its context under the message, one `key: repr` a line
     # (`Task exception was never retrieved` / `future: <Task ...>`, `socket.accept() out of
     # system resource` / `socket: <asyncio.TransportSocket ...>`), then the traceback
-    r"|(?:future|task|handle|protocol|transport|socket|asyncgen): <|(?:source|handle)_traceback: \w+ created at)"
+    r"|(?:future|task|handle|protocol|transport|socket|asyncgen): <|(?:source|handle)_traceback: \w+ created at"
+    # faulthandler's dump after `Fatal Python error: ...`: each thread's stack, then the modules
+    r"|(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):|Extension modules: )"
 )
 CONT_MSG = r"^(?:\s|Traceback \(most recent call last\)|\^+\s*$)"
 

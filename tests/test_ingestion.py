@@ -148,6 +148,27 @@ def test_asyncio_context_lines_and_traceback_fold_into_the_handler_message(tmp_p
     assert ev[s.MESSAGE][2].endswith("OSError: [Errno 24] Too many open files")
 
 
+def test_faulthandlers_thread_dumps_fold_into_the_fatal_error(tmp_path):
+    body = [
+        "Fatal Python error: Segmentation fault",
+        "",
+        "Thread 0x00007f3a1bfff640 (most recent call first):",
+        '  File "/usr/lib/python3.12/threading.py", line 355 in wait',
+        "",
+        "Current thread 0x00007f3a2c8ff740 (most recent call first):",
+        '  File "/app/vllm/v1/engine/core.py", line 237 in step',
+        "",
+        "Extension modules: numpy.core._multiarray_umath, torch._C (total: 2)",
+        "INFO 03-02 10:00:00 [api_server.py:1] restarted",
+    ]
+    write(tmp_path / "engine.log", "\n".join(body) + "\n")
+    result = ingest(tmp_path)
+    _balanced(result)
+    ev = result.events.sort(s.LINE)
+    assert ev[s.LINE].to_list() == [1, 10]
+    assert ev[s.MESSAGE][0].endswith("Extension modules: numpy.core._multiarray_umath, torch._C (total: 2)")
+
+
 def test_interleaved_process_lines_are_not_folded_into_another_process(incident_dir):
     ev = ingest(incident_dir).events
     access = _row(ev, file="vllm-0.log", line=9)
