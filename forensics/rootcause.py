@@ -860,6 +860,13 @@ WORKER_DEATH = re.compile(
 """A worker process's death as its parent reports it: vLLM's multiproc executor
 (`Worker VllmWorkerProcess pid 1159 died, exit code: -6`) and torch elastic
 (`failed (exitcode: -9) local_rank: 0 (pid: 290)`). A negative code is the signal that killed it."""
+NATIVE_CRASH = re.compile(
+    r"^Fatal Python error: (?P<what>Segmentation fault|Aborted|Bus error)|^\*\*\* SIG(?P<sig>SEGV|ABRT|BUS) received"
+    r"|^(?P<shell>Segmentation fault) \(core dumped\)"
+)
+"""A process's own report of a crash in native code: Python's faulthandler, absl's signal
+handler, the shell. The thread stacks printed with it say which call crashed."""
+CRASH_SIGNAL = {"Segmentation fault": 11, "SEGV": 11, "Aborted": 6, "ABRT": 6, "Bus error": 7, "BUS": 7}
 SIGNAL_MEANING = {
     6: "SIGABRT: native code aborted, e.g. on a CUDA or NCCL error or a failed assertion, and said why on stderr",
     7: "SIGBUS: often a /dev/shm too small for the container, which NCCL and the shared-memory broadcast use",
@@ -870,7 +877,8 @@ SIGNAL_MEANING = {
 
 
 def first_process_death(hyps: list[Hypothesis]) -> str | None:
-    """When only symptoms are logged, the earliest worker death among them, said as what to look at next.
+    """When only symptoms are logged, the earliest worker death or native crash among them, said
+    as what to look at next.
 
     The watchdog timeouts and engine errors that follow a dead worker are its echo; the
     worker's own output (and how it was killed) is where the cause is.
@@ -878,12 +886,22 @@ def first_process_death(hyps: list[Hypothesis]) -> str | None:
     found = []
     for h in hyps:
         for ev in h.evidence:
-            m = WORKER_DEATH.search(ev.get("text") or "")
+            text = ev.get("text") or ""
+            m = WORKER_DEATH.search(text) or NATIVE_CRASH.search(text)
             if m:
-                found.append((h.first_seen is None, h.first_seen or datetime.min, m))
+                found.append((h.first_seen is None, h.first_seen or datetime.min, m, h, ev))
     if not found:
         return None
-    m = min(found, key=lambda x: (x[0], x[1]))[2]
+    _, _, m, h, ev = min(found, key=lambda x: (x[0], x[1]))
+    if m.re is NATIVE_CRASH:
+        sig = CRASH_SIGNAL[m["what"] or m["sig"] or m["shell"]]
+        where = f" on {', '.join(h.hosts)}" if h.hosts else ""
+        at = f" ({ev['file']}:{ev['line']})" if ev.get("file") else ""
+        return (
+            f"The first failure logged is a process crashing in native code{where}{at}: `{m.group(0)}` "
+            f"({SIGNAL_MEANING[sig]}); the errors after it follow from that. The thread stacks printed with it "
+            "say which call crashed"
+        )
     code, pid = int(m["code"] or m["code2"]), m["pid"] or m["pid2"]
     who = m["who"] or f"local rank {m['rank']}"
     how = f"exit code {code}"

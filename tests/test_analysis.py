@@ -1419,6 +1419,38 @@ def test_first_process_death_reads_vllm_multiproc_and_shell_exit_codes():
     assert first_process_death([hyp("EngineCore encountered a fatal error.", None)]) is None
 
 
+def test_a_native_crash_before_the_engine_died_is_named_with_its_signal_and_where(tmp_path):
+    # Python's faulthandler in an EngineCore, under `kubectl logs --timestamps`; the API server
+    # then reports the engine gone. Only symptoms: the crash is what to read first.
+    stamp = "2025-03-02T08:10:00.000000000Z (EngineCore_DP0 pid=90) "
+    crash = [
+        "Fatal Python error: Segmentation fault",
+        "",
+        "Thread 0x00007f3a1bfff640 (most recent call first):",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 1502 in execute_model',
+        "",
+        "Current thread 0x00007f3a2c8ff740 (most recent call first):",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 237 in step',
+        "",
+        "Extension modules: numpy.core._multiarray_umath, torch._C, vllm._C (total: 3)",
+    ]
+    write_file(
+        tmp_path / "vllm-0.log",
+        "".join(stamp + line + "\n" for line in crash)
+        + "2025-03-02T08:10:01.000000000Z (APIServer pid=1) ERROR 03-02 08:10:01 [core_client.py:566] Engine core "
+        "proc EngineCore_DP0 died unexpectedly, shutting down client.\n",
+    )
+    report = analyze(tmp_path).to_json()
+    crash_events = report["incidents"][0]["hypotheses"]
+    assert {h["template"] for h in crash_events} >= {"Fatal Python error: Segmentation fault"}
+    rc = report["incidents"][0]["root_cause"]
+    assert rc["status"] == "inconclusive"
+    assert rc["missing"].startswith(
+        "The first failure logged is a process crashing in native code on vllm-0 (vllm-0.log:1): "
+        "`Fatal Python error: Segmentation fault` (SIGSEGV"
+    )
+
+
 def test_a_pod_that_cannot_be_scheduled_for_lack_of_gpus_is_a_capacity_fault(tmp_path):
     write_file(
         tmp_path / "scheduler.log",
