@@ -60,6 +60,10 @@ class Report:
     load_declines: list[dict] = field(default_factory=list)
     """Throughput drops that were the load going away (`series.demand_fell`), not incidents:
     said, so that a fall on the plot is never left unexplained."""
+    quiet_faults: list[dict] = field(default_factory=list)
+    """When no incident is found: the hard faults of the catalog that were logged anyway (the
+    throughput held and no replica went dark after them), most frequent first: "no incident"
+    must not read as "nothing failed"."""
 
     def to_json(self) -> dict:
         r = self.ingest
@@ -86,6 +90,7 @@ class Report:
             "alerts": [],
             "unexplained_errors": self.unexplained_errors,
             "load_declines": self.load_declines,
+            "quiet_faults": self.quiet_faults,
             "warnings": self.warnings + r.warnings,
         }
 
@@ -142,7 +147,7 @@ def analyze(
     metrics = clock.apply(r.metrics.with_columns(pl.lit("vllm").alias(s.SOURCE)), offsets, pod_node).drop(s.SOURCE)
     series = ser.build(events, metrics)
     signals = _signals(events, mined.templates, pod_node)
-    incidents = ser.detect(series) if not series.empty else ser.error_bursts(signals)
+    incidents = ser.detect(series, _faulted(signals)) if not series.empty else ser.error_bursts(signals)
     if not incidents:
         signals, incidents = _untimed(signals)
     step("root cause")
@@ -260,8 +265,9 @@ def analyze(
         mined.warnings + ([series.left_out] if series.left_out else []),
         [str(p) for p in roots],
         run_stats,
-        [] if reports else _unexplained_errors(events, mined.templates),
+        [] if reports else _unexplained_errors(events, mined.templates, signals),
         declines,
+        [] if reports else _quiet_faults(signals),
     )
 
 
@@ -276,13 +282,19 @@ def _stalled(stall: dict) -> str:
 UNEXPLAINED_SHOWN = 5
 
 
-def _unexplained_errors(events: pl.DataFrame, templates: pl.DataFrame) -> list[dict]:
-    """The error-level templates of a run with no incident, most frequent first (then earliest).
+def _unexplained_errors(events: pl.DataFrame, templates: pl.DataFrame, signals: pl.DataFrame) -> list[dict]:
+    """The error-level templates of a run with no incident that match no signature (`signals`
+    has those that do), most frequent first (then earliest).
 
     Saying only "no incident found" over logs full of ERROR lines would send the reader
     away; a pasted excerpt of a traceback without its exception line is the usual case.
     """
-    errs = events.filter(pl.col(s.LEVEL).is_in(["ERROR", "CRITICAL"]))
+    known = signals["_ev"].unique() if signals.height else pl.Series([], dtype=pl.UInt32)
+    errs = (
+        events.with_row_index("_ev")
+        .filter(pl.col(s.LEVEL).is_in(["ERROR", "CRITICAL"]) & ~pl.col("_ev").is_in(known.implode()))
+        .drop("_ev")
+    )
     if errs.is_empty():
         return []
     per = (
@@ -303,6 +315,38 @@ def _unexplained_errors(events: pl.DataFrame, templates: pl.DataFrame) -> list[d
     return [
         {
             "template": r[mining.TEMPLATE] or r["first_line"],
+            "count": r["count"],
+            "first_seen": _iso(r["first_seen"]),
+            "file": r["file"],
+            "line": r["line"],
+        }
+        for r in per.iter_rows(named=True)
+    ]
+
+
+def _quiet_faults(signals: pl.DataFrame) -> list[dict]:
+    """The faults of a run with no incident, one row per signature and template, most frequent
+    first (then earliest)."""
+    faults = signals.filter(pl.col("kind") == "fault")
+    if faults.is_empty():
+        return []
+    per = (
+        faults.with_row_index("_ord")
+        .group_by("label", "template")
+        .agg(
+            pl.len().alias("count"),
+            pl.col("_ord").min().alias("_first"),
+            pl.col(s.TS).min().alias("first_seen"),
+            pl.col(s.FILE).sort_by("_ord").first().alias("file"),
+            pl.col(s.LINE).sort_by("_ord").first().alias("line"),
+        )
+        .sort(["count", "_first"], descending=[True, False])
+        .head(UNEXPLAINED_SHOWN)
+    )
+    return [
+        {
+            "label": r["label"],
+            "template": r["template"],
             "count": r["count"],
             "first_seen": _iso(r["first_seen"]),
             "file": r["file"],
@@ -354,6 +398,14 @@ def _merge_recurrences(ranked: list) -> list:
                 continue
         out.append((inc, hyps, v))
     return out
+
+
+def _faulted(signals: pl.DataFrame) -> dict[str, list[datetime]]:
+    """When each replica logged a hard fault, by the name the series knows it by (its pod, else
+    its file: `series._from_metrics`)."""
+    faults = signals.filter((pl.col("kind") == "fault") & pl.col(s.TS).is_not_null())
+    by = faults.group_by(pl.coalesce(s.POD, s.FILE).alias("_src")).agg(pl.col(s.TS).sort())
+    return {src: ts for src, ts in by.iter_rows() if src is not None}
 
 
 def _signals(events: pl.DataFrame, templates: pl.DataFrame, pod_node: dict[str, str]) -> pl.DataFrame:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -246,12 +247,16 @@ def _from_access(events: pl.DataFrame) -> Series:
     return Series(grid, ok, "completed requests/s", errors=_errors(answered, lo, n), left_out=left_out)
 
 
-def detect(series: Series) -> list[Incident]:
-    """Incidents in `series`: throughput drops, then saturation windows not already covered."""
+def detect(series: Series, faulted: dict[str, list[datetime]] | None = None) -> list[Incident]:
+    """Incidents in `series`: throughput drops, then saturation windows not already covered.
+
+    `faulted`: when each replica (its `per_pod` name before the engine) logged a hard fault;
+    a replica that goes dark right after one is an incident however little of the cluster
+    it carried (`_replica_drops`)."""
     if series.empty:
         return []
     found = _drops(series)
-    for inc in _saturation(series) + _replica_drops(series) + _replica_slowdowns(series):
+    for inc in _saturation(series) + _replica_drops(series, faulted or {}) + _replica_slowdowns(series):
         if not any(_overlaps(inc, f) for f in found):
             found.append(inc)
     return sorted(found, key=lambda i: i.start)
@@ -259,10 +264,14 @@ def detect(series: Series) -> list[Incident]:
 
 REPLICA_DIP = 0.10
 """A replica going dark counts when the cluster total dips at least this much: a rollout
-(old pods stop while new ones take over) keeps the total and is not an incident."""
+(old pods stop while new ones take over) keeps the total and is not an incident..."""
+FAULT_LEAD = timedelta(minutes=2)
+"""...unless it logged a hard fault within this long before it went dark (or a bin after):
+a crashed replica of twenty is an outage for the requests routed to it, a rollout logs no
+fault."""
 
 
-def _replica_drops(series: Series) -> list[Incident]:
+def _replica_drops(series: Series, faulted: dict[str, list[datetime]]) -> list[Incident]:
     """A pod whose throughput falls to near zero for 90 s+ while it had been serving.
 
     The peer-outlier view of the series: losing one replica of many moves the cluster
@@ -278,7 +287,8 @@ def _replica_drops(series: Series) -> list[Incident]:
         base = float(np.median(v[serving]))
         dark = (v >= 0) & (v < 0.1 * base)
         dark[:first] = False
-        out += _replica_incidents(series, name, _runs(dark, min_len=3), "replica-drop")
+        faults = faulted.get(name.rsplit("/", 1)[0], [])
+        out += _replica_incidents(series, name, _runs(dark, min_len=3), "replica-drop", faults)
     return out
 
 
@@ -310,9 +320,12 @@ def _replica_slowdowns(series: Series) -> list[Incident]:
     return out
 
 
-def _replica_incidents(series: Series, name: str, runs: list[tuple[int, int]], detector: str) -> list[Incident]:
+def _replica_incidents(
+    series: Series, name: str, runs: list[tuple[int, int]], detector: str, faults: Sequence[datetime] = ()
+) -> list[Incident]:
     """The runs of bins [a, b) in which replica `name` failed that cost the cluster total at
-    least `REPLICA_DIP` against the ten bins before, as incidents of `detector`."""
+    least `REPLICA_DIP` against the ten bins before (or that began at one of its `faults`,
+    `FAULT_LEAD`), as incidents of `detector`."""
     total = np.nan_to_num(series.throughput)
     out = []
     for a, b in runs:
@@ -320,7 +333,10 @@ def _replica_incidents(series: Series, name: str, runs: list[tuple[int, int]], d
         if len(before) < 3:
             continue
         t_base = float(np.median(before))
-        if t_base <= 0 or float(np.mean(total[a:b])) > (1 - REPLICA_DIP) * t_base:
+        if t_base <= 0:
+            continue
+        crashed = any(series.t[a] - FAULT_LEAD <= f <= series.t[a] + timedelta(seconds=BIN_S) for f in faults)
+        if float(np.mean(total[a:b])) > (1 - REPLICA_DIP) * t_base and not crashed:
             continue
         end = series.t[b] if b < len(series.t) else None
         pod, low = name.rsplit("/", 1)[0], float(np.min(total[a:b]))

@@ -1970,6 +1970,63 @@ def test_a_replica_gone_dark_while_requests_queue_is_an_incident_even_with_no_ca
     assert inc["root_cause"]["missing"].startswith("Replica llm-1 stopped serving while requests queued")
 
 
+@pytest.mark.parametrize("crashed", [True, False])
+def test_one_replica_of_twelve_going_dark_after_a_fault_is_an_incident_and_without_one_is_not(tmp_path, crashed):
+    # Losing one replica of twelve moves the cluster total by ~8%, what a rollout does too;
+    # a hard fault logged as it went dark tells a crash from a replica replaced.
+    start = datetime(2025, 5, 1, 9, 0, tzinfo=UTC)
+    for k in range(12):
+        lines = _metrics_lines(start, 22 if k == 7 else 40, drop_at=None).splitlines(keepends=True)
+        if k == 7 and crashed:
+            t = start + timedelta(minutes=21, seconds=58)
+            head = f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z (EngineCore_DP0 pid=90) ERROR {t:%m-%d %H:%M:%S} [core.py:708] "
+            lines += [
+                head + "EngineCore encountered a fatal error.\n",
+                head + "Traceback (most recent call last):\n",
+                head + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",
+            ]
+        write_file(tmp_path / f"llm-{k}.log", "".join(lines))
+    incidents = analyze(tmp_path).to_json()["incidents"]
+    if not crashed:
+        assert incidents == []
+        return
+    (inc,) = incidents
+    rc = inc["root_cause"]
+    assert (inc["impact"]["detector"], rc["status"], rc["category"], rc["hosts"]) == (
+        "replica-drop",
+        "supported",
+        "gpu-memory",
+        ["llm-7"],
+    )
+    assert any("while its 11 peer pods were fine" in w for w in rc["why"])
+
+
+def test_a_fault_the_throughput_did_not_feel_is_said_beside_no_incident_not_as_unexplained(tmp_path):
+    # One IB completion error on a replica that went on serving, and an error the catalog
+    # does not know: no incident, but "no incident" must not read as "nothing failed".
+    start = datetime(2025, 5, 1, 9, 0, tzinfo=UTC)
+    for k in range(3):
+        body = _metrics_lines(start, 40, drop_at=None)
+        if k == 1:
+            t = start + timedelta(minutes=12)
+            body += (
+                f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z gpu-b:2343:2381 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : "
+                "Got completion from peer 10.0.0.7<52415> with status=12 opcode=0 len=0 vendor err 129 (Send)\n"
+                f"{t:%Y-%m-%dT%H:%M:%S}.500000000Z (APIServer pid=7) ERROR {t:%m-%d %H:%M:%S} [serving.py:88] "
+                "tool parser returned nothing for request 7\n"
+            )
+        write_file(tmp_path / "logs" / f"llm-{k}.log", body)
+    out = write_all(analyze(tmp_path / "logs"), tmp_path / "out")
+    a = json.loads(out["analysis"].read_text())
+    assert a["incidents"] == []
+    (quiet,) = a["quiet_faults"]
+    assert (quiet["label"], quiet["count"], quiet["file"]) == ("InfiniBand / RDMA transport error", 1, "llm-1.log")
+    assert [e["template"] for e in a["unexplained_errors"]] == ["tool parser returned nothing for request <NUM>"]
+    md = out["postmortem"].read_text()
+    assert "no replica went dark, but faults were logged" in md and "| InfiniBand / RDMA transport error |" in md
+    assert "no burst of faults" not in md
+
+
 def test_a_replica_serving_less_because_less_is_sent_to_it_is_no_incident(tmp_path):
     _one_replica_slows(tmp_path, queued=False)
     assert analyze(tmp_path).to_json()["incidents"] == []

@@ -166,13 +166,18 @@ def print_verdict(analysis: dict, written: dict[str, Path]) -> None:
             f"{d['unit']} (prompt throughput alike, no queue building, nothing failed): not an incident."
         )
     if not analysis["incidents"]:
-        if analysis.get("load_declines"):
+        quiet = analysis.get("quiet_faults") or []
+        if quiet:
+            why = "throughput steady and no replica went dark, [yellow]but faults were logged[/]"
+        elif analysis.get("load_declines"):
             why = "no fault bursts"
         elif (analysis.get("throughput") or {}).get("measured"):
             why = "throughput steady and no fault bursts"
         else:  # (as the postmortem says it: no series, so no drop could be looked for)
             why = "no fault bursts, and no throughput series in these logs to look for a drop in"
         console.print(f"[green]No incident found[/]: {why}.")
+        for f in quiet:
+            console.print(f"  fault: {f['label']} (x{f['count']}), first at {f['file']}:{f['line']}")
         errors = analysis.get("unexplained_errors") or []
         if errors:
             console.print(
