@@ -147,7 +147,7 @@ def analyze(
     metrics = clock.apply(r.metrics.with_columns(pl.lit("vllm").alias(s.SOURCE)), offsets, pod_node).drop(s.SOURCE)
     series = ser.build(events, metrics)
     signals = _signals(events, mined.templates, pod_node)
-    incidents = ser.detect(series, _faulted(signals)) if not series.empty else ser.error_bursts(signals)
+    incidents = ser.detect(series, _faulted(signals, pod_node)) if not series.empty else ser.error_bursts(signals)
     if not incidents:
         signals, incidents = _untimed(signals)
     step("root cause")
@@ -400,12 +400,19 @@ def _merge_recurrences(ranked: list) -> list:
     return out
 
 
-def _faulted(signals: pl.DataFrame) -> dict[str, list[datetime]]:
-    """When each replica logged a hard fault, by the name the series knows it by (its pod, else
-    its file: `series._from_metrics`)."""
+def _faulted(signals: pl.DataFrame, pod_node: dict[str, str]) -> dict[str, list[datetime]]:
+    """When each replica, or the node it runs on, logged a hard fault, by the name the series
+    knows the replica by (its pod, else its file: `series._from_metrics`)."""
     faults = signals.filter((pl.col("kind") == "fault") & pl.col(s.TS).is_not_null())
-    by = faults.group_by(pl.coalesce(s.POD, s.FILE).alias("_src")).agg(pl.col(s.TS).sort())
-    return {src: ts for src, ts in by.iter_rows() if src is not None}
+    by = faults.group_by(pl.coalesce(s.POD, s.FILE).alias("_src")).agg(pl.col(s.TS))
+    out: dict[str, list[datetime]] = {src: ts for src, ts in by.iter_rows() if src is not None}
+    # A node's own reports (its kernel's Xid, its kubelet) name no pod: they are its pods' faults too.
+    on_node = faults.filter(pl.col(s.POD).is_null()).select(pl.coalesce("node", s.HOST).alias("_n"), s.TS)
+    at = {n: ts for n, ts in on_node.group_by("_n").agg(pl.col(s.TS)).iter_rows() if n is not None}
+    for pod, node in pod_node.items():
+        if node in at:
+            out[pod] = out.get(pod, []) + at[node]
+    return {src: sorted(ts) for src, ts in sorted(out.items())}
 
 
 def _signals(events: pl.DataFrame, templates: pl.DataFrame, pod_node: dict[str, str]) -> pl.DataFrame:

@@ -2001,6 +2001,27 @@ def test_one_replica_of_twelve_going_dark_after_a_fault_is_an_incident_and_witho
     assert any("while its 11 peer pods were fine" in w for w in rc["why"])
 
 
+def test_one_replica_going_dark_after_its_nodes_xid_is_an_incident_named_by_the_node(tmp_path):
+    # The node's kernel names no pod: the replica the scheduler put there is the one it took down.
+    start = datetime(2025, 5, 1, 9, 0, tzinfo=UTC)
+    for k in range(12):
+        write_file(tmp_path / f"llm-{k}.log", _metrics_lines(start, 22 if k == 7 else 40, drop_at=None))
+    assigned = _k8s_event(start, "Scheduled", "llm-7", "Successfully assigned serving/llm-7 to gpu-node-3")
+    write_file(tmp_path / "events.json", json.dumps({"kind": "List", "items": [assigned]}))
+    write_file(
+        tmp_path / "nodes" / "gpu-node-3" / "kernel.journal",
+        "May 01 09:21:50 gpu-node-3 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=4121, GPU has fallen off the bus.\n",
+    )
+    (inc,) = analyze(tmp_path).to_json()["incidents"]
+    rc = inc["root_cause"]
+    assert (inc["impact"]["detector"], rc["status"], rc["label"], rc["hosts"]) == (
+        "replica-drop",
+        "supported",
+        "GPU fell off the bus (Xid 79)",
+        ["gpu-node-3"],
+    )
+
+
 def test_a_fault_the_throughput_did_not_feel_is_said_beside_no_incident_not_as_unexplained(tmp_path):
     # One IB completion error on a replica that went on serving, and an error the catalog
     # does not know: no incident, but "no incident" must not read as "nothing failed".
