@@ -295,22 +295,12 @@ def _unexplained_errors(events: pl.DataFrame, templates: pl.DataFrame, signals: 
         .filter(pl.col(s.LEVEL).is_in(["ERROR", "CRITICAL"]) & ~pl.col("_ev").is_in(known.implode()))
         .drop("_ev")
     )
-    if errs.is_empty():
-        return []
-    per = (
-        errs.with_row_index("_ord")
-        .group_by(mining.TEMPLATE_ID)
-        .agg(
-            pl.len().alias("count"),
-            pl.col("_ord").min().alias("_first"),
-            pl.col(s.TS).min().alias("first_seen"),
-            pl.col(s.FILE).sort_by("_ord").first().alias("file"),
-            pl.col(s.LINE).sort_by("_ord").first().alias("line"),
-            pl.col(s.MESSAGE).sort_by("_ord").first().str.split("\n").list.first().alias("first_line"),
-        )
-        .join(templates.select(mining.TEMPLATE_ID, mining.TEMPLATE), on=mining.TEMPLATE_ID, how="left")
-        .sort(["count", "_first"], descending=[True, False])
-        .head(UNEXPLAINED_SHOWN)
+    per = _most_frequent(
+        errs,
+        [mining.TEMPLATE_ID],
+        pl.col(s.MESSAGE).sort_by("_ord").first().str.split("\n").list.first().alias("first_line"),
+    ).join(
+        templates.select(mining.TEMPLATE_ID, mining.TEMPLATE), on=mining.TEMPLATE_ID, how="left", maintain_order="left"
     )
     return [
         {
@@ -327,22 +317,7 @@ def _unexplained_errors(events: pl.DataFrame, templates: pl.DataFrame, signals: 
 def _quiet_faults(signals: pl.DataFrame) -> list[dict]:
     """The faults of a run with no incident, one row per signature and template, most frequent
     first (then earliest)."""
-    faults = signals.filter(pl.col("kind") == "fault")
-    if faults.is_empty():
-        return []
-    per = (
-        faults.with_row_index("_ord")
-        .group_by("label", "template")
-        .agg(
-            pl.len().alias("count"),
-            pl.col("_ord").min().alias("_first"),
-            pl.col(s.TS).min().alias("first_seen"),
-            pl.col(s.FILE).sort_by("_ord").first().alias("file"),
-            pl.col(s.LINE).sort_by("_ord").first().alias("line"),
-        )
-        .sort(["count", "_first"], descending=[True, False])
-        .head(UNEXPLAINED_SHOWN)
-    )
+    per = _most_frequent(signals.filter(pl.col("kind") == "fault"), ["label", "template"])
     return [
         {
             "label": r["label"],
@@ -354,6 +329,26 @@ def _quiet_faults(signals: pl.DataFrame) -> list[dict]:
         }
         for r in per.iter_rows(named=True)
     ]
+
+
+def _most_frequent(rows: pl.DataFrame, by: list[str], *more: pl.Expr) -> pl.DataFrame:
+    """The `UNEXPLAINED_SHOWN` most frequent groups of `rows` by `by` (then the earliest in row
+    order), each with its count, first time and first `file:line`, and `more` aggregations
+    (which may read the row order as `_ord`)."""
+    return (
+        rows.with_row_index("_ord")
+        .group_by(by)
+        .agg(
+            pl.len().alias("count"),
+            pl.col("_ord").min().alias("_first"),
+            pl.col(s.TS).min().alias("first_seen"),
+            pl.col(s.FILE).sort_by("_ord").first().alias("file"),
+            pl.col(s.LINE).sort_by("_ord").first().alias("line"),
+            *more,
+        )
+        .sort(["count", "_first"], descending=[True, False])
+        .head(UNEXPLAINED_SHOWN)
+    )
 
 
 MERGE_GAP = timedelta(minutes=30)
