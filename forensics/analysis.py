@@ -715,9 +715,14 @@ def _rollout(rows: pl.DataFrame) -> dict:
 
 
 def _detection(inc, hyps, signals) -> dict:
-    # A saturation logs no fault: its first sign is the engines' metrics reaching a full KV cache.
+    # A saturation logs no fault: its first sign is the engines' metrics reaching a full KV cache;
+    # a change found to be the cause (a rollout) is its own first sign.
     first_signal = min(
-        (h.first_seen for h in hyps if h.first_seen and (h.kind in ("fault", "symptom") or h.category == "capacity")),
+        (
+            h.first_seen
+            for h in hyps
+            if h.first_seen and (h.kind in ("fault", "symptom") or h.category == "capacity" or h.role == "root_cause")
+        ),
         default=None,
     )
     visible = [h.first_seen for h in hyps if h.first_seen and (h.kind == "impact" or h.category == "pod-lifecycle")]

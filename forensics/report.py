@@ -291,6 +291,8 @@ def _summary(inc: dict, red: list[dict]) -> str:
             f"{when} {logged} ({rc['category']}: {md_text(rc['label'])}). It explains what was logged before it from "
             f"{hhmmss(min(h['first_seen'] for h in before))} ({cats}): symptoms, not causes."
         ]
+    elif rc["category"] == "config-change":  # (a change is no failure of its own)
+        out = [f"{when} {logged} ({md_text(rc['label'])}), and no fault logged explains the drop better."]
     else:
         a = "an" if rc["category"][0] in "aeiou" else "a"
         out = [f"{when} {logged}, the first sign of {a} {rc['category']} failure ({md_text(rc['label'])})."]

@@ -2152,6 +2152,34 @@ def test_a_rollout_before_the_drop_is_its_trigger_and_one_after_it_the_resolutio
     assert "No traffic surge or rollout" not in md and "Gate rollouts on new replicas serving" in md
 
 
+def test_a_rollout_whose_new_version_serves_less_without_an_error_is_the_cause_and_its_first_signal(tmp_path):
+    # The whole replica set replaced at once by a version that serves at half the rate: no
+    # error anywhere, the rollout itself is what the logs have.
+    start = datetime(2025, 3, 2, 8, 0, tzinfo=UTC)
+    roll = start + timedelta(minutes=30)
+    old, new = _metrics_lines(start, 30, drop_at=None), _metrics_lines(roll + timedelta(minutes=1), 29, drop_at=None)
+    for pod in ("vllm-5c8b-a", "vllm-5c8b-b"):
+        write_file(tmp_path / "pods" / f"{pod}.log", old)
+    for pod in ("vllm-7d9f-c", "vllm-7d9f-d"):
+        write_file(
+            tmp_path / "pods" / f"{pod}.log", new.replace("generation throughput: 24", "generation throughput: 11")
+        )
+    items = [
+        _k8s_event(roll - timedelta(seconds=20), "ScalingReplicaSet", "vllm", "Scaled up replica set vllm-7d9f to 2"),
+        _k8s_event(roll - timedelta(seconds=15), "Pulling", "vllm-7d9f-c", 'Pulling image "vllm/vllm-openai:v0.9.3"'),
+        _k8s_event(roll, "ScalingReplicaSet", "vllm", "Scaled down replica set vllm-5c8b to 0 from 2"),
+    ]
+    write_file(tmp_path / "events.json", json.dumps({"kind": "List", "items": items}))
+    report = analyze(tmp_path)
+    (inc,) = report.to_json()["incidents"]
+    assert (inc["root_cause"]["status"], inc["root_cause"]["category"]) == ("supported", "config-change")
+    assert inc["detection"]["first_signal"] == inc["root_cause"]["first_seen"] == "2025-03-02T08:29:40Z"
+    md = write_all(report, tmp_path / "out")["postmortem"].read_text()
+    summary = md.split("## Summary")[1].split("##")[0]
+    assert "(rollout / config change), and no fault logged explains the drop better" in summary
+    assert "config-change failure" not in summary
+
+
 def _k8s_event(t, reason, pod, message, kind="Pod", count=1, first=None):
     stamp = f"{t:%Y-%m-%dT%H:%M:%SZ}"
     return {
