@@ -147,7 +147,9 @@ def analyze(
     metrics = clock.apply(r.metrics.with_columns(pl.lit("vllm").alias(s.SOURCE)), offsets, pod_node).drop(s.SOURCE)
     series = ser.build(events, metrics)
     signals = _signals(events, mined.templates, pod_node)
-    incidents = ser.detect(series, _faulted(signals, pod_node)) if not series.empty else ser.error_bursts(signals)
+    incidents = (
+        ser.detect(series, _faulted(signals, pod_node, events)) if not series.empty else ser.error_bursts(signals)
+    )
     if not incidents:
         signals, incidents = _untimed(signals)
     step("root cause")
@@ -395,9 +397,27 @@ def _merge_recurrences(ranked: list) -> list:
     return out
 
 
-def _faulted(signals: pl.DataFrame, pod_node: dict[str, str]) -> dict[str, list[datetime]]:
+STOPPED = (
+    r"^Killing: Stopping container |^Shutting down$|^Waiting for application shutdown\.|Received SIGTERM"
+    r"|^Gracefully stopping"
+)
+"""A pod being stopped on purpose (a rollout, a scale-down, a drain): the kubelet's `Killing`
+event (not a probe's, which says why) and the server's own graceful shutdown."""
+STOP_ECHO = timedelta(minutes=5)
+"""How long after a deliberate stop a pod's faults are its shutdown's (a tensor-parallel peer
+gone first: `remote process exited`), not a crash."""
+
+
+def _faulted(signals: pl.DataFrame, pod_node: dict[str, str], events: pl.DataFrame) -> dict[str, list[datetime]]:
     """When each replica, or the node it runs on, logged a hard fault, by the name the series
-    knows the replica by (its pod, else its file: `series._from_metrics`)."""
+    knows the replica by (its pod, else its file: `series._from_metrics`); leaving out the
+    faults of a pod stopped on purpose just before them (`STOPPED`, `STOP_ECHO`)."""
+    stops = (
+        events.filter(pl.col(s.MESSAGE).str.contains(STOPPED) & pl.col(s.TS).is_not_null())
+        .group_by(pl.coalesce(s.POD, s.FILE).alias("_src"))
+        .agg(pl.col(s.TS))
+    )
+    stopped = {src: ts for src, ts in stops.iter_rows() if src is not None}
     faults = signals.filter((pl.col("kind") == "fault") & pl.col(s.TS).is_not_null())
     by = faults.group_by(pl.coalesce(s.POD, s.FILE).alias("_src")).agg(pl.col(s.TS))
     out: dict[str, list[datetime]] = {src: ts for src, ts in by.iter_rows() if src is not None}
@@ -407,7 +427,10 @@ def _faulted(signals: pl.DataFrame, pod_node: dict[str, str]) -> dict[str, list[
     for pod, node in pod_node.items():
         if node in at:
             out[pod] = out.get(pod, []) + at[node]
-    return {src: sorted(ts) for src, ts in sorted(out.items())}
+    return {
+        src: sorted(f for f in ts if not any(timedelta(0) <= f - x <= STOP_ECHO for x in stopped.get(src, ())))
+        for src, ts in sorted(out.items())
+    }
 
 
 def _signals(events: pl.DataFrame, templates: pl.DataFrame, pod_node: dict[str, str]) -> pl.DataFrame:
