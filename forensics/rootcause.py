@@ -183,12 +183,12 @@ PROCESS_DEATH = ("gpu-memory", "gpu-fault")
 def _peer_loss(out: list[Hypothesis]) -> None:
     """A socket closed or reset by the peer is what the survivors of a dead process log.
 
-    When a fault that kills a process (CUDA OOM, a GPU fault) is in the same incident, the
+    When a fault that kills a process (CUDA OOM, a GPU fault, an OOM kill) is in the same incident, the
     lost connection is more likely its consequence than a network failure of its own, in
     whichever order interleaved output printed them: it counts as a symptom, at half its
     score, and says why.
     """
-    deaths = [h for h in out if h.kind == "fault" and h.category in PROCESS_DEATH]
+    deaths = [h for h in out if h.kind == "fault" and (h.category in PROCESS_DEATH or h.label in signatures.OOM_KILLS)]
     if not deaths:
         return
     for h in out:

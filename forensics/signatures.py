@@ -66,6 +66,11 @@ FD_EXHAUSTED = (
     "a process ran out of file descriptors (its open-file limit, ulimit -n: open connections or sockets under load)"
 )
 """Where this is seen, `forensics.alerts` watches the servers' open files against their limit."""
+HOST_OOM = "host memory exhausted: the kernel's OOM killer killed a process on the node"
+CONTAINER_OOM = "container OOM-killed (memory limit)"
+RAY_OOM = "host memory exhausted: Ray's memory monitor killed workers"
+OOM_KILLS = frozenset({HOST_OOM, CONTAINER_OOM, RAY_OOM})
+"""The faults that kill a process from outside for memory: its peers' lost sockets are its echo."""
 KV_TRANSFER_LABELS = frozenset({KV_STALE_READ, KV_TRANSFER_FAILED, KV_TRANSFER_UNFINISHED, PD_MISMATCH})
 """The disaggregated prefill/decode signatures: where one is seen, `forensics.alerts` watches
 the NIXL connector's counters."""
@@ -164,7 +169,7 @@ SIGNATURES: tuple[Signature, ...] = (
         0,
         r"ray\.exceptions\.OutOfMemoryError|killed due to the node running low on memory"
         r"|killed due to memory pressure \(OOM\)",
-        "host memory exhausted: Ray's memory monitor killed workers",
+        RAY_OOM,
     ),
     Signature(
         "node",
@@ -553,11 +558,25 @@ SIGNATURES: tuple[Signature, ...] = (
         "NCCL internal error or misuse",
     ),
     # --- node
+    # The kernel's global OOM killer (`Out of memory:`, not a cgroup's `Memory cgroup out of
+    # memory:`), as the kernel, the kubelet (`SystemOOM`) and node-problem-detector
+    # (`OOMKilling`) report it: the node's RAM ran out, whoever it killed.
     Signature(
         "node",
         "fault",
         0,
-        r"PLEG is not healthy|NodeNotReady|status is now: NodeNotReady|SystemOOM|OOMKilling|Rebooted|has been rebooted|NodeHasInsufficientMemory|NodeHas(?:Disk|Memory|PID)Pressure|NodeHasInsufficientPID|EvictionThresholdMet|Kernel panic|Out of memory: Killed process|(?:Memory|Disk|PID)Pressure=True"
+        r"\bOut of memory: Killed process|oom-kill:constraint=CONSTRAINT_NONE|\bglobal_oom\b|^SystemOOM\b"
+        r"|System OOM encountered|^OOMKilling\b",
+        HOST_OOM,
+        action="Find what grew on {host}: the kernel log's OOM report lists each process's RSS (vLLM's CPU swap "
+        "space or KV offload, LMCache's local CPU backend, a leak, another pod); give the serving pods memory "
+        "requests equal to their limits so the node is not overcommitted, and alert on node memory available.",
+    ),
+    Signature(
+        "node",
+        "fault",
+        0,
+        r"PLEG is not healthy|NodeNotReady|status is now: NodeNotReady|Rebooted|has been rebooted|NodeHasInsufficientMemory|NodeHas(?:Disk|Memory|PID)Pressure|NodeHasInsufficientPID|EvictionThresholdMet|Kernel panic|(?:Memory|Disk|PID)Pressure=True"
         r"|^\w+: \w+=(?:True|False|Unknown)(?: since .*)? \((?:kubectl (?:describe|get) node|kube-state-metrics node \S+)\)$"
         r"|because its node has died|node \S+ has been marked dead|has been marked dead because the detector has missed",
         "node failure",
@@ -613,7 +632,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         0,
         r"\(OOMKilled\b|^pod \S+ OOMKilled:|Reason:\s+OOMKilled|Memory cgroup out of memory: Killed process",
-        "container OOM-killed (memory limit)",
+        CONTAINER_OOM,
     ),
     Signature(
         "pod-lifecycle",

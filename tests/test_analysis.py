@@ -381,6 +381,24 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
     )
 
 
+def test_a_lost_peer_logged_just_before_the_kernels_oom_kill_of_that_peer_is_its_echo(tmp_path):
+    # The survivor's NCCL proxy noticed the closed socket a second before the node's journal
+    # line that says why: the host ran out of memory and the kernel killed the peer.
+    write_file(
+        tmp_path / "nodes" / "gpu-a" / "worker.log",
+        "2025-03-02T10:00:04.000000000Z gpu-a:311:402 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection "
+        "closed by remote peer gpu-b<51159>\n",
+    )
+    write_file(
+        tmp_path / "nodes" / "gpu-b" / "kernel.journal",
+        "Mar 02 10:00:05 gpu-b kernel: Out of memory: Killed process 4121 (python3) total-vm:912345678kB\n",
+    )
+    (inc,) = analyze(tmp_path).to_json()["incidents"]
+    assert (inc["root_cause"]["label"], inc["root_cause"]["hosts"]) == (signatures.HOST_OOM, ["gpu-b"])
+    (lost,) = [h for h in inc["hypotheses"] if h["category"] == "network"]
+    assert lost["role"] == "symptom" and "a peer that closes its sockets may have died" in lost["why"]
+
+
 @pytest.mark.parametrize(
     ("line", "exception", "category", "kind"),
     [
@@ -962,6 +980,7 @@ def test_untimed_nccl_excerpt_is_ranked_by_line_order_and_a_lost_peer_follows_th
             "network",
             "fault",
         ),
+        ("SystemOOM: System OOM encountered, victim process: python3, pid: 88121", None, "node", "fault"),
         ("mce: [Hardware Error]: Machine check events logged", None, "node", "fault"),
         ("EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0", None, "node", "fault"),
         (
