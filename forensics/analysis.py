@@ -405,7 +405,8 @@ STOPPED = (
 event (not a probe's, which says why) and the server's own graceful shutdown."""
 STOP_ECHO = timedelta(minutes=5)
 """How long after a deliberate stop a pod's faults are its shutdown's (a tensor-parallel peer
-gone first: `remote process exited`), not a crash."""
+gone first: `remote process exited`), not a crash. Strictly after: what made the kubelet stop
+it (an eviction, a preemption) is logged in the same second."""
 
 
 def _faulted(signals: pl.DataFrame, pod_node: dict[str, str], events: pl.DataFrame) -> dict[str, list[datetime]]:
@@ -428,7 +429,7 @@ def _faulted(signals: pl.DataFrame, pod_node: dict[str, str], events: pl.DataFra
         if node in at:
             out[pod] = out.get(pod, []) + at[node]
     return {
-        src: sorted(f for f in ts if not any(timedelta(0) <= f - x <= STOP_ECHO for x in stopped.get(src, ())))
+        src: sorted(f for f in ts if not any(timedelta(0) < f - x <= STOP_ECHO for x in stopped.get(src, ())))
         for src, ts in sorted(out.items())
     }
 
