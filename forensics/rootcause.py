@@ -603,11 +603,12 @@ def _score(h, part, inc, first_symptom, n_base, logs_from, base_span, win_span, 
     first_at = (where["node"][0] or where[s.POD][0]) if where.height else None
     if pods_total >= 2 and pods and len(pods) < pods_total:
         peer = 1.0 if len(pods) == 1 else 0.7
-        why.append(
-            f"starts on {first_at} while its {_peers(pods_total - 1)} fine"
-            if len(pods) == 1
-            else f"on {len(pods)} of {pods_total} pods, first on {first_at}"
-        )
+        if len(pods) > 1:
+            why.append(f"on {len(pods)} of {pods_total} pods, first on {first_at}")
+        elif h.kind == "change":  # (a rollout's events name its new pod: no peer to be fine beside it)
+            why.append(f"on {first_at} alone of {pods_total} pods")
+        else:
+            why.append(f"starts on {first_at} while its {_peers(pods_total - 1)} fine")
     elif nodes_total >= 2 and nodes and len(nodes) < nodes_total:
         peer = 1.0 if len(nodes) == 1 else 0.7
         why.append(f"confined to {', '.join(sorted(nodes))} of {nodes_total} nodes")

@@ -2199,6 +2199,7 @@ def test_a_rollout_whose_new_version_serves_less_without_an_error_is_the_cause_a
     (inc,) = report.to_json()["incidents"]
     assert (inc["root_cause"]["status"], inc["root_cause"]["category"]) == ("supported", "config-change")
     assert inc["detection"]["first_signal"] == inc["root_cause"]["first_seen"] == "2025-03-02T08:29:40Z"
+    assert not any("peer pods were fine" in w for w in inc["root_cause"]["why"])
     md = write_all(report, tmp_path / "out")["postmortem"].read_text()
     summary = md.split("## Summary")[1].split("##")[0]
     assert "(rollout / config change), and no fault logged explains the drop better" in summary
