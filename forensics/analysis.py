@@ -413,13 +413,15 @@ def _faulted(signals: pl.DataFrame, pod_node: dict[str, str], events: pl.DataFra
     """When each replica, or the node it runs on, logged a hard fault, by the name the series
     knows the replica by (its pod, else its file: `series._from_metrics`); leaving out the
     faults of a pod stopped on purpose just before them (`STOPPED`, `STOP_ECHO`)."""
+    faults = signals.filter((pl.col("kind") == "fault") & pl.col(s.TS).is_not_null())
+    if faults.is_empty():  # (the stops' scan reads every message)
+        return {}
     stops = (
         events.filter(pl.col(s.MESSAGE).str.contains(STOPPED) & pl.col(s.TS).is_not_null())
         .group_by(pl.coalesce(s.POD, s.FILE).alias("_src"))
         .agg(pl.col(s.TS))
     )
     stopped = {src: ts for src, ts in stops.iter_rows() if src is not None}
-    faults = signals.filter((pl.col("kind") == "fault") & pl.col(s.TS).is_not_null())
     by = faults.group_by(pl.coalesce(s.POD, s.FILE).alias("_src")).agg(pl.col(s.TS))
     out: dict[str, list[datetime]] = {src: ts for src, ts in by.iter_rows() if src is not None}
     # A node's own reports (its kernel's Xid, its kubelet) name no pod: they are its pods' faults too.
