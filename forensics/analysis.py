@@ -291,10 +291,9 @@ def _unexplained_errors(events: pl.DataFrame, templates: pl.DataFrame, signals: 
     Saying only "no incident found" over logs full of ERROR lines would send the reader
     away; a pasted excerpt of a traceback without its exception line is the usual case.
     """
-    known = signals["_ev"].unique() if signals.height else pl.Series([], dtype=pl.UInt32)
     errs = (
         events.with_row_index("_ev")
-        .filter(pl.col(s.LEVEL).is_in(["ERROR", "CRITICAL"]) & ~pl.col("_ev").is_in(known.implode()))
+        .filter(pl.col(s.LEVEL).is_in(["ERROR", "CRITICAL"]) & ~pl.col("_ev").is_in(signals["_ev"].implode()))
         .drop("_ev")
     )
     per = _most_frequent(
@@ -411,18 +410,18 @@ it (an eviction, a preemption) is logged in the same second."""
 
 def _faulted(signals: pl.DataFrame, pod_node: dict[str, str], events: pl.DataFrame) -> dict[str, list[datetime]]:
     """When each replica, or the node it runs on, logged a hard fault, by the name the series
-    knows the replica by (its pod, else its file: `series._from_metrics`); leaving out the
+    knows the replica by (`series.REPLICA`); leaving out the
     faults of a pod stopped on purpose just before them (`STOPPED`, `STOP_ECHO`)."""
     faults = signals.filter((pl.col("kind") == "fault") & pl.col(s.TS).is_not_null())
     if faults.is_empty():  # (the stops' scan reads every message)
         return {}
     stops = (
         events.filter(pl.col(s.MESSAGE).str.contains(STOPPED) & pl.col(s.TS).is_not_null())
-        .group_by(pl.coalesce(s.POD, s.FILE).alias("_src"))
+        .group_by(ser.REPLICA.alias("_src"))
         .agg(pl.col(s.TS))
     )
     stopped = {src: ts for src, ts in stops.iter_rows() if src is not None}
-    by = faults.group_by(pl.coalesce(s.POD, s.FILE).alias("_src")).agg(pl.col(s.TS))
+    by = faults.group_by(ser.REPLICA.alias("_src")).agg(pl.col(s.TS))
     out: dict[str, list[datetime]] = {src: ts for src, ts in by.iter_rows() if src is not None}
     # A node's own reports (its kernel's Xid, its kubelet) name no pod: they are its pods' faults too.
     on_node = faults.filter(pl.col(s.POD).is_null()).select(pl.coalesce("node", s.HOST).alias("_n"), s.TS)

@@ -136,8 +136,12 @@ def _binned(df: pl.DataFrame, lo: datetime) -> pl.DataFrame:
     return df.with_columns(((pl.col(s.TS) - lo).dt.total_seconds() // BIN_S).cast(pl.Int64).alias("_bin"))
 
 
+REPLICA = pl.coalesce(s.POD, s.FILE)
+"""The name a replica goes by in `Series.per_pod` (before its `/engine`): its pod, else its file."""
+
+
 def _from_metrics(m: pl.DataFrame, events: pl.DataFrame) -> Series:
-    key = pl.concat_str([pl.col(s.POD).fill_null(pl.col(s.FILE)), pl.col(s.ENGINE).fill_null("")], separator="/")
+    key = pl.concat_str([REPLICA, pl.col(s.ENGINE).fill_null("")], separator="/")
     m, left_out = _covered(m.with_columns(key.alias("_src")), "metrics samples")
     lo = m[s.TS].min().replace(second=0, microsecond=0)
     hi = m[s.TS].max()
