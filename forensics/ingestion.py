@@ -757,11 +757,11 @@ def _year_before(mtime: datetime, first: tuple[int, int] | None) -> int:
     if first is None:
         return mtime.year
     mo, d = first
-    try:
+    try:  # (an mtime in the year 9999 has no day after it)
         start = datetime(mtime.year, min(max(mo, 1), 12), 1, tzinfo=UTC) + timedelta(days=min(max(d, 1), 31) - 1)
+        return mtime.year - 1 if start > mtime + timedelta(days=1) else mtime.year
     except (OverflowError, ValueError):
         return mtime.year
-    return mtime.year - 1 if start > mtime + timedelta(days=1) else mtime.year
 
 
 @dataclass(frozen=True)
