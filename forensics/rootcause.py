@@ -289,18 +289,27 @@ def _corroborate(out: list[Hypothesis], signals: pl.DataFrame) -> None:
 
 def node_reports_pointer(signals: pl.DataFrame, hyps: list[Hypothesis]) -> str | None:
     """When no cause was found, what the nodes the incident touched report of their hardware
-    without its time: where to look first (and to collect `dmesg -T` or `journalctl -k`)."""
+    without its time: where to look first (and to collect `dmesg -T` or `journalctl -k`).
+
+    Where no node the incident touched is known (pod logs from `kubectl logs`, no events or
+    pod listing to map them to nodes), every node's reports are named: a GPU off the bus in the
+    one `dmesg` collected is where to look, whichever pods it served."""
     hosts = {x for h in hyps for x in h.hosts}
-    reports = node_reports(signals).filter(pl.col("_at").is_in(sorted(hosts)))
+    reports = node_reports(signals)
+    nodes = set(signals["node"].drop_nulls().to_list()) | set(reports["_at"].to_list())
+    placed = hosts & nodes
+    if placed:
+        reports = reports.filter(pl.col("_at").is_in(sorted(placed)))
     if reports.is_empty():
         return None
     said = "; ".join(
         f"{r['label']} on {r['_at']} ({_when_said(r)}: {r[s.FILE]}:{r[s.LINE]})"
         for r in reports.head(3).iter_rows(named=True)
     )
+    unplaced = "" if placed else " (which nodes the failing pods ran on, the logs do not say)"
     return (
-        f"The nodes' own logs report faults without the time they happened: {said}. If they are from this "
-        "incident they are its cause; collect `dmesg -T` or `journalctl -k` from those nodes to place them"
+        f"The nodes' own logs report faults without the time they happened: {said}{unplaced}. If they are from "
+        "this incident they are its cause; collect `dmesg -T` or `journalctl -k` from those nodes to place them"
     )
 
 
