@@ -961,6 +961,8 @@ def _resolve_time(ev: pl.DataFrame, clock: _Clock, carry: _Carry) -> tuple[pl.Da
     for c, t in (("_inf", pl.Datetime("us", "UTC")), ("_rel", pl.Datetime("us", "UTC"))):
         if c not in ev.columns:
             ev = ev.with_columns(pl.lit(None, t).alias(c))
+    if "_uptime_s" in full.columns:
+        ev = _since_boot(ev, full[s.MESSAGE])
     quality = (
         pl.when(pl.col("_outer_ts").is_not_null())
         .then(_quality("exact"))
@@ -973,7 +975,9 @@ def _resolve_time(ev: pl.DataFrame, clock: _Clock, carry: _Carry) -> tuple[pl.Da
     # A row with a relative age (`5m` in a describe Events table) is not a continuation of
     # the line above it: without --captured-at it stays untimed rather than borrow a time;
     # nor is a document's row (`_standalone`).
-    untimed_ok = pl.col("_age_s").is_null() & ~pl.col("_standalone").fill_null(False)
+    # Nor is a `dmesg` line, whose time is its own seconds since boot or none (a line of
+    # another boot above it would lend it a time from before the reboot).
+    untimed_ok = pl.col("_age_s").is_null() & pl.col("_uptime_s").is_null() & ~pl.col("_standalone").fill_null(False)
     inherited = pl.when(untimed_ok).then(pl.col(s.TS).forward_fill().over("_fid"))
     if carry.ts is not None:
         inherited = pl.coalesce(inherited, pl.when(untimed_ok & cont).then(pl.lit(carry.ts)))
@@ -986,6 +990,46 @@ def _resolve_time(ev: pl.DataFrame, clock: _Clock, carry: _Carry) -> tuple[pl.Da
         pl.coalesce(pl.col(s.TS), inherited).alias(s.TS),
     )
     return full.with_columns(ev["_outer_ts"], ev[s.TS], ev[s.TS_QUALITY]), _time_carry(carry, ev)
+
+
+RTC_SET = re.compile(r"setting system clock to \S+(?: \d{2}:\d{2}:\d{2})? UTC \((\d{9,11})\)")
+"""The kernel's RTC driver at boot, in `dmesg`: `rtc_cmos 00:00: setting system clock to
+2025-10-14T10:00:00 UTC (1760436000)` (older kernels put a space before the time): the
+epoch seconds at that line's seconds since boot."""
+BOOT_RESET_S = 1.0
+"""A `dmesg` stamp this much below the line before it starts a new boot (the kernel's stamps
+from different CPUs may step back by microseconds, never by a second)."""
+
+
+def _since_boot(ev: pl.DataFrame, message: pl.Series) -> pl.DataFrame:
+    """`dmesg` lines (`_uptime_s`: seconds since boot) placed at their boot's wall time plus
+    their stamp, as `_rel`, where their boot logged the RTC setting the clock (`RTC_SET`).
+
+    Why not leave them untimed: a GPU's Xid 79 or an OOM kill minutes before the NCCL timeouts
+    is the cause only if it can be put before them. The stamp counts the scheduler clock, which
+    NTP does not steer: after weeks of uptime it can be off the wall clock by a minute or two,
+    hence `relative`, not `exact`. Lines of a boot with no RTC line stay untimed. Requires `ev`
+    in file order (a boot's lines together); a boot's RTC line places the lines of the batch
+    it is in (a `dmesg` ring buffer is a few MB; a batch is `BATCH_CHARS`)."""
+    at = ev.select(pl.arg_where(pl.col("_uptime_s").is_not_null())).to_series()
+    clock = message.gather(at).str.extract(RTC_SET.pattern, 1).cast(pl.Float64)
+    if clock.null_count() == clock.len():
+        return ev
+    up = pl.col("_uptime_s")
+    boot = (up < up.shift(1).over("_fid") - BOOT_RESET_S).fill_null(False).cast(pl.Int32).cum_sum().over("_fid")
+    placed = (
+        ev.select(pl.col("_fid").gather(at), up.gather(at), clock.alias("_clock"))
+        .with_columns(boot.alias("_boot"))
+        .select(
+            pl.from_epoch(((pl.col("_clock") - up).min().over("_fid", "_boot") + up) * 1e6, "us")
+            .dt.replace_time_zone("UTC")
+            .alias("_placed")
+        )
+        .to_series()
+    )
+    own = ev.select((pl.col("_outer_ts").is_null() & pl.col("_mo").is_null()).gather(at)).to_series()
+    keep = placed.is_not_null() & own
+    return ev.with_columns(ev["_rel"].scatter(at.filter(keep), placed.filter(keep)))
 
 
 def _quality(name: str) -> pl.Expr:
@@ -1015,11 +1059,12 @@ TIME_COLUMNS: dict[str, pl.DataType] = {
     **{c: pl.Int32() for c in TIME_PARTS},
     "_syslog": pl.String(),
     "_age_s": pl.Float64(),
+    "_uptime_s": pl.Float64(),
     "_outer_ts": pl.Datetime("us", "UTC"),
     "_standalone": pl.Boolean(),
 }
 """What the parsers may leave about a line's time: local date-time parts, a syslog stamp, a
-relative age, the wrapper's exact time, and whether the row stands alone (a document's: the
+relative age, `dmesg`'s seconds since boot, the wrapper's exact time, and whether the row stands alone (a document's: the
 row above is another object, whose time it must not borrow). A batch has only the columns its
 formats produced."""
 

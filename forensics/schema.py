@@ -170,7 +170,8 @@ LEVELS: Final = Level.__args__
 TsQuality = Literal["exact", "inferred-year", "relative", "inherited", "none"]
 """exact: the line carried a full date (year) and offset or `--tz` applied;
 inferred-year: month/day/time from the line, the year from a reference timestamp;
-relative: a `kubectl` age (`5m`) resolved against `--captured-at`;
+relative: an offset resolved against a reference: a `kubectl` age (`5m`) against
+  `--captured-at`, a `dmesg` stamp (seconds since boot) against its boot's RTC line;
 inherited: copied from the previous timestamped line of the same file;
 none: no time could be given."""
 TS_QUALITIES: Final = TsQuality.__args__

@@ -55,6 +55,9 @@ CI_TS_PROBE = r"^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?
 DMESG_PROBE = r"^\[ *\d{1,9}\.\d{6}\] "
 """`dmesg`: seconds since boot, no wall time (the kernel's NVRM/Xid, OOM-killer lines). Nine
 digits at most (31 years up): ten are seconds since the epoch, UCX's stamp (`parsers.ucx`)."""
+DMESG_UPTIME = r"^\[ *(\d{1,9}\.\d{6})\] "
+"""The seconds since boot of a `dmesg` line, kept as `_uptime_s`: a line of the same boot that
+says the wall time then (the RTC's `setting system clock`) places the others (ingestion)."""
 JOURNAL_FULL_PROBE = (
     r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})? (?:UTC|GMT) "
     r"[\w.\-]+ (?:[A-Za-z][\w.\-/]*\[\d+\]|kernel): "
@@ -310,7 +313,10 @@ def _peel_pasted(df: pl.DataFrame) -> pl.DataFrame:
         df,
         body.str.contains(DMESG_PROBE),
         lambda d: d.with_columns(
-            body.str.replace(DMESG_PROBE, ""), pl.lit("kernel").alias(s.PROCESS), pl.lit("dmesg").alias("_journal")
+            body.str.replace(DMESG_PROBE, ""),
+            body.str.extract(DMESG_UPTIME, 1).cast(pl.Float64).alias("_uptime_s"),
+            pl.lit("kernel").alias(s.PROCESS),
+            pl.lit("dmesg").alias("_journal"),
         ),
     )
     df = apply(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -1184,6 +1184,38 @@ def test_host_logs_from_journalctl_json_short_iso_and_dmesg_are_timed_kernel_and
     assert kubelet[s.TS] == datetime(2025, 3, 9, 9, 0, 0, 250000, tzinfo=UTC)
     containerd = ev.filter(pl.col(s.PROCESS) == "containerd").row(0, named=True)
     assert (containerd[s.SOURCE], containerd[s.LEVEL]) == ("syslog", "ERROR")
+
+
+def test_a_dmesg_boot_whose_rtc_line_says_the_wall_time_places_its_lines_and_no_other_boots(tmp_path):
+    # Plain `dmesg` after two reboots: the first boot's ring buffer kept its RTC line (wall
+    # time at 1.912345 s since boot), the second's did not (it wrapped); a kern.log line
+    # carries both stamps and keeps its syslog time.
+    write(
+        tmp_path / "gpu-2" / "dmesg.txt",
+        "[    0.000000] Linux version 5.15.0-1053-nvidia (buildd@lcy02-amd64-079) #54-Ubuntu SMP\n"
+        "[    1.912345] rtc_cmos 00:00: setting system clock to 2025-10-14T10:00:00 UTC (1760436000)\n"
+        "[86592.000040] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+        "[    0.000000] Linux version 5.15.0-1053-nvidia (buildd@lcy02-amd64-079) #54-Ubuntu SMP\n"
+        "[  311.204000] NVRM: Xid (PCI:0000:3b:00): 48, pid=812, name=python3, Ch 00000008\n",
+    )
+    write(
+        tmp_path / "gpu-2" / "kern.log",
+        "Oct 15 10:03:11 gpu-2 kernel: [86593.100000] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\n",
+    )
+    ev = ingest(tmp_path, year=2025).events.sort(s.FILE, s.LINE)
+    dmesg = ev.filter(pl.col(s.FILE) == "gpu-2/dmesg.txt")
+    boot = datetime(2025, 10, 14, 10, 0, tzinfo=UTC) - timedelta(seconds=1.912345)
+    assert dmesg[s.TS].to_list() == [
+        boot,  # (before the RTC line, in its boot)
+        datetime(2025, 10, 14, 10, 0, tzinfo=UTC),
+        boot + timedelta(seconds=86592.000040),
+        None,  # a boot without its RTC line: neither placed nor lent the boot before's time
+        None,
+    ]
+    assert dmesg[s.TS_QUALITY].cast(pl.String).to_list() == ["relative"] * 3 + ["none"] * 2
+    assert dmesg[s.MESSAGE][2].startswith("NVRM: Xid (PCI:0000:3b:00): 79")
+    kern = ev.filter(pl.col(s.FILE) == "gpu-2/kern.log").row(0, named=True)
+    assert (kern[s.TS], kern[s.TS_QUALITY]) == (datetime(2025, 10, 15, 10, 3, 11, tzinfo=UTC), "inferred-year")
 
 
 def test_journalctl_short_full_and_short_unix_are_timed_host_logs(tmp_path):
