@@ -441,6 +441,7 @@ def _signals(events: pl.DataFrame, templates: pl.DataFrame, pod_node: dict[str, 
     ev = events.with_row_index("_ev").select(
         "_ev",
         s.TS,
+        s.TS_QUALITY,
         s.SOURCE,
         s.HOST,
         s.POD,

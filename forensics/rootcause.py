@@ -115,6 +115,8 @@ def hypotheses(
             cat, kind, int(first["layer"]), first["label"], first["template"], tid, first[s.TS], hosts, part.height, ev
         )
         h.sources = frozenset(x for x in part[s.SOURCE].unique().to_list() if x)
+        if first.get(s.TS_QUALITY) == "relative" and first[s.SOURCE] == "kernel":
+            h.why.append(BOOT_CLOCK_NOTE)
         echo = _trap_echo(h, timeouts)
         if echo is None:
             _on_many_gpus(h, part, events)
@@ -227,6 +229,11 @@ AS_THE_APP_SAW_IT = frozenset(
 own report of the same category says that."""
 
 
+BOOT_CLOCK_NOTE = (
+    "its time is dmesg's seconds since boot from the boot's RTC line: within a minute or two after weeks of uptime"
+)
+"""Said of a kernel line placed by its boot's clock (`ingestion._since_boot`), so that a lead of
+seconds over the symptoms is read as the rough order it is."""
 SNAPSHOTS = ("nvidia-smi",)
 """Node sources whose time is when someone looked (an `nvidia-smi -q` taken after the outage):
 what they show happened then or before, not at that time."""

@@ -1232,6 +1232,34 @@ def test_an_undated_xid_on_the_node_of_a_dying_engine_is_where_an_inconclusive_v
     assert (said + pointed in rc["missing"]) if pointed else (said not in rc["missing"])
 
 
+@pytest.mark.parametrize("rtc", [True, False])
+def test_an_xid_in_plain_dmesg_placed_by_its_boots_rtc_line_is_the_cause_of_the_engine_dying(tmp_path, rtc):
+    # The boot's RTC line gives dmesg's seconds since boot a wall time: the Xid 79 ten seconds
+    # before the engine died on that node is the cause, not a pointer of an inconclusive verdict.
+    _scheduled_on(tmp_path, {"vllm-0": "gpu-1", "vllm-1": "gpu-2", "vllm-2": "gpu-3"})
+    boot = datetime(2025, 2, 20, 6, 0, tzinfo=UTC)
+    up = (datetime(2025, 3, 2, 8, 6, 30, tzinfo=UTC) - boot).total_seconds()
+    clock = f"[    1.912345] rtc_cmos 00:00: setting system clock to 2025-02-20T06:00:01 UTC ({int(boot.timestamp()) + 1})\n"
+    write_file(
+        tmp_path / "nodes" / "gpu-2" / "dmesg.txt",
+        "[    0.000000] Linux version 6.8.0-1015-nvidia (buildd@lcy02-amd64-046) #16-Ubuntu SMP PREEMPT_DYNAMIC\n"
+        + (clock if rtc else "")
+        + f"[{up + 1.912345 - 1:.6f}] NVRM: Xid (PCI:0000:c1:00): 79, pid=4412, name=python3, GPU has fallen off the bus.\n",
+    )
+    rc = _replicas_crashing(
+        tmp_path,
+        {"vllm-1": 40},
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+    )
+    if not rtc:
+        assert rc["status"] == "inconclusive"
+        assert "GPU fell off the bus (Xid 79) on gpu-2 (without a time" in rc["missing"]
+        return
+    assert (rc["status"], rc["label"], rc["hosts"]) == ("supported", "GPU fell off the bus (Xid 79)", ["gpu-2"])
+    assert rc["first_seen"] == "2025-03-02T08:06:30Z"
+    assert rootcause.BOOT_CLOCK_NOTE in rc["why"]
+
+
 @pytest.mark.parametrize(
     ("batches", "shared"),
     [
