@@ -992,36 +992,44 @@ def _resolve_time(ev: pl.DataFrame, clock: _Clock, carry: _Carry) -> tuple[pl.Da
     return full.with_columns(ev["_outer_ts"], ev[s.TS], ev[s.TS_QUALITY]), _time_carry(carry, ev)
 
 
-RTC_SET = re.compile(r"setting system clock to \S+(?: \d{2}:\d{2}:\d{2})? UTC \((\d{9,11})\)")
-"""The kernel's RTC driver at boot, in `dmesg`: `rtc_cmos 00:00: setting system clock to
-2025-10-14T10:00:00 UTC (1760436000)` (older kernels put a space before the time): the
-epoch seconds at that line's seconds since boot."""
+WALL_CLOCK = re.compile(
+    r"setting system clock to \S+(?: \d{2}:\d{2}:\d{2})? UTC \((\d{9,11})\)|audit\((\d{9,11}\.\d{3}):\d+\)"
+)
+"""`dmesg` lines that say the wall time at their stamp: the RTC driver at boot (`rtc_cmos 00:00:
+setting system clock to 2025-10-14T10:00:00 UTC (1760436000)`, older kernels with a space
+before the time) and the kernel's audit records, printed there when no auditd reads them
+(`audit: type=1400 audit(1760515000.123:3456): apparmor="DENIED" ...`, AppArmor's and
+seccomp's on a Kubernetes node), stamped with the epoch in milliseconds."""
 BOOT_RESET_S = 1.0
 """A `dmesg` stamp this much below the line before it starts a new boot (the kernel's stamps
 from different CPUs may step back by microseconds, never by a second)."""
 
 
 def _since_boot(ev: pl.DataFrame, message: pl.Series) -> pl.DataFrame:
-    """`dmesg` lines (`_uptime_s`: seconds since boot) placed at their boot's wall time plus
-    their stamp, as `_rel`, where their boot logged the RTC setting the clock (`RTC_SET`).
+    """`dmesg` lines (`_uptime_s`: seconds since boot) placed at the wall time of their boot's
+    last line before them that says it (`WALL_CLOCK`; its first, for the lines before it), plus
+    the seconds between, as `_rel`.
 
     Why not leave them untimed: a GPU's Xid 79 or an OOM kill minutes before the NCCL timeouts
     is the cause only if it can be put before them. The stamp counts the scheduler clock, which
-    NTP does not steer: after weeks of uptime it can be off the wall clock by a minute or two,
-    hence `relative`, not `exact`. Lines of a boot with no RTC line stay untimed. Requires `ev`
-    in file order (a boot's lines together); a boot's RTC line places the lines of the batch
-    it is in (a `dmesg` ring buffer is a few MB; a batch is `BATCH_CHARS`)."""
+    NTP does not steer: weeks from the line that placed it, it can be off the wall clock by a
+    minute or two (seconds when an audit record is near), hence `relative`, not `exact`; the
+    nearest line before also replaces an RTC kept in local time. Lines of a boot without such
+    a line stay untimed. Requires `ev` in file order (a boot's lines together); a line places
+    those of the batch it is in (a `dmesg` ring buffer is a few MB; a batch is `BATCH_CHARS`)."""
     at = ev.select(pl.arg_where(pl.col("_uptime_s").is_not_null())).to_series()
-    clock = message.gather(at).str.extract(RTC_SET.pattern, 1).cast(pl.Float64)
-    if clock.null_count() == clock.len():
+    said = message.gather(at).str.extract_groups(WALL_CLOCK.pattern).struct
+    clock = pl.coalesce(said.field("1"), said.field("2")).cast(pl.Float64)
+    lines = ev.select(pl.col("_fid").gather(at), pl.col("_uptime_s").gather(at)).with_columns(clock.alias("_clock"))
+    if lines["_clock"].null_count() == lines.height:
         return ev
     up = pl.col("_uptime_s")
     boot = (up < up.shift(1).over("_fid") - BOOT_RESET_S).fill_null(False).cast(pl.Int32).cum_sum().over("_fid")
+    offset = (pl.col("_clock") - up).forward_fill().backward_fill().over("_fid", "_boot")
     placed = (
-        ev.select(pl.col("_fid").gather(at), up.gather(at), clock.alias("_clock"))
-        .with_columns(boot.alias("_boot"))
+        lines.with_columns(boot.alias("_boot"))
         .select(
-            pl.from_epoch(((pl.col("_clock") - up).min().over("_fid", "_boot") + up) * 1e6, "us")
+            pl.from_epoch(((offset + up) * 1e6).round().cast(pl.Int64), "us")
             .dt.replace_time_zone("UTC")
             .alias("_placed")
         )

@@ -230,7 +230,8 @@ own report of the same category says that."""
 
 
 BOOT_CLOCK_NOTE = (
-    "its time is dmesg's seconds since boot from the boot's RTC line: within a minute or two after weeks of uptime"
+    "its time is dmesg's seconds since boot from a line of that boot that gave the wall time (the RTC at boot, an "
+    "audit record): good to seconds near that line, a minute or two weeks from it"
 )
 """Said of a kernel line placed by its boot's clock (`ingestion._since_boot`), so that a lead of
 seconds over the symptoms is read as the rough order it is."""

@@ -1186,17 +1186,21 @@ def test_host_logs_from_journalctl_json_short_iso_and_dmesg_are_timed_kernel_and
     assert (containerd[s.SOURCE], containerd[s.LEVEL]) == ("syslog", "ERROR")
 
 
-def test_a_dmesg_boot_whose_rtc_line_says_the_wall_time_places_its_lines_and_no_other_boots(tmp_path):
-    # Plain `dmesg` after two reboots: the first boot's ring buffer kept its RTC line (wall
-    # time at 1.912345 s since boot), the second's did not (it wrapped); a kern.log line
-    # carries both stamps and keeps its syslog time.
+def test_plain_dmesg_lines_are_placed_by_a_line_of_their_boot_that_says_the_wall_time(tmp_path):
+    # Plain `dmesg` across three boots: the first kept its RTC line (wall time at 1.912345 s
+    # since boot), the second has an AppArmor audit record (the epoch in ms) after its Xid,
+    # the third neither. A kern.log line carries both stamps and keeps its syslog time.
     write(
         tmp_path / "gpu-2" / "dmesg.txt",
         "[    0.000000] Linux version 5.15.0-1053-nvidia (buildd@lcy02-amd64-079) #54-Ubuntu SMP\n"
         "[    1.912345] rtc_cmos 00:00: setting system clock to 2025-10-14T10:00:00 UTC (1760436000)\n"
         "[86592.000040] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
         "[    0.000000] Linux version 5.15.0-1053-nvidia (buildd@lcy02-amd64-079) #54-Ubuntu SMP\n"
-        "[  311.204000] NVRM: Xid (PCI:0000:3b:00): 48, pid=812, name=python3, Ch 00000008\n",
+        "[  311.204000] NVRM: Xid (PCI:0000:3b:00): 48, pid=812, name=python3, Ch 00000008\n"
+        '[  312.000000] audit: type=1400 audit(1760529600.500:212): apparmor="DENIED" operation="open" '
+        'profile="cri-containerd.apparmor.d" name="/proc/sys/kernel/ns_last_pid" pid=9134 comm="nvidia-smi"\n'
+        "[    0.000000] Linux version 5.15.0-1053-nvidia (buildd@lcy02-amd64-079) #54-Ubuntu SMP\n"
+        "[   95.310000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1022, name=python3, GPU has fallen off the bus.\n",
     )
     write(
         tmp_path / "gpu-2" / "kern.log",
@@ -1205,14 +1209,18 @@ def test_a_dmesg_boot_whose_rtc_line_says_the_wall_time_places_its_lines_and_no_
     ev = ingest(tmp_path, year=2025).events.sort(s.FILE, s.LINE)
     dmesg = ev.filter(pl.col(s.FILE) == "gpu-2/dmesg.txt")
     boot = datetime(2025, 10, 14, 10, 0, tzinfo=UTC) - timedelta(seconds=1.912345)
+    audit = datetime(2025, 10, 15, 12, 0, 0, 500000, tzinfo=UTC)
     assert dmesg[s.TS].to_list() == [
         boot,  # (before the RTC line, in its boot)
         datetime(2025, 10, 14, 10, 0, tzinfo=UTC),
         boot + timedelta(seconds=86592.000040),
-        None,  # a boot without its RTC line: neither placed nor lent the boot before's time
+        audit - timedelta(seconds=312),  # (a reboot: the boot before lends it no time)
+        audit - timedelta(seconds=0.796),
+        audit,
+        None,  # a boot with no line that says the wall time
         None,
     ]
-    assert dmesg[s.TS_QUALITY].cast(pl.String).to_list() == ["relative"] * 3 + ["none"] * 2
+    assert dmesg[s.TS_QUALITY].cast(pl.String).to_list() == ["relative"] * 6 + ["none"] * 2
     assert dmesg[s.MESSAGE][2].startswith("NVRM: Xid (PCI:0000:3b:00): 79")
     kern = ev.filter(pl.col(s.FILE) == "gpu-2/kern.log").row(0, named=True)
     assert (kern[s.TS], kern[s.TS_QUALITY]) == (datetime(2025, 10, 15, 10, 3, 11, tzinfo=UTC), "inferred-year")
