@@ -1072,9 +1072,9 @@ TIME_COLUMNS: dict[str, pl.DataType] = {
     "_standalone": pl.Boolean(),
 }
 """What the parsers may leave about a line's time: local date-time parts, a syslog stamp, a
-relative age, `dmesg`'s seconds since boot, the wrapper's exact time, and whether the row stands alone (a document's: the
-row above is another object, whose time it must not borrow). A batch has only the columns its
-formats produced."""
+relative age, `dmesg`'s seconds since boot, the wrapper's exact time, and whether the row
+stands alone (a document's: the row above is another object, whose time it must not borrow).
+A batch has only the columns its formats produced."""
 
 
 def _set_rows(df: pl.DataFrame, rows: pl.Expr, exprs: list[pl.Expr]) -> pl.DataFrame:

@@ -171,7 +171,8 @@ TsQuality = Literal["exact", "inferred-year", "relative", "inherited", "none"]
 """exact: the line carried a full date (year) and offset or `--tz` applied;
 inferred-year: month/day/time from the line, the year from a reference timestamp;
 relative: an offset resolved against a reference: a `kubectl` age (`5m`) against
-  `--captured-at`, a `dmesg` stamp (seconds since boot) against its boot's RTC line;
+  `--captured-at`, a `dmesg` stamp (seconds since boot) against a line of its boot that
+  says the wall time (the RTC's at boot, an audit record's);
 inherited: copied from the previous timestamped line of the same file;
 none: no time could be given."""
 TS_QUALITIES: Final = TsQuality.__args__

@@ -57,7 +57,8 @@ DMESG_PROBE = r"^\[ *\d{1,9}\.\d{6}\] "
 digits at most (31 years up): ten are seconds since the epoch, UCX's stamp (`parsers.ucx`)."""
 DMESG_UPTIME = r"^\[ *(\d{1,9}\.\d{6})\] "
 """The seconds since boot of a `dmesg` line, kept as `_uptime_s`: a line of the same boot that
-says the wall time then (the RTC's `setting system clock`) places the others (ingestion)."""
+says the wall time then (the RTC's at boot, an audit record's) places the others
+(`forensics.ingestion.WALL_CLOCK`)."""
 JOURNAL_FULL_PROBE = (
     r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})? (?:UTC|GMT) "
     r"[\w.\-]+ (?:[A-Za-z][\w.\-/]*\[\d+\]|kernel): "
