@@ -67,6 +67,9 @@ JOURNAL_FULL_PROBE = (
 than UTC names no offset, and is left alone)."""
 JOURNAL_UNIX_PROBE = r"^\d{10}\.\d{6} [\w.\-]+ (?:[A-Za-z][\w.\-/]*\[\d+\]|kernel): "
 """`journalctl -o short-unix`: epoch seconds before `host ident[pid]: msg`."""
+JOURNAL_MONOTONIC_PROBE = r"^\[ *\d{1,9}\.\d{6}\] [\w.\-]+ (?:[A-Za-z][\w.\-/]*\[\d+\]|kernel): "
+"""`journalctl -o short-monotonic` (`journalctl -k` of a boot, as often collected): seconds since
+boot, then `host ident[pid]: msg`; the seconds are kept as dmesg's are (`DMESG_UPTIME`)."""
 DMESG_ISO_PROBE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d{6}[+-]\d{2}:\d{2} "
 """`dmesg --time-format=iso`: the node's wall time with a comma before the microseconds."""
 DMESG_T_PROBE = r"^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} \d{2}:\d{2}:\d{2} \d{4}\] "
@@ -124,7 +127,7 @@ PASTED = _any_of(
     LOKI_LABELS_PROBE,
 )
 """The paste and host wrappers `_peel_pasted` strips, in its order."""
-HOST_TIMES_PROBE = _any_of(DMESG_ISO_PROBE, JOURNAL_FULL_PROBE, JOURNAL_UNIX_PROBE)
+HOST_TIMES_PROBE = _any_of(DMESG_ISO_PROBE, JOURNAL_FULL_PROBE, JOURNAL_UNIX_PROBE, JOURNAL_MONOTONIC_PROBE)
 """Any of the host-log time modes `_peel_host_times` reads."""
 INNER = _any_of(PASTED, PROC_PROBE, RANK_PROBE, LOGGING_PREFIX_PROBE)
 """Any layer `_peel_inner` strips (ANSI colour is probed apart: it is not anchored)."""
@@ -192,7 +195,7 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
         df = _peel_collectors(df)
     df = apply(df, body.str.contains(RFC3339_PROBE), _peel_rfc3339)
     # Host-log time modes that name their time alone (dmesg --time-format=iso, journalctl
-    # short-full / short-unix) are rare: one probe decides whether their three passes run.
+    # short-full / short-unix / short-monotonic) are rare: one probe decides whether their passes run.
     if df.select(body.str.contains(HOST_TIMES_PROBE).any()).item():
         df = _peel_host_times(df)
     df = _reassemble_partials(df)
@@ -209,7 +212,8 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _peel_host_times(df: pl.DataFrame) -> pl.DataFrame:
-    """`dmesg --time-format=iso`, `journalctl -o short-full` and `-o short-unix`: their time as the outer time."""
+    """`dmesg --time-format=iso`, `journalctl -o short-full` and `-o short-unix`: their time as the outer
+    time; `-o short-monotonic`: its seconds since boot (placed as `dmesg`'s are)."""
     body = pl.col("body")
     df = apply(
         df,
@@ -245,7 +249,15 @@ def _peel_host_times(df: pl.DataFrame) -> pl.DataFrame:
             pl.lit(True).alias("_jiso"),
         ),
     )
-    return df
+    return apply(
+        df,
+        body.str.contains(JOURNAL_MONOTONIC_PROBE),
+        lambda d: d.with_columns(
+            body.str.extract(DMESG_UPTIME, 1).cast(pl.Float64).alias("_uptime_s"),
+            body.str.replace(DMESG_UPTIME, ""),
+            pl.lit(True).alias("_jiso"),
+        ),
+    )
 
 
 def _peel_collectors(df: pl.DataFrame) -> pl.DataFrame:

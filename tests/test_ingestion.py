@@ -1226,6 +1226,32 @@ def test_plain_dmesg_lines_are_placed_by_a_line_of_their_boot_that_says_the_wall
     assert (kern[s.TS], kern[s.TS_QUALITY]) == (datetime(2025, 10, 15, 10, 3, 11, tzinfo=UTC), "inferred-year")
 
 
+def test_journalctl_short_monotonic_lines_are_host_logs_placed_by_their_boot_clock(tmp_path):
+    # `journalctl -k -o short-monotonic`: seconds since boot, then host and ident; the kernel's
+    # lines are placed as dmesg's are, the kubelet's keep their own klog time.
+    write(
+        tmp_path / "gpu-2" / "journal-k.txt",
+        "[    1.912345] gpu-2 kernel: rtc_cmos 00:00: setting system clock to 2025-10-14T10:00:00 UTC (1760436000)\n"
+        "[86592.000040] gpu-2 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
+        "off the bus.\n"
+        '[86593.500000] gpu-2 kubelet[2211]: E1015 10:03:11.000001    2211 kubelet.go:2412] "Skipping pod '
+        'synchronization" err="PLEG is not healthy"\n',
+    )
+    r = ingest(tmp_path, year=2025)
+    assert r.unparsed == 0 and [f.wrapper for f in r.files] == ["journald"]
+    ev = r.events.sort(s.LINE)
+    assert ev[s.HOST].to_list() == ["gpu-2"] * 3
+    assert ev[s.SOURCE].to_list() == ["kernel", "kernel", "kubelet"]
+    assert ev[s.MESSAGE][1].startswith("NVRM: Xid (PCI:0000:3b:00): 79")
+    boot = datetime(2025, 10, 14, 10, 0, tzinfo=UTC) - timedelta(seconds=1.912345)
+    assert ev[s.TS].to_list() == [
+        datetime(2025, 10, 14, 10, 0, tzinfo=UTC),
+        boot + timedelta(seconds=86592.000040),
+        datetime(2025, 10, 15, 10, 3, 11, 1, tzinfo=UTC),
+    ]
+    assert ev[s.TS_QUALITY].cast(pl.String).to_list() == ["relative", "relative", "inferred-year"]
+
+
 def test_journalctl_short_full_and_short_unix_are_timed_host_logs(tmp_path):
     # `journalctl -o short-full` (weekday, date, time, zone) and `-o short-unix` (epoch seconds).
     write(
