@@ -96,14 +96,15 @@ def estimate(events: pl.DataFrame, pod_node: dict[str, str]) -> dict[str, float]
 
 
 def apply(events: pl.DataFrame, offsets: dict[str, float], pod_node: dict[str, str]) -> pl.DataFrame:
-    """Events with `ts` corrected by their node's offset (the node from `host`, or the pod's node)."""
+    """Events with `ts` corrected by their node's offset: a pod's by its node's, a node's own lines
+    (kubelet, kernel, syslog, nvidia-smi: `schema.NODE_SOURCES`) by their host's."""
     if not offsets:
         return events
     node = pl.coalesce(
         pl.when(pl.col(s.SOURCE) != "k8s-event").then(
             pl.col(s.POD).replace_strict(pod_node, default=None, return_dtype=pl.String)
         ),
-        pl.when(pl.col(s.SOURCE) == "kubelet").then(pl.col(s.HOST)),
+        pl.when(pl.col(s.SOURCE).is_in(s.NODE_SOURCES)).then(pl.col(s.HOST)),
     )
     off = node.replace_strict(offsets, default=0.0, return_dtype=pl.Float64).fill_null(0.0)
     return events.with_columns((pl.col(s.TS) - pl.duration(microseconds=(off * 1e6).cast(pl.Int64))).alias(s.TS))

@@ -214,8 +214,6 @@ def _displaced(out: list[Hypothesis]) -> None:
             _as_symptom(h, f"pods displaced by the {before[0].label} found no free GPUs elsewhere")
 
 
-NODE_OWN = ("kernel", "kubelet", "nvidia-smi", "syslog")
-"""Where a node reports on its own hardware."""
 AS_THE_APP_SAW_IT = frozenset(
     {
         signatures.GPU_FAULT,
@@ -253,7 +251,7 @@ def node_reports(signals: pl.DataFrame) -> pl.DataFrame:
             (pl.col(s.TS).is_null() | pl.col(s.SOURCE).is_in(SNAPSHOTS))
             & (pl.col("kind") == "fault")
             & (pl.col("layer") <= 1)
-            & pl.col(s.SOURCE).is_in(NODE_OWN)
+            & pl.col(s.SOURCE).is_in(s.NODE_SOURCES)
             & pl.coalesce("node", s.HOST).is_not_null()
         )
         .with_columns(pl.coalesce("node", s.HOST).alias("_at"))
@@ -809,7 +807,7 @@ def _names_what_failed(h: Hypothesis, top: Hypothesis) -> bool:
         top.label in AS_THE_APP_SAW_IT
         and h.label not in AS_THE_APP_SAW_IT
         and bool(h.sources)
-        and h.sources <= set(NODE_OWN)
+        and h.sources <= set(s.NODE_SOURCES)
         and bool(set(h.hosts) & set(top.hosts))
     )
 

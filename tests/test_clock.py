@@ -82,3 +82,23 @@ def test_a_pod_is_on_the_node_its_events_name_else_the_first_kubelet_that_names_
         kubelet("node-5", "Started kubelet"),
     ]
     assert clock.pod_nodes(_events(rows)) == {"pod-a": "node-1", "pod-b": "node-2", "pod-c": "node-4"}
+
+
+def test_a_nodes_own_lines_and_its_pods_move_with_its_clock_and_the_api_servers_do_not():
+    # node-a runs 2 s ahead: its kubelet's and kernel's lines (an Xid placed from its dmesg is
+    # stamped by the same clock) and its pod's move back 2 s; the API server's events and
+    # another node's kernel lines stay.
+    def row(source: str, host: str | None = None, pod: str | None = None) -> dict:
+        return {s.TS: T0, s.SOURCE: source, s.HOST: host, s.POD: pod, s.MESSAGE: "m"}
+
+    rows = [
+        row("kubelet", host="node-a"),
+        row("kernel", host="node-a"),
+        row("syslog", host="node-a"),
+        row("vllm", pod="pod-a"),
+        row("k8s-event", host="node-a", pod="pod-a"),
+        row("kernel", host="node-b"),
+    ]
+    moved = clock.apply(_events(rows), {"node-a": 2.0}, {"pod-a": "node-a"})
+    back = T0 - timedelta(seconds=2)
+    assert moved[s.TS].to_list() == [back, back, back, back, T0, T0]
