@@ -768,12 +768,15 @@ def _year_before(mtime: datetime, first: tuple[int, int] | None) -> int:
 class _Carry:
     """What the file a batch ends in hands to the batch that continues it: its last time
     (inherited by the next batch's untimed lead lines), the month and rollover count of its
-    fallback-year lines, and its cluster-info dump headers (pod, namespace, container)."""
+    fallback-year lines, its last `dmesg` line's boot offset (wall time minus seconds since
+    boot, None where its boot said no wall time) and stamp, and its cluster-info dump headers
+    (pod, namespace, container)."""
 
     fid: int = -1
     ts: datetime | None = None
     mo: int | None = None
     rolls: int = 0
+    boot: tuple[float | None, float] | None = None
     dump: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -962,7 +965,7 @@ def _resolve_time(ev: pl.DataFrame, clock: _Clock, carry: _Carry) -> tuple[pl.Da
         if c not in ev.columns:
             ev = ev.with_columns(pl.lit(None, t).alias(c))
     if "_uptime_s" in full.columns:
-        ev = _since_boot(ev, full[s.MESSAGE])
+        ev = _since_boot(ev, full[s.MESSAGE], carry)
     quality = (
         pl.when(pl.col("_outer_ts").is_not_null())
         .then(_quality("exact"))
@@ -1005,39 +1008,53 @@ BOOT_RESET_S = 1.0
 from different CPUs may step back by microseconds, never by a second)."""
 
 
-def _since_boot(ev: pl.DataFrame, message: pl.Series) -> pl.DataFrame:
+def _since_boot(ev: pl.DataFrame, message: pl.Series, carry: _Carry) -> pl.DataFrame:
     """`dmesg` lines (`_uptime_s`: seconds since boot) placed at the wall time of their boot's
     last line before them that says it (`WALL_CLOCK`; its first, for the lines before it), plus
-    the seconds between, as `_rel`.
+    the seconds between, as `_rel`; each line's offset (wall time minus stamp) as `_boot_offset`,
+    which the batch's carry hands on.
 
     Why not leave them untimed: a GPU's Xid 79 or an OOM kill minutes before the NCCL timeouts
     is the cause only if it can be put before them. The stamp counts the scheduler clock, which
     NTP does not steer: weeks from the line that placed it, it can be off the wall clock by a
     minute or two (seconds when an audit record is near), hence `relative`, not `exact`; the
     nearest line before also replaces an RTC kept in local time. Lines of a boot without such
-    a line stay untimed. Requires `ev` in file order (a boot's lines together); a line places
-    those of the batch it is in (a `dmesg` ring buffer is a few MB; a batch is `BATCH_CHARS`)."""
+    a line stay untimed. Requires `ev` in file order (a boot's lines together); a file's boot
+    goes on from the batch before through `carry.boot`, read as a line at its last stamp."""
     at = ev.select(pl.arg_where(pl.col("_uptime_s").is_not_null())).to_series()
     said = message.gather(at).str.extract_groups(WALL_CLOCK.pattern).struct
     clock = pl.coalesce(said.field("1"), said.field("2")).cast(pl.Float64)
     lines = ev.select(pl.col("_fid").gather(at), pl.col("_uptime_s").gather(at)).with_columns(clock.alias("_clock"))
+    seeded = carry.boot is not None and lines.height > 0 and lines["_fid"][0] == carry.fid
+    if seeded:
+        offset, stamp = carry.boot
+        seed = pl.DataFrame(
+            {"_fid": [carry.fid], "_uptime_s": [stamp], "_clock": [None if offset is None else offset + stamp]},
+            schema=lines.schema,
+        )
+        lines = pl.concat([seed, lines])
     if lines["_clock"].null_count() == lines.height:
         return ev
     up = pl.col("_uptime_s")
     boot = (up < up.shift(1).over("_fid") - BOOT_RESET_S).fill_null(False).cast(pl.Int32).cum_sum().over("_fid")
-    offset = (pl.col("_clock") - up).forward_fill().backward_fill().over("_fid", "_boot")
-    placed = (
+    offsets = (
         lines.with_columns(boot.alias("_boot"))
-        .select(
-            pl.from_epoch(((offset + up) * 1e6).round().cast(pl.Int64), "us")
-            .dt.replace_time_zone("UTC")
-            .alias("_placed")
-        )
+        .select((pl.col("_clock") - up).forward_fill().backward_fill().over("_fid", "_boot"))
         .to_series()
+        .slice(1 if seeded else 0)
     )
+    placed = pl.select(
+        pl.from_epoch(((offsets + ev["_uptime_s"].gather(at)) * 1e6).round().cast(pl.Int64), "us").dt.replace_time_zone(
+            "UTC"
+        )
+    ).to_series()
     own = ev.select((pl.col("_outer_ts").is_null() & pl.col("_mo").is_null()).gather(at)).to_series()
     keep = placed.is_not_null() & own
-    return ev.with_columns(ev["_rel"].scatter(at.filter(keep), placed.filter(keep)))
+    none = pl.repeat(None, ev.height, dtype=pl.Float64, eager=True)
+    return ev.with_columns(
+        ev["_rel"].scatter(at.filter(keep), placed.filter(keep)),
+        none.scatter(at, offsets).alias("_boot_offset"),
+    )
 
 
 def _quality(name: str) -> pl.Expr:
@@ -1060,6 +1077,12 @@ def _time_carry(carry: _Carry, ev: pl.DataFrame) -> dict:
         out["rolls"] = int(yearless["_rolls"][-1]) if "_rolls" in yearless.columns else 0
     elif same:
         out["mo"], out["rolls"] = carry.mo, carry.rolls
+    stamped = rows.filter(pl.col("_uptime_s").is_not_null()) if "_uptime_s" in rows.columns else rows.clear()
+    if stamped.height:
+        offset = stamped["_boot_offset"][-1] if "_boot_offset" in stamped.columns else None
+        out["boot"] = (offset, float(stamped["_uptime_s"][-1]))
+    elif same:
+        out["boot"] = carry.boot
     return out
 
 

@@ -674,8 +674,9 @@ def test_year_rollover_compares_with_the_previous_dated_line_across_untimed_ones
 def test_events_do_not_depend_on_where_files_are_cut_into_batches(tmp_path, monkeypatch):
     # Each batch is finished (timed, given its pod) as soon as it is parsed, so what a file's
     # earlier lines decide must carry into its next batch: the year rolling over (with only
-    # --year), the time inherited by untimed lines, the pod of a cluster-info dump header;
-    # and an event document parsed whole keeps its place in file order.
+    # --year), the time inherited by untimed lines, the pod of a cluster-info dump header, a
+    # dmesg boot's offset from the wall clock; and an event document parsed whole keeps its
+    # place in file order.
     from forensics import _files, ingestion
 
     access = 'INFO:     10.0.0.1:1 - "GET /health HTTP/1.1" 200 OK\n'
@@ -703,7 +704,19 @@ def test_events_do_not_depend_on_where_files_are_cut_into_batches(tmp_path, monk
     write(dated / "a.log", "INFO 03-02 08:00:02 [x.py:1] timed\n" + access * 60)
     write(dated / "b-events.json", json.dumps({"kind": "EventList", "items": [event]}))
     write(dated / "c.log", access * 5 + "INFO 03-02 08:00:09 [x.py:1] timed\n" + access * 60)
-    whole = {d: ingest(d, year=2024) for d in (undated, dated)}
+    # A dmesg whose boot's RTC line is batches before its Xid; then a reboot with no wall time.
+    booted, kmsg = tmp_path / "booted", "[{:12.6f}] nvidia-nvswitch: probe of 0000:05:00.0 ok\n"
+    write(
+        booted / "dmesg.txt",
+        "[    1.912345] rtc_cmos 00:00: setting system clock to 2025-10-14T10:00:00 UTC (1760436000)\n"
+        + "".join(kmsg.format(10.0 + i) for i in range(30))
+        + "[86592.000040] NVRM: Xid (PCI:0000:3b:00): 79, pid=812, name=python3, GPU has fallen off the bus.\n"
+        + "[    0.000000] Linux version 5.15.0-1053-nvidia #54-Ubuntu SMP\n"
+        + "".join(kmsg.format(5.0 + i) for i in range(30)),
+    )
+    whole = {d: ingest(d, year=2024) for d in (undated, dated, booted)}
+    xid = whole[booted].events.filter(pl.col(s.MESSAGE).str.contains("Xid", literal=True)).row(0, named=True)
+    assert (xid[s.TS], xid[s.TS_QUALITY]) == (datetime(2025, 10, 15, 10, 3, 10, 87695, tzinfo=UTC), "relative")
     monkeypatch.setattr(ingestion, "BATCH_CHARS", 700)
     monkeypatch.setattr(_files, "SEGMENT_CHARS", 500)
     for d, expected in whole.items():
