@@ -1077,7 +1077,7 @@ def _time_carry(carry: _Carry, ev: pl.DataFrame) -> dict:
         out["rolls"] = int(yearless["_rolls"][-1]) if "_rolls" in yearless.columns else 0
     elif same:
         out["mo"], out["rolls"] = carry.mo, carry.rolls
-    stamped = rows.filter(pl.col("_uptime_s").is_not_null()) if "_uptime_s" in rows.columns else rows.clear()
+    stamped = rows.filter(pl.col("_uptime_s").is_not_null())
     if stamped.height:
         offset = stamped["_boot_offset"][-1] if "_boot_offset" in stamped.columns else None
         out["boot"] = (offset, float(stamped["_uptime_s"][-1]))

@@ -59,15 +59,17 @@ DMESG_UPTIME = r"^\[ *(\d{1,9}\.\d{6})\] "
 """The seconds since boot of a `dmesg` line, kept as `_uptime_s`: a line of the same boot that
 says the wall time then (the RTC's at boot, an audit record's) places the others
 (`forensics.ingestion.WALL_CLOCK`)."""
+JOURNAL_HOST_IDENT = r"[\w.\-]+ (?:[A-Za-z][\w.\-/]*\[\d+\]|kernel): "
+"""What journalctl's short modes print after their time: `host ident[pid]: ` (the kernel's without a pid)."""
 JOURNAL_FULL_PROBE = (
     r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})? (?:UTC|GMT) "
-    r"[\w.\-]+ (?:[A-Za-z][\w.\-/]*\[\d+\]|kernel): "
+    + JOURNAL_HOST_IDENT
 )
 """`journalctl -o short-full`: `Sat 2026-03-14 06:39:55 UTC host ident[pid]: msg` (a zone other
 than UTC names no offset, and is left alone)."""
-JOURNAL_UNIX_PROBE = r"^\d{10}\.\d{6} [\w.\-]+ (?:[A-Za-z][\w.\-/]*\[\d+\]|kernel): "
+JOURNAL_UNIX_PROBE = r"^\d{10}\.\d{6} " + JOURNAL_HOST_IDENT
 """`journalctl -o short-unix`: epoch seconds before `host ident[pid]: msg`."""
-JOURNAL_MONOTONIC_PROBE = r"^\[ *\d{1,9}\.\d{6}\] [\w.\-]+ (?:[A-Za-z][\w.\-/]*\[\d+\]|kernel): "
+JOURNAL_MONOTONIC_PROBE = DMESG_PROBE + JOURNAL_HOST_IDENT
 """`journalctl -o short-monotonic` (`journalctl -k` of a boot, as often collected): seconds since
 boot, then `host ident[pid]: msg`; the seconds are kept as dmesg's are (`DMESG_UPTIME`)."""
 DMESG_ISO_PROBE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d{6}[+-]\d{2}:\d{2} "
@@ -211,6 +213,11 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _uptime(body: pl.Expr) -> pl.Expr:
+    """A `dmesg`-stamped line's seconds since boot, as `_uptime_s` (`DMESG_UPTIME`)."""
+    return body.str.extract(DMESG_UPTIME, 1).cast(pl.Float64).alias("_uptime_s")
+
+
 def _peel_host_times(df: pl.DataFrame) -> pl.DataFrame:
     """`dmesg --time-format=iso`, `journalctl -o short-full` and `-o short-unix`: their time as the outer
     time; `-o short-monotonic`: its seconds since boot (placed as `dmesg`'s are)."""
@@ -253,7 +260,7 @@ def _peel_host_times(df: pl.DataFrame) -> pl.DataFrame:
         df,
         body.str.contains(JOURNAL_MONOTONIC_PROBE),
         lambda d: d.with_columns(
-            body.str.extract(DMESG_UPTIME, 1).cast(pl.Float64).alias("_uptime_s"),
+            _uptime(body),
             body.str.replace(DMESG_UPTIME, ""),
             pl.lit(True).alias("_jiso"),
         ),
@@ -327,7 +334,7 @@ def _peel_pasted(df: pl.DataFrame) -> pl.DataFrame:
         body.str.contains(DMESG_PROBE),
         lambda d: d.with_columns(
             body.str.replace(DMESG_PROBE, ""),
-            body.str.extract(DMESG_UPTIME, 1).cast(pl.Float64).alias("_uptime_s"),
+            _uptime(body),
             pl.lit("kernel").alias(s.PROCESS),
             pl.lit("dmesg").alias("_journal"),
         ),
