@@ -335,6 +335,14 @@ SIGNATURES: tuple[Signature, ...] = (
         0,
         r"illegal memory access|Xid \d+|NVRM: Xid|\bXid \(PCI:|\bXid=\d+|device will go unhealthy|device marked unhealthy|uncorrectable ECC|fallen off the bus|device-side assert|CUDA error: (?!out of memory)",
         GPU_FAULT,
+        # A CUDA call that failed says nothing of what failed, the node's Xid does (the hardware
+        # Xids have signatures of their own above); with none, or a kernel's (13/31/43), an illegal
+        # memory access or a device-side assert is more often a kernel's bug than the GPU's.
+        action="Look up the Xid {host}'s GPU logged then in NVIDIA's Xid catalog (`dmesg -T | grep -i xid` on the node "
+        "where these logs lack it): a hardware one (48, 63/64, 74, 79, 94/95, 119) means drain the node, run DCGM "
+        "diagnostics (level 3) and RMA the GPU if it recurs; none, or 13/31/43, points at software: rerun the "
+        "failing requests on one replica with `CUDA_LAUNCH_BLOCKING=1` and roll back the vLLM/torch version or the "
+        "kernel option (attention backend, CUDA graphs) that changed.",
     ),
     Signature(
         "gpu-fault",

@@ -1308,6 +1308,26 @@ def test_the_same_kernel_fault_on_several_replicas_is_read_as_software_not_one_g
     assert (f"the same fault on {len(crashes)} pods" in rc["why"]) == software
 
 
+@pytest.mark.parametrize(
+    ("error", "label"),
+    [
+        ("RuntimeError: CUDA error: an illegal memory access was encountered", signatures.GPU_FAULT),
+        ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "GPU memory ECC error (Xid 48/63/64/92/94/95)"),
+    ],
+)
+def test_one_gpus_cuda_error_asks_for_the_nodes_xid_before_blaming_the_gpu(tmp_path, error, label):
+    # A CUDA call that failed on one replica says nothing of what failed: the action reads the
+    # node's Xid first (hardware: drain and RMA; none or a kernel's: software); an ECC error
+    # names the hardware itself.
+    rc = _replicas_crashing(tmp_path, {"vllm-1": 43}, error)
+    assert (rc["status"], rc["label"]) == ("supported", label)
+    md = write_all(analyze(tmp_path), tmp_path / "out")["postmortem"].read_text()
+    (action,) = [row for row in md.splitlines() if row.endswith("| root cause |")]
+    asks_for_xid = "Look up the Xid vllm-1's GPU logged then" in action and "`CUDA_LAUNCH_BLOCKING=1`" in action
+    assert asks_for_xid == (label == signatures.GPU_FAULT), action
+    assert "RMA the GPU" in action
+
+
 @pytest.mark.parametrize(("workers", "software"), [(4, True), (1, False)])
 def test_the_same_kernel_fault_in_several_tensor_parallel_workers_is_software(tmp_path, workers, software):
     # One pod, one node, TP=4: each worker process is a GPU. The engine core re-raises its
