@@ -451,7 +451,7 @@ def ingest_files(
     reports = tail.accounting(lines_read, notes, doc_files)
     events, metrics = tail.tables()
     skipped.sort(key=lambda k: k.file)
-    result = IngestResult(events, metrics, reports, skipped, trace_paths, clock.warnings)
+    result = IngestResult(events, metrics, reports, skipped, trace_paths, clock.warnings + clock.age_warnings())
     if sinks is not None:
         result.streamed_to = str(stream_to)
         result.written = {"events": sinks[0].rows, "metrics": sinks[1].rows}
@@ -708,6 +708,9 @@ class _Clock:
         (it runs beside the first batches' parse; nothing waits for it before a batch is done)."""
         self._refs, self.metas, self.year, self.tz, self.captured_at = refs, metas, year, tz, captured_at
         self.warnings: list[str] = []
+        self.untimed_ages: dict[int, int] = {}
+        """File id -> its rows timed only relative to the capture (an age, a snapshot's state) that
+        stay untimed for want of `captured_at`: said in `age_warnings`, as the timeline leaves them out."""
         self._decided: dict[int, tuple[datetime | None, int | None]] = {}
 
     @functools.cached_property
@@ -726,6 +729,15 @@ class _Clock:
                     break
                 d = str(PurePosixPath(d).parent)
         return {d: sorted(ts)[len(ts) // 2] for d, ts in by_dir.items()}
+
+    def age_warnings(self) -> list[str]:
+        """One warning per file whose relative ages could not be placed, in file order."""
+        return [
+            f"{self.metas[fid].rel}: {n:,} event{'s' if n > 1 else ''} timed only relative to when kubectl ran (an age "
+            "like `3m`, or `get pods` / `get nodes` state at that moment) left untimed and off the timeline: pass "
+            "--captured-at with when the command ran (the logs collected with it end near then)"
+            for fid, n in sorted(self.untimed_ages.items())
+        ]
 
     def of(self, fid: int, first: tuple[int, int] | None = None) -> tuple[datetime | None, int | None]:
         """(reference time, fallback year) of file `fid`: exactly one is set. `first`: the
@@ -961,6 +973,10 @@ def _resolve_time(ev: pl.DataFrame, clock: _Clock, carry: _Carry) -> tuple[pl.Da
         age = pl.duration(microseconds=(pl.col("_age_s") * 1e6).cast(pl.Int64))
         relative = pl.lit(clock.captured_at).cast(pl.Datetime("us", "UTC")) - age
         ev = _set_rows(ev, pl.col("_outer_ts").is_null() & pl.col("_age_s").is_not_null(), [relative.alias("_rel")])
+    else:
+        aged = ev.filter(pl.col("_outer_ts").is_null() & pl.col("_age_s").is_not_null())
+        for fid, n in aged.group_by("_fid").len().iter_rows():
+            clock.untimed_ages[fid] = clock.untimed_ages.get(fid, 0) + n
     for c, t in (("_inf", pl.Datetime("us", "UTC")), ("_rel", pl.Datetime("us", "UTC"))):
         if c not in ev.columns:
             ev = ev.with_columns(pl.lit(None, t).alias(c))

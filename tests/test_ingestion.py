@@ -580,7 +580,7 @@ def test_metric_rows_stay_in_line_order_when_some_lines_are_read_by_the_regexes(
     assert usage == [(50.0 + i) * 0.01 for i in range(6)]
 
 
-def test_describe_events_age_is_resolved_only_with_captured_at(tmp_path):
+def test_describe_events_age_is_resolved_only_with_captured_at_and_said_without(tmp_path):
     write(
         tmp_path / "describe.txt",
         "Events:\n"
@@ -594,9 +594,14 @@ def test_describe_events_age_is_resolved_only_with_captured_at(tmp_path):
     assert r.unparsed == 0
     row = _row(r.events, k8s_reason="Unhealthy")
     assert row[s.K8S_COUNT] == 12 and row[s.TS] is None and row[s.TS_QUALITY] == "none"
+    # Left off the timeline: the run says so, and how to place it.
+    (said,) = [w for w in r.warnings if w.startswith("describe.txt:")]
+    assert "1 event timed only relative to when kubectl ran" in said and "--captured-at" in said
     cap = datetime(2025, 3, 2, 9, 0, tzinfo=UTC)
-    row = _row(ingest(tmp_path, captured_at=cap).events, k8s_reason="Unhealthy")
+    r = ingest(tmp_path, captured_at=cap)
+    row = _row(r.events, k8s_reason="Unhealthy")
     assert row[s.TS] == datetime(2025, 3, 2, 8, 58, tzinfo=UTC) and row[s.TS_QUALITY] == "relative"
+    assert not any("captured-at" in w for w in r.warnings)
 
 
 def test_kubectl_get_events_table_rows_are_events(tmp_path):
