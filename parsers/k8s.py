@@ -71,6 +71,11 @@ PODS = (
     r"(?:\s+(?P<ip>[\d.]+|<none>)\s+(?P<node>\S+))?"
 )
 POD_OK = ("Running", "Completed", "Succeeded")
+# stern's own notices between the lines it tails (`+ pod › container` when it starts tailing a
+# container, `- pod › container` when the container ends or its pod goes): lifecycle, told by
+# the collector.
+DETECT_STERN_NOTICE = r"^[+-] [a-z0-9][a-z0-9.\-]* › [a-z0-9][a-z0-9\-]*\s*$"
+STERN_NOTICE = r"^(?P<sign>[+-]) (?P<pod>\S+) › (?P<cont>\S+)"
 # `kubectl get nodes`: NAME STATUS ROLES AGE VERSION
 DETECT_NODES = r"^[a-z0-9][\w.\-]*\s+(?:Not)?(?:Ready|Unknown)(?:,\w+)*\s+\S+\s+\d+[smhdy]\w*\s+v\d"
 NODES = r"^(?P<node>\S+)\s+(?P<status>\S+)\s+(?P<roles>\S+)\s+(?P<age>\S+)\s+(?P<ver>v\S+)"
@@ -217,6 +222,28 @@ def parse_pods(df: pl.DataFrame) -> pl.DataFrame:
             m("age"),
         ).alias(s.MESSAGE),
         pl.coalesce(age_seconds(m("last")), pl.lit(0.0)).alias("_age_s"),
+        *no_time(),
+    ).drop("_m")
+
+
+def parse_stern_notice(df: pl.DataFrame) -> pl.DataFrame:
+    """stern's `+`/`-` notices as its pod's and container's state events: when stern began and
+    stopped tailing the container (a `-` then `+` of one container is its restart)."""
+    m = pl.col("_m").struct.field
+    df = df.with_columns(pl.col("body").str.extract_groups(STERN_NOTICE).alias("_m"))
+    started = m("sign") == "+"
+    return df.with_columns(
+        pl.lit("k8s-state").alias(s.SOURCE),
+        pl.lit("INFO").alias(s.LEVEL),
+        m("pod").alias(s.POD),
+        m("cont").alias(s.CONTAINER),
+        (pl.lit("pod/") + m("pod")).alias(s.K8S_OBJECT),
+        pl.when(started)
+        .then(pl.format("stern began tailing container {} of pod {} (it started, or was running)", m("cont"), m("pod")))
+        .otherwise(
+            pl.format("stern stopped tailing container {} of pod {} (it ended, or its pod went)", m("cont"), m("pod"))
+        )
+        .alias(s.MESSAGE),
         *no_time(),
     ).drop("_m")
 

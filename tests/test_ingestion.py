@@ -1846,6 +1846,35 @@ def test_stern_output_names_each_line_with_its_pod_and_container(tmp_path):
     assert ev[s.MESSAGE][2] == "just a line that happens to start with two words" and r.unparsed == 1
 
 
+def test_sterns_own_notices_are_their_containers_lifecycle_not_unparsed_lines(tmp_path):
+    # stern between the lines it tails: `+ pod › container` when it starts tailing a container,
+    # `- pod › container` when the container ends (a restart is a `-` then a `+`), coloured on a TTY.
+    pod = "qwen-7b-58d6c9f7b-t5r4e"
+    write(
+        tmp_path / "stern.log",
+        f"\x1b[32m+\x1b[0m \x1b[36m{pod}\x1b[0m \u203a \x1b[33mvllm\x1b[0m\n"
+        f"{pod} vllm 2025-08-01T12:00:00.000000000Z ERROR 08-01 12:00:00 [core.py:720] EngineCore encountered a "
+        "fatal error.\n"
+        f"- {pod} \u203a vllm\n"
+        f"+ {pod} \u203a vllm\n"
+        "+ a line of its own \u203a that only looks like one\n",
+    )
+    r = ingest(tmp_path)
+    _balanced(r)
+    ev = r.events.sort(s.LINE)
+    notices = ev.filter(pl.col(s.SOURCE) == "k8s-state")
+    assert notices[s.LINE].to_list() == [1, 3, 4]
+    assert set(notices.select(s.POD, s.CONTAINER).rows()) == {(pod, "vllm")}
+    assert [m.split(" container")[0] for m in notices[s.MESSAGE]] == [
+        "stern began tailing",
+        "stern stopped tailing",
+        "stern began tailing",
+    ]
+    # The notices take the time of the line before them (stern prints them as it goes).
+    assert notices[s.TS].to_list()[1:] == [datetime(2025, 8, 1, 12, 0, tzinfo=UTC)] * 2
+    assert r.unparsed == 1 and ev.filter(pl.col(s.LINE) == 5)[s.SOURCE].item() == "unknown"
+
+
 def test_hostile_json_lines_never_crash_the_collector_wrappers(tmp_path):
     write(
         tmp_path / "export.jsonl",
