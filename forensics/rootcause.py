@@ -220,6 +220,7 @@ AS_THE_APP_SAW_IT = frozenset(
         "CUDA call failed inside NCCL",
         "InfiniBand / RDMA transport error",
         "NCCL socket error",
+        signatures.SOCKET_LOST,
         "NCCL system / remote error",
     }
 )

@@ -59,6 +59,9 @@ KV_TRANSFER_UNFINISHED = (
     "KV transfer not completed: the prefill's lease expired or decode recomputed or failed requests"
 )
 PD_MISMATCH = "prefill and decode instances run incompatible configurations (NIXL handshake refused)"
+SOCKET_LOST = "a connection reset, closed or unroutable (its peer process died, or the network between them failed)"
+"""A socket error as any process words it (sshd, a Python client, Gloo): NCCL's own carry its
+function's name and have a signature of their own."""
 DEEPEP_TIMEOUT = "DeepEP expert all-to-all timed out (a peer rank stopped or its network failed)"
 """DeepEP's timeout checks; its kernels then `trap()` (`forensics.rootcause` reads the CUDA
 error that follows as the timeout's echo)."""
@@ -482,8 +485,17 @@ SIGNATURES: tuple[Signature, ...] = (
         "network",
         "fault",
         1,
-        r"socketProgress(?:Opt)?: |Connection (?:closed|reset) by (?:remote )?peer|No route to host|socketStartConnect|Broken pipe|Net : Call to recv",
+        # NCCL's socket code names its function (misc/socket.cc, net_socket.cc: `socketProgress: `,
+        # `Net : `); the same words without it are any process's connection, labelled below.
+        r"socketProgress(?:Opt)?: |socket(?:Start|Poll)Connect|\bNet : (?:Call to recv|Connection (?:closed|reset))",
         "NCCL socket error",
+    ),
+    Signature(
+        "network",
+        "fault",
+        1,
+        r"Connection (?:closed|reset) by (?:remote )?peer|No route to host|Broken pipe",
+        SOCKET_LOST,
     ),
     # A container's /dev/shm is 64 MB unless the pod mounts a memory emptyDir there; NCCL's
     # shared-memory transport (and vLLM's broadcast) need more. NCCL's own words (misc/shmutils.cc),

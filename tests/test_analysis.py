@@ -1087,6 +1087,31 @@ def test_an_xids_number_names_what_failed_and_what_to_do(line, label, kind):
         assert "{host}" in report.ACTIONS_BY_LABEL[sig.label]  # (its own action item, for the node at fault)
 
 
+@pytest.mark.parametrize(
+    ("line", "nccl"),
+    [
+        ("socketProgress: Connection closed by remote peer gpu-b7-ib0<40217>", True),
+        ("socketProgressOpt: Call to recv from 172.16.0.3<33759> failed : Connection reset by peer", True),
+        ("Net : Call to recv from 10.200.84.247<58355> failed : Broken pipe", True),
+        ("Net : Connection closed by remote peer a100-st-p4d24xlarge-22<34552>", True),
+        ("socketPollConnect: connect returned Connection refused, exceeded error retry count (35)", True),
+        ("fatal: Write failed: Connection reset by peer [preauth]", False),
+        ("ConnectionResetError: [Errno 104] Connection reset by peer", False),
+        (
+            "[E socket.cpp:957] [c10d] The client socket has failed to connect to 10.0.0.1:29500: No route to host",
+            False,
+        ),
+    ],
+)
+def test_only_nccls_own_socket_errors_are_called_nccls(line, nccl):
+    # NCCL's socket code names its function; the same words from sshd or a Python client are
+    # a lost connection of some process, as that process saw it.
+    sig, _ = signatures.classify_text(line, None)
+    assert (sig.category, sig.kind) == ("network", "fault")
+    assert sig.label == ("NCCL socket error" if nccl else signatures.SOCKET_LOST)
+    assert sig.label in rootcause.AS_THE_APP_SAW_IT
+
+
 def _replicas_crashing(tmp_path: Path, crashes: dict[str, int], error: str, batches: dict | None = None) -> dict:
     """Three vLLM replicas serving 1,800 tokens/s; each pod in `crashes` dies on `error` at
     its 10-second tick, after logging the batch it ran (`batches`: pod -> computed tokens of
@@ -1312,7 +1337,10 @@ def test_the_same_kernel_fault_on_several_replicas_is_read_as_software_not_one_g
     ("error", "label"),
     [
         ("RuntimeError: CUDA error: an illegal memory access was encountered", signatures.GPU_FAULT),
-        ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "GPU memory ECC error (Xid 48/63/64/92/94/95)"),
+        (
+            "RuntimeError: CUDA error: uncorrectable ECC error encountered",
+            "GPU memory ECC error (Xid 48/63/64/92/94/95)",
+        ),
     ],
 )
 def test_one_gpus_cuda_error_asks_for_the_nodes_xid_before_blaming_the_gpu(tmp_path, error, label):
