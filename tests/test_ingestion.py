@@ -1304,6 +1304,12 @@ def test_journalctl_short_full_and_short_unix_are_timed_host_logs(tmp_path):
         ("node-logs/gpu-f-kubelet.log", "gpu-f"),
         ("logs/kubelet.log", None),
         ("dmesg.txt", None),
+        # a sos report: its directory names the host; its files, the command that wrote them
+        ("sosreport-gpu-g-2026-11-20-xkqzvb/sos_commands/kernel/dmesg_-T", "gpu-g"),
+        ("sosreport-gpu-g-04012345-2026-11-20-xkqzvb/sos_commands/logs/journalctl_--no-pager", "gpu-g"),
+        ("sosreport-gpu-g.04012345-20261120093000/var/log/messages", "gpu-g"),
+        ("gpu-h/dmesg_-T", "gpu-h"),
+        ("journalctl_--no-pager_--unit_kubelet", None),
     ],
 )
 def test_a_nodes_own_lines_that_name_no_host_take_the_node_their_path_names(tmp_path, rel, node):
