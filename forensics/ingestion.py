@@ -539,13 +539,19 @@ PREVIOUS_SUFFIX = re.compile(r"[._-](?:previous|prev)(?:[._-]?\d+)?$")
 
 def _meta(f: _files.InputFile) -> _Meta:
     """Pod/namespace/container from the path: CRI `/var/log/pods/<ns>_<pod>_<uid>/<c>/N.log`,
-    cluster-info dump `<ns>/<pod>/logs.txt`, else the file name (`vllm-0.log` -> `vllm-0`)."""
+    OpenShift's must-gather and `oc adm inspect`
+    `namespaces/<ns>/pods/<pod>/<c>/<c>/logs/{current,previous}.log`, cluster-info dump
+    `<ns>/<pod>/logs.txt`, else the file name (`vllm-0.log` -> `vllm-0`)."""
     parts = PurePosixPath(f.rel).parts
     node = node_of(f.rel)
     for i, p in enumerate(parts[:-2]):
         bits = p.split("_")
         if len(bits) == 3 and len(bits[2]) >= 32 and "-" in bits[2]:
             return _Meta(f.rel, bits[1], bits[0], parts[i + 1], f.mtime, node)
+    for i in range(2, len(parts) - 2):
+        if parts[i] == "pods" and parts[i - 2] == "namespaces":
+            container = parts[i + 2] if i + 3 < len(parts) else None  # (not `<pod>.yaml` beside them)
+            return _Meta(f.rel, parts[i + 1], parts[i - 1], container, f.mtime, node)
     if parts[-1] == "logs.txt" and len(parts) >= 3:
         return _Meta(f.rel, parts[-2], parts[-3], None, f.mtime, node)
     name = parts[-1]

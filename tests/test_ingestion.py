@@ -630,6 +630,25 @@ def test_cluster_info_dump_markers_set_pod_and_container(tmp_path):
     assert (row[s.NAMESPACE], row[s.POD], row[s.CONTAINER]) == ("default", "vllm-0", "vllm")
 
 
+def test_must_gather_pod_logs_are_their_pods_not_current_and_previous(tmp_path):
+    # OpenShift's must-gather / `oc adm inspect`: each container's log and its previous instance's
+    # as `current.log` and `previous.log`, under the pod and container they belong to.
+    base = tmp_path / "must-gather.local.42/quay-io-openshift-release-dev-sha256-ab12/namespaces/serving/pods"
+    line = "2026-11-30T03:10:00.000000000Z ERROR 11-30 03:10:00 [core.py:720] EngineCore encountered a fatal error.\n"
+    for pod in ("vllm-0", "vllm-1"):
+        for name in ("current.log", "previous.log"):
+            write(base / pod / "vllm" / "vllm" / "logs" / name, line)
+    write(base / "vllm-0" / "vllm-0.yaml", "apiVersion: v1\nkind: Pod\n")
+    r = ingest(tmp_path)
+    logs = r.events.filter(pl.col(s.SOURCE) == "vllm")
+    assert sorted(logs.select(s.NAMESPACE, s.POD, s.CONTAINER).rows()) == [
+        ("serving", "vllm-0", "vllm"),
+        ("serving", "vllm-0", "vllm"),
+        ("serving", "vllm-1", "vllm"),
+        ("serving", "vllm-1", "vllm"),
+    ]
+
+
 def test_unknown_lines_are_kept_as_unknown_events_never_dropped(tmp_path):
     write(tmp_path / "misc.log", "something entirely different\nINFO 03-02 08:00:00 [x.py:1] ok\nmore noise here\n")
     r = ingest(tmp_path, year=2025)
