@@ -533,13 +533,18 @@ def _reference_pass(
 NODE_LEVEL_SOURCES = ("kernel", "kubelet", "nvidia-smi")
 """Sources whose lines are always a node's own (never a pod's): given the node their path names
 when they name none."""
+CONTAINER_LOG_NAME = re.compile(
+    r"^(?P<pod>[a-z0-9][a-z0-9.\-]*)_(?P<ns>[a-z0-9][a-z0-9\-]*)_(?P<cont>[a-z0-9][a-z0-9\-]*)-[0-9a-f]{64}\.log"
+)
+"""A node's `/var/log/containers/<pod>_<namespace>_<container>-<container id>.log` (the kubelet's
+links to the CRI files, what log shippers tail), copied off the node under that name."""
 PREVIOUS_SUFFIX = re.compile(r"[._-](?:previous|prev)(?:[._-]?\d+)?$")
 """`kubectl logs --previous` saved as `<pod>.previous.log`, `<pod>-previous-2.log`, ..."""
 
 
 def _meta(f: _files.InputFile) -> _Meta:
-    """Pod/namespace/container from the path: CRI `/var/log/pods/<ns>_<pod>_<uid>/<c>/N.log`,
-    OpenShift's must-gather and `oc adm inspect`
+    """Pod/namespace/container from the path: CRI `/var/log/pods/<ns>_<pod>_<uid>/<c>/N.log` and
+    `/var/log/containers/<pod>_<ns>_<c>-<id>.log`, OpenShift's must-gather and `oc adm inspect`
     `namespaces/<ns>/pods/<pod>/<c>/<c>/logs/{current,previous}.log`, cluster-info dump
     `<ns>/<pod>/logs.txt`, else the file name (`vllm-0.log` -> `vllm-0`)."""
     parts = PurePosixPath(f.rel).parts
@@ -548,6 +553,8 @@ def _meta(f: _files.InputFile) -> _Meta:
         bits = p.split("_")
         if len(bits) == 3 and len(bits[2]) >= 32 and "-" in bits[2]:
             return _Meta(f.rel, bits[1], bits[0], parts[i + 1], f.mtime, node)
+    if m := CONTAINER_LOG_NAME.match(parts[-1]):
+        return _Meta(f.rel, m["pod"], m["ns"], m["cont"], f.mtime, node)
     for i in range(2, len(parts) - 2):
         if parts[i] == "pods" and parts[i - 2] == "namespaces":
             container = parts[i + 2] if i + 3 < len(parts) else None  # (not `<pod>.yaml` beside them)

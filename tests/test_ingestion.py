@@ -649,6 +649,23 @@ def test_must_gather_pod_logs_are_their_pods_not_current_and_previous(tmp_path):
     ]
 
 
+def test_a_nodes_container_log_links_name_their_pod_namespace_and_container(tmp_path):
+    # What log shippers tail: the kubelet's `/var/log/containers/<pod>_<ns>_<container>-<id>.log`,
+    # copied off the node with its name (the CRI line format inside).
+    cid = "3f" * 32
+    line = "2026-11-30T03:10:00.123456789Z stderr F ERROR 11-30 03:10:00 [core.py:720] EngineCore died.\n"
+    write(tmp_path / "gpu-node-3/var/log/containers" / f"vllm-decode-7c9f-x2kq_serving_vllm-server-{cid}.log", line)
+    write(
+        tmp_path / "gpu-node-3/var/log/containers" / f"nccl-test-0_default_main-{cid}.log.gz",
+        gzip.compress(line.encode()),
+    )
+    ev = ingest(tmp_path).events.filter(pl.col(s.SOURCE) == "vllm")
+    assert sorted(ev.select(s.POD, s.NAMESPACE, s.CONTAINER).rows()) == [
+        ("nccl-test-0", "default", "main"),
+        ("vllm-decode-7c9f-x2kq", "serving", "vllm-server"),
+    ]
+
+
 def test_unknown_lines_are_kept_as_unknown_events_never_dropped(tmp_path):
     write(tmp_path / "misc.log", "something entirely different\nINFO 03-02 08:00:00 [x.py:1] ok\nmore noise here\n")
     r = ingest(tmp_path, year=2025)
