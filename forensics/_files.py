@@ -88,12 +88,25 @@ def discover(paths: list[Path], _depth: int = 0) -> tuple[list[InputFile], list[
                 skipped.append(Skipped(_join(label, rel), "symlink loop: directory already visited"))
                 continue
             visited.add(real_dir)
+            if own := sorted(n for pair in OWN_OUTPUTS if set(pair) <= set(filenames) for n in pair):
+                dirnames[:] = []
+                rel = Path(dirpath).relative_to(root).as_posix()
+                where = str(root) if rel == "." else _join(label, rel)
+                what = ", ".join(own)
+                skipped.append(Skipped(where, f"an earlier forensics run's output ({what}), not logs"))
+                continue
             dirnames.sort()
             for name in sorted(filenames):
                 p = Path(dirpath) / name
                 _add(p, _join(label, p.relative_to(root).as_posix()), found, seen_real, skipped, _depth)
     skipped.sort(key=lambda s: s.file)
     return sorted(found.values(), key=lambda f: f.rel), skipped
+
+
+OWN_OUTPUTS = frozenset({("analysis.json", "postmortem.md"), ("events.parquet", "ingest.json")})
+"""The files by which a directory is told as what `forensics analyze` / `ingest --out` wrote: an
+output left inside the logs (`--out logs/report`) read back as logs would put the report's
+own lines (evidence quoted, the timeline) among them on the next run."""
 
 
 def _join(prefix: str, rel: str) -> str:
@@ -309,14 +322,56 @@ def gunzip_pieces(read: Callable[[int], bytes], notes: list[str], size: int = 1 
         d, data = zlib.decompressobj(wbits=31), rest
 
 
+BINARY_FORMATS: tuple[tuple[bytes, str], ...] = (
+    (
+        b"LPKSHHRH",
+        "a systemd journal file (binary): export it as text first, `journalctl --file <it> -o short-iso > node.log`",
+    ),
+    (b"\xfd7zXZ\x00", "xz-compressed (only gzip is read): decompress it first (`xz -dk <it>`)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed (only gzip is read): decompress it first (`zstd -d <it>`)"),
+    (b"PAR1", "a Parquet file (a table, such as an earlier run's events.parquet)"),
+    (b"ARROW1", "an Arrow IPC file (a table)"),
+    (b"SQLite format 3\x00", "an SQLite database"),
+    (b"\x7fELF", "an ELF executable or core dump"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"%PDF-", "a PDF document"),
+)
+"""Binary formats known by their first bytes, with what they are and what to do with them: a
+Parquet file is mostly printable (its schema), and would pass for a text of garbage."""
+
+
+def binary_format(data: bytes) -> str | None:
+    """What a known binary format `data` begins with is (`BINARY_FORMATS`), else None."""
+    for magic, what in BINARY_FORMATS:
+        if data.startswith(magic):
+            return what
+    if data[:3] == b"BZh" and data[4:10] == b"1AY&SY":
+        return "bzip2-compressed (only gzip is read): decompress it first (`bunzip2 -k <it>`)"
+    return None
+
+
+def known_binary(f: InputFile) -> str | None:
+    """`binary_format` of a file's first bytes (gunzipped): told before the file is read whole,
+    which for a node's 4 GB journal file would cost 4 GB to learn that it is one."""
+    try:
+        with open(f.path, "rb") as fh:
+            first = next(iter(_raw_pieces(fh, [], 64)), b"")
+    except (OSError, EOFError, zlib.error):
+        return None
+    return binary_format(first)
+
+
 def is_binary(data: bytes) -> bool:
     """True when the head of `data` looks like binary rather than text.
 
-    NUL bytes are set aside first, so a text log with NUL padding left by a crash
-    mid-write stays text (`decode` drops the NULs). What remains is binary when more
-    than 10% of it is control bytes or 30% is not valid UTF-8 (core dumps, images,
-    Parquet), or when nothing but NULs is left.
+    A known binary format is (`binary_format`). Otherwise NUL bytes are set aside first, so
+    a text log with NUL padding left by a crash mid-write stays text (`decode` drops the
+    NULs). What remains is binary when more than 10% of it is control bytes or 30% is not
+    valid UTF-8 (core dumps, images), or when nothing but NULs is left.
     """
+    if binary_format(data):
+        return True
     head = data[:SNIFF_BYTES]
     if not head or head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return False  # empty, or UTF-16 text with its byte-order mark (`decode` handles it)

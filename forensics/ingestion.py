@@ -346,6 +346,10 @@ def ingest_files(
                 notes[fid] = fnotes = []
                 lines_read[fid] = _batch_segments(fid, _files.text_segments(f, fnotes))
                 continue
+            what = _files.known_binary(f)
+            if what:
+                skipped.append(_files.Skipped(f.rel, f"binary file ({f.size} bytes; {what}), not a text log"))
+                continue
             data, fnotes, reason = _files.read_bytes(f)
             if reason:
                 skipped.append(_files.Skipped(f.rel, reason))

@@ -884,6 +884,43 @@ def test_binary_and_empty_files_are_skipped_with_reasons(tmp_path):
     assert r.parsed == 1
 
 
+def test_known_binary_formats_are_skipped_by_name_with_what_to_do(tmp_path):
+    # A journal file, a Parquet table or an xz archive can pass for text of garbage (a Parquet
+    # file's schema is printable); each is told by its first bytes and the message says what it is.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    write(tmp_path / "node/system.journal", b"LPKSHHRH" + bytes(8) + b"MESSAGE=kernel: NVRM: Xid 79\n" * 200)
+    pq.write_table(pa.table({"message": ["Cache corruption detected in block 7"] * 50}), tmp_path / "old.parquet")
+    write(tmp_path / "vllm-0.log.xz", b"\xfd7zXZ\x00" + b"INFO 03-02 10:00:00 [x.py:1] fine\n" * 10)
+    write(tmp_path / "ok.log", "INFO 03-02 10:00:00 [x.py:1] fine\n")
+    r = ingest(tmp_path, year=2025)
+    reasons = {k.file: k.reason for k in r.skipped}
+    assert "journalctl --file" in reasons["node/system.journal"]
+    assert "Parquet" in reasons["old.parquet"]
+    assert "xz -dk" in reasons["vllm-0.log.xz"]
+    assert all(v.startswith("binary file") for v in reasons.values())
+    assert r.parsed == 1 and r.events[s.FILE].to_list() == ["ok.log"]
+
+
+def test_an_earlier_runs_output_inside_the_logs_is_skipped_not_read_as_logs(tmp_path):
+    # `forensics analyze logs/ --out logs/report`, run twice: the second run must not read the
+    # first one's postmortem (which quotes the evidence lines) or its Parquet as logs.
+    line = "ERROR 03-02 10:00:00 [core.py:720] EngineCore encountered a fatal error.\n"
+    write(tmp_path / "vllm-0.log", line)
+    write(tmp_path / "report/postmortem.md", "# Postmortem\n" + line)
+    write(tmp_path / "report/analysis.json", "{}")
+    write(tmp_path / "report/extra.log", line)
+    write(tmp_path / "ingested/events.parquet", b"PAR1")
+    write(tmp_path / "ingested/ingest.json", "{}")
+    write(tmp_path / "notes/postmortem.md", "# an engineer's notes, not our output\n" + line)
+    r = ingest(tmp_path, year=2025)
+    reasons = {k.file: k.reason for k in r.skipped}
+    assert reasons["report"] == "an earlier forensics run's output (analysis.json, postmortem.md), not logs"
+    assert "events.parquet, ingest.json" in reasons["ingested"]
+    assert sorted(set(r.events[s.FILE].to_list())) == ["notes/postmortem.md", "vllm-0.log"]
+
+
 def test_invalid_utf8_is_replaced_and_noted(tmp_path):
     write(tmp_path / "bad.log", b"INFO 03-02 10:00:00 [x.py:1] caf\xe9 \xff\xfe ok\n")
     r = ingest(tmp_path, year=2025)
