@@ -1,4 +1,4 @@
-"""Finding and reading input files: directory walk, gzip, binary sniffing, decoding.
+"""Finding and reading input files: directory walk, decompression, binary sniffing, decoding.
 
 Bad input is normal input here. Nothing in this module raises for a bad file: each
 problem becomes a `Skipped` record (file left out, with the reason) or a note on the
@@ -7,7 +7,9 @@ file (read, with a caveat such as "truncated gzip").
 
 from __future__ import annotations
 
+import bz2
 import io
+import lzma
 import os
 import shutil
 import stat
@@ -23,6 +25,18 @@ from typing import BinaryIO
 import numpy as np
 
 GZIP_MAGIC = b"\x1f\x8b"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+BZIP2_MAGIC = b"BZh"
+COMPRESSIONS: dict[bytes, tuple[str, Callable[[], object]]] = {
+    GZIP_MAGIC: ("gzip", lambda: zlib.decompressobj(wbits=31)),
+    XZ_MAGIC: ("xz", lzma.LZMADecompressor),
+    BZIP2_MAGIC: ("bzip2", bz2.BZ2Decompressor),
+}
+"""Compressions read transparently, told by their first bytes (a rotated `vllm.log.1.gz`, a
+`.tar.xz` sos report, `journalctl | xz`), with their stream decompressors: each file is read
+through one, never unpacked to disk. zstd is not among them (no decompressor in the standard
+library): such a file is skipped with the command that decompresses it."""
+_CODEC_ERRORS = (zlib.error, lzma.LZMAError, OSError, EOFError, ValueError)
 UTF8_BOM = b"\xef\xbb\xbf"
 """A UTF-8 byte-order mark (Windows editors): dropped, or it would stick to the first line."""
 SNIFF_BYTES = 64 * 1024
@@ -136,7 +150,8 @@ def _add(p: Path, rel: str, found: dict, seen_real: dict, skipped: list, depth: 
 
 
 def archive_kind(p: Path) -> str | None:
-    """`tar`, `tar.gz` or `zip` by content (a renamed bundle still counts), else None."""
+    """`tar`, `tar.gz`, `tar.xz`, `tar.bz2` or `zip` by content (a renamed bundle still
+    counts), else None."""
     try:
         with open(p, "rb") as fh:
             head = fh.read(512)
@@ -144,12 +159,12 @@ def archive_kind(p: Path) -> str | None:
                 return "zip"
             if len(head) >= 262 and head[257:262] == b"ustar":
                 return "tar"
-            if head[:2] == GZIP_MAGIC:
+            if name := compression(head):
                 fh.seek(0)
-                inner = zlib.decompressobj(wbits=31).decompress(fh.read(64 * 1024), 512)
+                inner = next(decompress_pieces(name, fh.read, [], 512, read_size=64 * 1024), b"")
                 if len(inner) >= 262 and inner[257:262] == b"ustar":
-                    return "tar.gz"
-    except (OSError, zlib.error):
+                    return f"tar.{ {'gzip': 'gz', 'bzip2': 'bz2'}.get(name, name) }"
+    except _CODEC_ERRORS:
         return None
     return None
 
@@ -210,9 +225,9 @@ def _unpack(p: Path, rel: str, kind: str, found: dict, skipped: list, depth: int
                                 "could not be read",
                             )
                         )
-    except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, ValueError, zlib.error, RuntimeError) as e:
-        # RuntimeError: zipfile's "File ... is encrypted, password required"; zlib.error: a
-        # corrupt deflate stream inside a tarball or zip member.
+    except (tarfile.TarError, zipfile.BadZipFile, RuntimeError, *_CODEC_ERRORS) as e:
+        # RuntimeError: zipfile's "File ... is encrypted, password required"; zlib.error,
+        # LZMAError: a corrupt stream inside a tarball or zip member.
         note = "encrypted, password required" if "encrypted" in str(e) else f"{type(e).__name__}: {e}"
         skipped.append(Skipped(rel, f"damaged {kind} archive ({note}); what was unpacked before the damage is read"))
     inner, inner_skipped = discover([dest], depth + 1)
@@ -223,10 +238,10 @@ def _unpack(p: Path, rel: str, kind: str, found: dict, skipped: list, depth: int
 
 
 def read_bytes(f: InputFile) -> tuple[bytes | None, list[str], str | None]:
-    """Read a file, transparently gunzipping. Returns (data, notes, skip_reason).
+    """Read a file, transparently decompressing (`COMPRESSIONS`). Returns (data, notes, skip_reason).
 
-    A truncated or corrupt gzip stream yields what was decompressed before the damage,
-    with a note: the lines written just before an outage are the valuable ones.
+    A truncated or corrupt stream yields what was decompressed before the damage, with a
+    note: the lines written just before an outage are the valuable ones.
     """
     try:
         with open(f.path, "rb") as fh:
@@ -234,15 +249,13 @@ def read_bytes(f: InputFile) -> tuple[bytes | None, list[str], str | None]:
     except OSError as e:
         return None, [], f"unreadable: {e.strerror or e}; check its permissions (chmod, or run as its owner)"
     notes: list[str] = []
-    if data[:2] == GZIP_MAGIC:
-        data, note = _gunzip_tolerant(data)
-        if note:
-            notes.append(note)
+    if name := compression(data):
+        data = b"".join(decompress_pieces(name, io.BytesIO(data).read, notes))
     return data, notes, None
 
 
 def read_head(f: InputFile, limit: int) -> bytes:
-    """About the first `limit` bytes of a file's text (gunzipped), cut at the last newline.
+    """About the first `limit` bytes of a file's text (decompressed), cut at the last newline.
 
     For the reference-time pass of a sharded run, which needs each file's timestamps,
     not all of its lines. Unreadable or damaged files give what could be read (maybe b"").
@@ -270,56 +283,68 @@ def head_of(f: InputFile, limit: int) -> tuple[bytes, bool]:
 
 
 def _raw_pieces(fh: BinaryIO, notes: list[str], size: int) -> Iterator[bytes]:
-    """An open file's bytes, gunzipped when it is gzip, at most `size` at a time."""
-    gz = fh.read(len(GZIP_MAGIC)) == GZIP_MAGIC
+    """An open file's bytes, decompressed when it is compressed, at most `size` at a time."""
+    compressed = compression(fh.read(len(XZ_MAGIC)))
     fh.seek(0)
-    return gunzip_pieces(fh.read, notes, size) if gz else iter(lambda: fh.read(size), b"")
+    return decompress_pieces(compressed, fh.read, notes, size) if compressed else iter(lambda: fh.read(size), b"")
 
 
-def _gunzip_tolerant(data: bytes) -> tuple[bytes, str | None]:
-    """Decompress every gzip member; on damage keep what came out before it."""
-    notes: list[str] = []
-    out = b"".join(gunzip_pieces(io.BytesIO(data).read, notes))
-    return out, notes[0] if notes else None
+def compression(head: bytes) -> str | None:
+    """The name of the compression (`COMPRESSIONS`) that `head` begins with, else None."""
+    for magic, (name, _) in COMPRESSIONS.items():
+        if head.startswith(magic):
+            # (bzip2's three bytes are also text: its block size digit and block magic follow)
+            if magic != BZIP2_MAGIC or (head[3:4].isdigit() and head[4:10] in (b"1AY&SY", b"\x17rE8P\x90", b"")):
+                return name
+    return None
 
 
-def gunzip_pieces(read: Callable[[int], bytes], notes: list[str], size: int = 1 << 20) -> Iterator[bytes]:
-    """The decompressed bytes of a gzip stream (every member), at most `size` at a time.
+def decompress_pieces(
+    name: str, read: Callable[[int], bytes], notes: list[str], size: int = 1 << 20, *, read_size: int | None = None
+) -> Iterator[bytes]:
+    """The decompressed bytes of a stream compressed with `name` (`COMPRESSIONS`, every member
+    or stream of it), at most `size` at a time; `read(n)` gives the compressed input.
 
-    `read(n)` gives the compressed input. Damage ends the stream with a note, and what was
-    decompressed before it is kept (the lines written just before an outage are the
-    valuable ones); bytes after the last member that start no other member are ignored.
+    Damage ends the stream with a note, and what was decompressed before it is kept (the
+    lines written just before an outage are the valuable ones); bytes after the last member
+    that start no other member are ignored.
     """
-    kept = 0
-    d = zlib.decompressobj(wbits=31)
-    data = read(size)
+    read_size = read_size or size
+    magic, new = next((m, new) for m, (n, new) in COMPRESSIONS.items() if n == name)
+    data = read(read_size)
+    kept, d = 0, new()
     while True:
-        if not data:
-            if not d.eof:
-                tail = d.flush()  # output still held when `size` capped the last call
-                kept += len(tail)
-                for at in range(0, len(tail), size):
-                    yield tail[at : at + size]
-                if not d.eof:
-                    notes.append(f"truncated gzip: the stream ends early; kept {kept} decompressed bytes")
-            return
         try:
             out = d.decompress(data, size)
-        except zlib.error as e:
-            notes.append(f"corrupt gzip ({e}); kept the {kept} bytes decompressed before the damage")
+        except _CODEC_ERRORS as e:
+            notes.append(f"corrupt {name} ({e}); kept the {kept} bytes decompressed before the damage")
             return
         kept += len(out)
         if out:
             yield out
-        if not d.eof:
-            data = d.unconsumed_tail or read(size)
+        if d.eof:
+            rest = d.unused_data
+            while len(rest) < len(magic) and (more := read(read_size)):
+                rest += more
+            if not rest.startswith(magic):
+                return
+            d, data = new(), rest
             continue
-        rest = d.unused_data
-        while len(rest) < len(GZIP_MAGIC) and (more := read(size)):
-            rest += more
-        if not rest.startswith(GZIP_MAGIC):
+        # Input still held by the decompressor (when `size` capped its output), else more.
+        if hasattr(d, "unconsumed_tail"):  # zlib
+            data = d.unconsumed_tail or read(read_size)
+        else:
+            data = b"" if not d.needs_input else read(read_size)
+            if not data and not d.needs_input:
+                continue
+        if not data:
+            tail = d.flush() if hasattr(d, "flush") else b""  # zlib's output still held
+            kept += len(tail)
+            for at in range(0, len(tail), size):
+                yield tail[at : at + size]
+            if not getattr(d, "eof", False):
+                notes.append(f"truncated {name}: the stream ends early; kept {kept} decompressed bytes")
             return
-        d, data = zlib.decompressobj(wbits=31), rest
 
 
 BINARY_FORMATS: tuple[tuple[bytes, str], ...] = (
@@ -327,8 +352,7 @@ BINARY_FORMATS: tuple[tuple[bytes, str], ...] = (
         b"LPKSHHRH",
         "a systemd journal file (binary): export it as text first, `journalctl --file <it> -o short-iso > node.log`",
     ),
-    (b"\xfd7zXZ\x00", "xz-compressed (only gzip is read): decompress it first (`xz -dk <it>`)"),
-    (b"\x28\xb5\x2f\xfd", "zstd-compressed (only gzip is read): decompress it first (`zstd -d <it>`)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed (gzip, xz and bzip2 are read): decompress it first (`zstd -d <it>`)"),
     (b"PAR1", "a Parquet file (a table, such as an earlier run's events.parquet)"),
     (b"ARROW1", "an Arrow IPC file (a table)"),
     (b"SQLite format 3\x00", "an SQLite database"),
@@ -346,18 +370,16 @@ def binary_format(data: bytes) -> str | None:
     for magic, what in BINARY_FORMATS:
         if data.startswith(magic):
             return what
-    if data[:3] == b"BZh" and data[4:10] == b"1AY&SY":
-        return "bzip2-compressed (only gzip is read): decompress it first (`bunzip2 -k <it>`)"
     return None
 
 
 def known_binary(f: InputFile) -> str | None:
-    """`binary_format` of a file's first bytes (gunzipped): told before the file is read whole,
+    """`binary_format` of a file's first bytes (decompressed): told before the file is read whole,
     which for a node's 4 GB journal file would cost 4 GB to learn that it is one."""
     try:
         with open(f.path, "rb") as fh:
             first = next(iter(_raw_pieces(fh, [], 64)), b"")
-    except (OSError, EOFError, zlib.error):
+    except _CODEC_ERRORS:
         return None
     return binary_format(first)
 
@@ -422,7 +444,7 @@ def stream_head(f: InputFile) -> str | None:
     """The head of `f`'s text when `f` is to be read a segment at a time (`text_segments`)
     rather than whole, else None.
 
-    A large log is, plain or gzipped: holding its bytes and its text at once costs twice
+    A large log is, plain or compressed: holding its bytes and its text at once costs twice
     its size before a line is parsed (10 GB for a 5 GB journal, more for a gzipped one).
     UTF-16 files, binary files and what may be a document parsed whole (JSON, YAML event
     lists) go the whole-file way, which sorts them out; the caller checks the head for
@@ -432,10 +454,10 @@ def stream_head(f: InputFile) -> str | None:
         return None
     try:
         with open(f.path, "rb") as fh:
-            gz = fh.read(len(GZIP_MAGIC)) == GZIP_MAGIC
+            compressed = compression(fh.read(16))
     except OSError:
         return None
-    if f.size <= (SEGMENT_CHARS // 4 if gz else 2 * SEGMENT_CHARS):  # (logs compress ~10x)
+    if f.size <= (SEGMENT_CHARS // 4 if compressed else 2 * SEGMENT_CHARS):  # (logs compress ~10x)
         return None
     head = read_head(f, SNIFF_BYTES)
     # (a pickle, a flight-recorder dump, starts with 0x80, never a text's first byte; its
@@ -449,7 +471,7 @@ def stream_head(f: InputFile) -> str | None:
 
 
 def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = None) -> Iterator[bytes | np.ndarray]:
-    """The text of a file (gunzipped) in pieces ending at a newline, read and checked one at a time.
+    """The text of a file (decompressed) in pieces ending at a newline, read and checked one at a time.
 
     Each piece is valid UTF-8 (invalid bytes replaced, NULs removed, a leading byte-order
     mark dropped), kept as bytes, not decoded: the parser builds its columns from the bytes,
@@ -525,11 +547,11 @@ def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = No
 
 
 def _reader(fh: BinaryIO, notes: list[str]) -> Callable[[memoryview], int]:
-    """`readinto` for an open file's bytes, gunzipped when it is gzip: fills as much of the
-    view as it can, returns how much (0 at the end)."""
-    gz = fh.read(len(GZIP_MAGIC)) == GZIP_MAGIC
+    """`readinto` for an open file's bytes, decompressed when it is compressed: fills as much
+    of the view as it can, returns how much (0 at the end)."""
+    compressed = compression(fh.read(16))
     fh.seek(0)
-    if not gz:
+    if not compressed:
 
         def read_plain(view: memoryview) -> int:
             n = 0
@@ -541,7 +563,7 @@ def _reader(fh: BinaryIO, notes: list[str]) -> Callable[[memoryview], int]:
             return n
 
         return read_plain
-    pieces = gunzip_pieces(fh.read, notes)
+    pieces = decompress_pieces(compressed, fh.read, notes)
     held, used = b"", 0
 
     def read_gzip(view: memoryview) -> int:

@@ -885,20 +885,20 @@ def test_binary_and_empty_files_are_skipped_with_reasons(tmp_path):
 
 
 def test_known_binary_formats_are_skipped_by_name_with_what_to_do(tmp_path):
-    # A journal file, a Parquet table or an xz archive can pass for text of garbage (a Parquet
+    # A journal file, a Parquet table or a zstd archive can pass for text of garbage (a Parquet
     # file's schema is printable); each is told by its first bytes and the message says what it is.
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     write(tmp_path / "node/system.journal", b"LPKSHHRH" + bytes(8) + b"MESSAGE=kernel: NVRM: Xid 79\n" * 200)
     pq.write_table(pa.table({"message": ["Cache corruption detected in block 7"] * 50}), tmp_path / "old.parquet")
-    write(tmp_path / "vllm-0.log.xz", b"\xfd7zXZ\x00" + b"INFO 03-02 10:00:00 [x.py:1] fine\n" * 10)
+    write(tmp_path / "vllm-0.log.zst", b"\x28\xb5\x2f\xfd" + b"INFO 03-02 10:00:00 [x.py:1] fine\n" * 10)
     write(tmp_path / "ok.log", "INFO 03-02 10:00:00 [x.py:1] fine\n")
     r = ingest(tmp_path, year=2025)
     reasons = {k.file: k.reason for k in r.skipped}
     assert "journalctl --file" in reasons["node/system.journal"]
     assert "Parquet" in reasons["old.parquet"]
-    assert "xz -dk" in reasons["vllm-0.log.xz"]
+    assert "zstd -d" in reasons["vllm-0.log.zst"]
     assert all(v.startswith("binary file") for v in reasons.values())
     assert r.parsed == 1 and r.events[s.FILE].to_list() == ["ok.log"]
 
@@ -919,6 +919,47 @@ def test_an_earlier_runs_output_inside_the_logs_is_skipped_not_read_as_logs(tmp_
     assert reasons["report"] == "an earlier forensics run's output (analysis.json, postmortem.md), not logs"
     assert "events.parquet, ingest.json" in reasons["ingested"]
     assert sorted(set(r.events[s.FILE].to_list())) == ["notes/postmortem.md", "vllm-0.log"]
+
+
+def test_xz_and_bzip2_logs_are_read_like_gzip_ones_damage_included(tmp_path):
+    # `journalctl | xz > node.log.xz`, a bzip2'd rotation: read transparently, whatever the
+    # name; a cut xz stream keeps what came before the cut, with a note.
+    import bz2
+    import lzma
+
+    lines = "".join(f"INFO 03-02 10:00:{i % 60:02d} [engine.py:1] step {i}\n" for i in range(3000))
+    write(tmp_path / "vllm-0.log.xz", lzma.compress(lines.encode()))
+    write(tmp_path / "vllm-1.log.1", bz2.compress(lines.encode()))
+    xz = lzma.compress(lines.encode())
+    write(tmp_path / "vllm-2.log.xz", xz[: len(xz) // 2])
+    r = ingest(tmp_path, year=2025)
+    by = {f.file: f for f in r.files}
+    assert by["vllm-0.log.xz"].lines == by["vllm-1.log.1"].lines == 3000
+    assert not by["vllm-0.log.xz"].notes and not by["vllm-1.log.1"].notes
+    cut = by["vllm-2.log.xz"]
+    assert 0 < cut.lines < 3000 and cut.notes[0].startswith("truncated xz: the stream ends early; kept ")
+    assert set(r.events.filter(pl.col(s.FILE) == "vllm-0.log.xz")[s.POD]) == {"vllm-0"}
+    assert r.skipped == []
+
+
+def test_a_sos_report_tar_xz_is_unpacked_and_read(tmp_path):
+    # sos report's default bundle is an xz-compressed tarball.
+    import io
+    import tarfile
+
+    kern = b"Mar  2 10:00:01 gpu-node-3 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:xz") as tar:
+        info = tarfile.TarInfo("sosreport-gpu-node-3-2025-03-02/var/log/messages")
+        info.size = len(kern)
+        tar.addfile(info, io.BytesIO(kern))
+    write(tmp_path / "sosreport-gpu-node-3-2025-03-02.tar.xz", buf.getvalue())
+    r = ingest(tmp_path, year=2025)
+    assert r.skipped == [] and r.parsed == 1
+    assert r.events[s.FILE].to_list() == [
+        "sosreport-gpu-node-3-2025-03-02.tar.xz/sosreport-gpu-node-3-2025-03-02/var/log/messages"
+    ]
+    assert "Xid" in r.events[s.MESSAGE][0]
 
 
 def test_invalid_utf8_is_replaced_and_noted(tmp_path):

@@ -728,20 +728,23 @@ def test_capturing_from_the_matched_head_gives_the_groups_of_the_whole_line(text
     ).map(b"".join),
     size=st.integers(1, 40),
     bom=st.booleans(),
-    gz=st.booleans(),
+    codec=st.sampled_from([None, "gzip", "xz", "bzip2"]),
 )
-def test_a_file_read_a_segment_at_a_time_decodes_to_the_text_read_whole(tmp_path, data, size, bom, gz):
+def test_a_file_read_a_segment_at_a_time_decodes_to_the_text_read_whole(tmp_path, data, size, bom, codec):
     # Segments end at newlines, so no UTF-8 sequence is cut: the pieces decode to exactly the
     # whole file's text, repairs (NULs, invalid bytes) are counted once, and for ASCII text
     # the cuts fall where `split_segments` cuts the decoded text. Lines longer than the
     # segment size (most, here) make the reader read on past it, growing its buffer.
+    import bz2
     import gzip
+    import lzma
 
     from forensics import _files
 
     path = tmp_path / "f.log"
     text = b"\xef\xbb\xbf" * bom + data
-    path.write_bytes(gzip.compress(text, mtime=0) if gz else text)
+    compress = {None: bytes, "gzip": lambda b: gzip.compress(b, mtime=0), "xz": lzma.compress, "bzip2": bz2.compress}
+    path.write_bytes(compress[codec](text))
     f = _files.InputFile(path, "f.log", path.stat().st_size, 0.0)
     notes: list[str] = []
     pieces = [bytes(p).decode() for p in _files.text_segments(f, notes, segment_bytes=size)]  # (strict: valid UTF-8)
@@ -752,27 +755,31 @@ def test_a_file_read_a_segment_at_a_time_decodes_to_the_text_read_whole(tmp_path
         assert pieces == list(_files.split_segments(whole, size))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     members=st.lists(st.binary(max_size=3000), min_size=1, max_size=3),
     cut=st.one_of(st.none(), st.floats(0, 1)),
     flip=st.one_of(st.none(), st.floats(0, 1)),
     size=st.sampled_from([1, 7, 64, 4096]),
+    codec=st.sampled_from(["gzip", "xz", "bzip2"]),
 )
-@example(members=[b"\x90\x00"], cut=0.6875, flip=None, size=1)  # a cut stream's flushed tail, in pieces
-def test_gunzip_pieces_keep_all_of_a_sound_stream_and_a_prefix_of_a_damaged_one(members, cut, flip, size):
+@example(members=[b"\x90\x00"], cut=0.6875, flip=None, size=1, codec="gzip")  # a cut stream's flushed tail, in pieces
+def test_decompressed_pieces_keep_all_of_a_sound_stream_and_a_prefix_of_a_damaged_one(members, cut, flip, size, codec):
+    import bz2
     import gzip
     import io
+    import lzma
 
     from forensics import _files
 
-    blob = bytearray(b"".join(gzip.compress(m * 3, mtime=0) for m in members))
+    compress = {"gzip": lambda m: gzip.compress(m, mtime=0), "xz": lzma.compress, "bzip2": bz2.compress}[codec]
+    blob = bytearray(b"".join(compress(m * 3) for m in members))
     if flip is not None:
         blob[min(int(flip * len(blob)), len(blob) - 1)] ^= 0x5A
     if cut is not None:
         blob = blob[: int(cut * len(blob))]
     notes: list[str] = []
-    pieces = list(_files.gunzip_pieces(io.BytesIO(bytes(blob)).read, notes, size))
+    pieces = list(_files.decompress_pieces(codec, io.BytesIO(bytes(blob)).read, notes, size))
     out = b"".join(pieces)
     full = b"".join(m * 3 for m in members)
     assert all(len(p) <= size for p in pieces)
@@ -781,7 +788,7 @@ def test_gunzip_pieces_keep_all_of_a_sound_stream_and_a_prefix_of_a_damaged_one(
     elif flip is None:
         assert full.startswith(out)  # a cut stream keeps what came before the cut
     if notes:
-        assert len(notes) == 1 and notes[0].startswith(("truncated gzip", "corrupt gzip"))
+        assert len(notes) == 1 and notes[0].startswith((f"truncated {codec}", f"corrupt {codec}"))
         assert f" {len(out)} " in notes[0]
 
 
