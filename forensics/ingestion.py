@@ -34,7 +34,7 @@ from forensics import schema as s
 from forensics._malloc import release_free_memory
 from forensics.arrow_text import categories_as_arrow, count_lines, lines_column
 from forensics.errors import NoInputError
-from parsers import flight_dump, k8s, nvidia_smi, prometheus, ras_json, vllm
+from parsers import csv_export, flight_dump, k8s, nvidia_smi, prometheus, ras_json, vllm
 from parsers._common import TIME_PARTS, node_of
 from parsers.lines import parse_lines
 from parsers.wrappers import log_entries_document, syslog_time_parts
@@ -339,6 +339,7 @@ def ingest_files(
                 and not k8s.sniff_event_document(head)
                 and prometheus.sniff(head) is None
                 and nvidia_smi.sniff(head) is None
+                and not csv_export.sniff(head)
             ):
                 # A large log: read, decoded and batched a segment at a time (never whole).
                 fid = len(metas)
@@ -432,6 +433,12 @@ def ingest_files(
                     "its line numbers count records"
                 )
                 text = "\n".join(entries) + "\n"
+                doc_files[fid] = "log-export-json"
+            elif (exported := csv_export.log_entries_csv(text, tz)) is not None:
+                entries, csv_notes = exported
+                fnotes.extend(csv_notes)
+                text = "\n".join(entries) + "\n" if entries else ""
+                doc_files[fid] = "log-export-csv"
             why = None if entries is not None else _not_a_log(text, f.rel)
             if why:
                 metas[-1] = _meta(f)
@@ -566,7 +573,7 @@ def _meta(f: _files.InputFile) -> _Meta:
     if parts[-1] == "logs.txt" and len(parts) >= 3:
         return _Meta(f.rel, parts[-2], parts[-3], None, f.mtime, node)
     name = parts[-1]
-    for suffix in (".gz", ".xz", ".bz2", ".log", ".txt", ".out", ".err", ".prom", ".metrics"):
+    for suffix in (".gz", ".xz", ".bz2", ".csv", ".tsv", ".log", ".txt", ".out", ".err", ".prom", ".metrics"):
         name = name.removesuffix(suffix)
     name = name.split(".log.")[0]
     name = PREVIOUS_SUFFIX.sub("", name)
@@ -1286,9 +1293,10 @@ def _account(
     return reports
 
 
-LINE_DOCUMENTS = frozenset(("prometheus-text", "prometheus-json"))
+LINE_DOCUMENTS = frozenset(("prometheus-text", "prometheus-json", "log-export-json", "log-export-csv"))
 """Documents whose events account for their lines one by one (a Kubernetes event list's
-events are its items, so its lines are all counted parsed)."""
+events are its items, so its lines are all counted parsed; a log store's export is parsed a
+record a line)."""
 WRAPPER_MARKS = {"outer": "_outer_ts", "stream": s.STREAM, "syslog": "_syslog", "journal": "_journal"}
 """Share of a file's lines with each wrapper's mark (`_wrapper` reads them), from its column."""
 JOURNAL_WRAPPERS = {"json": "journald-json", "iso": "journald", "dmesg": "dmesg"}

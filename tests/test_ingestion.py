@@ -1748,6 +1748,141 @@ def test_cloudwatch_and_elasticsearch_exports_are_read_one_record_a_line(tmp_pat
     ]
 
 
+def test_a_kibana_csv_export_is_read_oldest_first_with_its_pods_and_tracebacks(tmp_path):
+    # Kibana's Discover "Generate CSV": its date format, ECS columns, `-` for a missing field,
+    # the newest record first, and a traceback kept in one quoted cell (quotes doubled).
+    write(
+        tmp_path / "discover.csv",
+        '"@timestamp","kubernetes.pod.name","kubernetes.namespace","kubernetes.container.name","host.name",message\n'
+        '"Mar 2, 2025 @ 10:00:03.500","vllm-0",serving,vllm,"gpu-node-3","ERROR 03-02 10:00:03 [core.py:720] '
+        "EngineCore encountered a fatal error.\nTraceback (most recent call last):\n"
+        '  File ""/usr/lib/python3/vllm/core.py"", line 711, in run\n'
+        'RuntimeError: Cache corruption detected in block 17"\n'
+        '"Mar 2, 2025 @ 10:00:02.000","vllm-0",serving,vllm,"gpu-node-3","INFO 03-02 10:00:02 [loggers.py:118] '
+        "Engine 000: Avg prompt throughput: 120.0 tokens/s, Avg generation throughput: 80.0 tokens/s, Running: 4 reqs, "
+        'Waiting: 0 reqs, GPU KV cache usage: 45.0%, Prefix cache hit rate: 10.0%"\n'
+        '"Mar 2, 2025 @ 10:00:01.000","vllm-1",serving,vllm,-,"INFO 03-02 10:00:01 [async_llm.py:270] Added request '
+        'cmpl-abc123."\n',
+    )
+    r = ingest(tmp_path)
+    (f,) = r.files
+    assert (f.wrapper, f.lines, f.parsed, f.unparsed) == ("log-export-csv", 3, 3, 0)
+    assert "a CSV export of 3 log records" in f.notes[0]
+    assert f.notes[1] == "its records were listed newest first (as log stores show them): read oldest first"
+    ev = r.events.select(s.LINE, s.TS, s.SOURCE, s.LEVEL, s.HOST, s.POD, s.NAMESPACE, s.CONTAINER, s.REQUEST_ID)
+    assert ev.rows() == [
+        (
+            1,
+            datetime(2025, 3, 2, 10, 0, 1, tzinfo=UTC),
+            "vllm",
+            "INFO",
+            None,
+            "vllm-1",
+            "serving",
+            "vllm",
+            "cmpl-abc123",
+        ),
+        (
+            2,
+            datetime(2025, 3, 2, 10, 0, 2, tzinfo=UTC),
+            "vllm",
+            "INFO",
+            "gpu-node-3",
+            "vllm-0",
+            "serving",
+            "vllm",
+            None,
+        ),
+        (
+            3,
+            datetime(2025, 3, 2, 10, 0, 3, 500000, tzinfo=UTC),
+            "vllm",
+            "ERROR",
+            "gpu-node-3",
+            "vllm-0",
+            "serving",
+            "vllm",
+            None,
+        ),
+    ]
+    fatal = r.events[s.MESSAGE][2]
+    assert fatal.startswith("EngineCore encountered a fatal error.\nTraceback")
+    assert fatal.endswith(
+        'File "/usr/lib/python3/vllm/core.py", line 711, in run\nRuntimeError: Cache corruption detected in block 17'
+    )
+    kv = r.metrics.filter(pl.col("metric") == "gpu_kv_cache_usage").select(s.POD, "value").rows()
+    assert kv == [("vllm-0", 0.45)]
+
+
+def test_grafana_datadog_and_splunk_csv_exports_name_pods_nodes_and_exact_times(tmp_path):
+    # Grafana Explore on Loki (the stream labels as JSON, `tsNs` before the zone-less `Time`),
+    # Datadog's Log Explorer (`Status` as the level) and Splunk (`_raw`, the container log path
+    # in `source`), one tab-separated.
+    labels = '"{""container"":""vllm"",""namespace"":""llm"",""pod"":""qwen-1"",""node_name"":""node-21""}"'
+    write(
+        tmp_path / "explore.csv",
+        "labels,Time,Line,tsNs,id\n"
+        f'{labels},2025-03-09 11:00:02.000,"[rank3]:[E309 09:00:02.000000000 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog '
+        "caught collective operation timeout: WorkNCCL(SeqNum=42, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, "
+        'Timeout(ms)=600000) ran for 600012 milliseconds before timing out.",1741510802123456789,a\n'
+        f'{labels},2025-03-09 11:00:01.000,"node-21:412:498 [3] NCCL INFO comm 0x5581 rank 3 nranks 8 cudaDev 3 '
+        'busId 3b000 - Init COMPLETE",1741510801000000000,b\n',
+    )
+    write(
+        tmp_path / "datadog.csv",
+        "Date,Host,Service,Status,Message\n"
+        '2025-03-09T09:00:03.250Z,node-22,vllm,warn,"Sequence group 7 is preempted: not enough KV cache space"\n',
+    )
+    path = "/var/log/containers/qwen-2_llm_vllm-" + "ab" * 32 + ".log"
+    write(
+        tmp_path / "splunk.tsv",
+        f"_time\t_raw\thost\tsource\n2025-03-09T09:00:04.000+00:00\tERROR 03-09 09:00:04 [core.py:720] EngineCore "
+        f"encountered a fatal error.\tnode-22\t{path}\n",
+    )
+    r = ingest(tmp_path)
+    assert r.skipped == [] and r.unparsed == 0
+    assert {f.file: f.wrapper for f in r.files} == dict.fromkeys(
+        ("datadog.csv", "explore.csv", "splunk.tsv"), "log-export-csv"
+    )
+    ev = r.events.sort(s.TS).select(s.TS, s.SOURCE, s.LEVEL, s.HOST, s.POD, s.NAMESPACE, s.CONTAINER)
+    assert ev.rows() == [
+        (datetime(2025, 3, 9, 9, 0, 1, tzinfo=UTC), "nccl", "INFO", "node-21", "qwen-1", "llm", "vllm"),
+        (datetime(2025, 3, 9, 9, 0, 2, 123456, tzinfo=UTC), "torch", "ERROR", "node-21", "qwen-1", "llm", "vllm"),
+        (datetime(2025, 3, 9, 9, 0, 3, 250000, tzinfo=UTC), "app", "WARNING", "node-22", "datadog", None, None),
+        (datetime(2025, 3, 9, 9, 0, 4, tzinfo=UTC), "vllm", "ERROR", "node-22", "qwen-2", "llm", "vllm"),
+    ]
+    watchdog = r.events.filter(pl.col(s.SOURCE) == "torch").row(0, named=True)
+    assert (watchdog[s.COLL_SEQ], watchdog[s.COLL_OP], watchdog[s.COLL_TIMEOUT_MS]) == (42, "ALLREDUCE", 600000)
+
+
+def test_a_csv_exports_zoneless_times_are_in_the_zone_given_and_rows_without_a_message_are_kept(tmp_path):
+    write(
+        tmp_path / "insights.csv",
+        "@timestamp,@message,@logStream\n"
+        "2025-03-09 10:00:05.000,CUDA error: an illegal memory access was encountered,vllm-0\n"
+        "2025-03-09 10:00:06.000,,vllm-0\n",
+    )
+    r = ingest(tmp_path, tz="Europe/Berlin")
+    assert r.files[0].lines == 2 and r.unparsed + r.parsed == 2
+    assert r.events[s.TS].to_list() == [
+        datetime(2025, 3, 9, 9, 0, 5, tzinfo=UTC),
+        datetime(2025, 3, 9, 9, 0, 6, tzinfo=UTC),
+    ]
+    # A row without a message keeps its cells as its line (its time read back off them): never dropped.
+    assert r.events[s.MESSAGE].to_list()[1] == "vllm-0"
+
+
+def test_a_log_line_with_commas_is_not_taken_for_a_csv_export_header(tmp_path):
+    # A header names columns, one or two words each, and an export's rows have its columns:
+    # a log whose first line happens to look like a header, or a sentence, stays a log.
+    write(tmp_path / "vllm-0.log", "time,message\nINFO 03-02 10:00:00 [x.py:1] time, message, and more\n")
+    write(tmp_path / "notes.csv", "time,message,a few more words\nsomething happened\n")
+    r = ingest(tmp_path, year=2025)
+    by = {f.file: f for f in r.files}
+    assert by["vllm-0.log"].wrapper is None and (by["vllm-0.log"].lines, by["vllm-0.log"].parsed) == (2, 1)
+    assert by["notes.csv"].wrapper is None and by["notes.csv"].lines == 2 == by["notes.csv"].unparsed
+
+
 def test_shipper_exports_keep_the_pod_and_node_the_shipper_attached(tmp_path):
     # Fluent Bit / Vector JSON lines, an Elasticsearch export (ECS fields) and `logcli query`
     # output: the incident's logs as pulled from the log store instead of from the pods.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from pathlib import Path
@@ -991,3 +992,37 @@ def test_any_ncclras_json_report_never_raises_and_accounting_balances(communicat
     assert f.wrapper == "ncclras-json"
     for f in r.files:
         assert f.lines == f.parsed + f.folded + f.unparsed
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    messages=st.lists(
+        st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), min_size=1).filter(
+            lambda m: m.strip() not in ("", "-", "null", "None") and not m.endswith(("\n", "\r"))
+        ),
+        min_size=1,
+        max_size=20,
+    ),
+    newest_first=st.booleans(),
+    delimiter=st.sampled_from([",", "\t"]),
+)
+def test_a_csv_exports_records_come_back_whole_and_oldest_first(messages, newest_first, delimiter):
+    # Whatever a record's message holds (quotes, delimiters, newlines), the export gives back
+    # each message whole, one record a line, in the order they were written.
+    import csv
+    import io
+
+    from parsers import csv_export
+
+    buf = io.StringIO()
+    out = csv.writer(buf, delimiter=delimiter)
+    out.writerow(["@timestamp", "kubernetes.pod.name", "message"])
+    rows = [[f"2025-03-02T10:00:{i:02d}.000Z", "vllm-0", m] for i, m in enumerate(messages)]
+    out.writerows(rows[::-1] if newest_first else rows)
+    records, notes = csv_export.log_entries_csv(buf.getvalue())
+    got = [json.loads(r) for r in records]
+    assert [g["message"] for g in got] == messages
+    assert [g["time"] for g in got] == [f"2025-03-02T10:00:{i:02d}.000000Z" for i in range(len(messages))]
+    assert all("\n" not in r for r in records)
+    assert notes[0].startswith(f"a CSV export of {len(messages)} log records")
+    assert any("newest first" in n for n in notes) == (newest_first and len(messages) > 1)
