@@ -528,7 +528,9 @@ def _reference_pass(
             if times:
                 refs[f.rel] = times[len(times) // 2]
             continue
-        if _not_a_log(text, f.rel):
+        if (exported := csv_export.log_entries_csv(text, tz)) is not None:
+            text = "\n".join(exported[0]) + "\n"  # its records, as the whole file's are parsed
+        elif _not_a_log(text, f.rel):
             continue
         batch.append(_Segment(len(batch), 0, 1, text.encode()))
         batch_files.append((f, whole))

@@ -1872,6 +1872,24 @@ def test_a_csv_exports_zoneless_times_are_in_the_zone_given_and_rows_without_a_m
     assert r.events[s.MESSAGE].to_list()[1] == "vllm-0"
 
 
+def test_a_csv_exports_exact_times_give_the_year_of_the_yearless_logs_beside_it(tmp_path):
+    # The export pulled from the log store is the directory's only fully qualified clock; a
+    # vLLM log copied off a pod later (its modification time two years on) takes its year from it.
+    import os
+
+    write(
+        tmp_path / "discover.csv",
+        '"@timestamp",message\n"Mar 2, 2025 @ 10:00:01.000","INFO 03-02 10:00:01 [x.py:1] from the store"\n',
+    )
+    log = tmp_path / "vllm-0.log"
+    write(log, "ERROR 03-02 10:05:00 [core.py:720] EngineCore encountered a fatal error.\n")
+    later = datetime(2027, 6, 1, tzinfo=UTC).timestamp()
+    os.utime(log, (later, later))
+    r = ingest(tmp_path)
+    ts = r.events.filter(pl.col(s.FILE) == "vllm-0.log")[s.TS].to_list()
+    assert ts == [datetime(2025, 3, 2, 10, 5, tzinfo=UTC)]
+
+
 def test_a_log_line_with_commas_is_not_taken_for_a_csv_export_header(tmp_path):
     # A header names columns, one or two words each, and an export's rows have its columns:
     # a log whose first line happens to look like a header, or a sentence, stays a log.
