@@ -36,6 +36,8 @@ COMPRESSIONS: dict[bytes, tuple[str, Callable[[], object]]] = {
 `.tar.xz` sos report, `journalctl | xz`), with their stream decompressors: each file is read
 through one, never unpacked to disk. zstd is not among them (no decompressor in the standard
 library): such a file is skipped with the command that decompresses it."""
+MAGIC_BYTES = 16
+"""How much of a file's start `compression` needs to tell it (bzip2's block magic is bytes 4-10)."""
 _CODEC_ERRORS = (zlib.error, lzma.LZMAError, OSError, EOFError, ValueError)
 UTF8_BOM = b"\xef\xbb\xbf"
 """A UTF-8 byte-order mark (Windows editors): dropped, or it would stick to the first line."""
@@ -284,7 +286,7 @@ def head_of(f: InputFile, limit: int) -> tuple[bytes, bool]:
 
 def _raw_pieces(fh: BinaryIO, notes: list[str], size: int) -> Iterator[bytes]:
     """An open file's bytes, decompressed when it is compressed, at most `size` at a time."""
-    compressed = compression(fh.read(len(XZ_MAGIC)))
+    compressed = compression(fh.read(MAGIC_BYTES))
     fh.seek(0)
     return decompress_pieces(compressed, fh.read, notes, size) if compressed else iter(lambda: fh.read(size), b"")
 
@@ -454,7 +456,7 @@ def stream_head(f: InputFile) -> str | None:
         return None
     try:
         with open(f.path, "rb") as fh:
-            compressed = compression(fh.read(16))
+            compressed = compression(fh.read(MAGIC_BYTES))
     except OSError:
         return None
     if f.size <= (SEGMENT_CHARS // 4 if compressed else 2 * SEGMENT_CHARS):  # (logs compress ~10x)
@@ -549,7 +551,7 @@ def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = No
 def _reader(fh: BinaryIO, notes: list[str]) -> Callable[[memoryview], int]:
     """`readinto` for an open file's bytes, decompressed when it is compressed: fills as much
     of the view as it can, returns how much (0 at the end)."""
-    compressed = compression(fh.read(16))
+    compressed = compression(fh.read(MAGIC_BYTES))
     fh.seek(0)
     if not compressed:
 

@@ -942,6 +942,25 @@ def test_xz_and_bzip2_logs_are_read_like_gzip_ones_damage_included(tmp_path):
     assert r.skipped == []
 
 
+@pytest.mark.parametrize("codec", ["gzip", "xz", "bzip2"])
+def test_a_compressed_files_head_is_read_decompressed(tmp_path, codec):
+    # The reference-time pass and the sniffing of formats read a file's head: through its
+    # decompressor, whichever (bzip2 is told by bytes past the first six).
+    import bz2
+    import lzma
+
+    from forensics import _files
+
+    compress = {"gzip": lambda b: gzip.compress(b, mtime=0), "xz": lzma.compress, "bzip2": bz2.compress}[codec]
+    text = b"".join(b"2025-03-02T10:00:%02dZ INFO 03-02 10:00:%02d [x.py:1] line\n" % (i, i) for i in range(50))
+    path = tmp_path / "vllm-0.log.1"
+    path.write_bytes(compress(text))
+    f = _files.InputFile(path, "vllm-0.log.1", path.stat().st_size, 0.0)
+    head, whole = _files.head_of(f, 200)
+    assert head == text[: text.rfind(b"\n", 0, 200) + 1] and not whole
+    assert _files.known_binary(f) is None
+
+
 def test_a_sos_report_tar_xz_is_unpacked_and_read(tmp_path):
     # sos report's default bundle is an xz-compressed tarball.
     import io
