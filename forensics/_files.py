@@ -335,16 +335,17 @@ def decompress_pieces(
         # Input still held by the decompressor (when `size` capped its output), else more.
         if hasattr(d, "unconsumed_tail"):  # zlib
             data = d.unconsumed_tail or read(read_size)
+        elif not d.needs_input:  # lzma, bz2: held inside, drained by decompressing nothing
+            data = b""
+            continue
         else:
-            data = b"" if not d.needs_input else read(read_size)
-            if not data and not d.needs_input:
-                continue
+            data = read(read_size)
         if not data:
             tail = d.flush() if hasattr(d, "flush") else b""  # zlib's output still held
             kept += len(tail)
             for at in range(0, len(tail), size):
                 yield tail[at : at + size]
-            if not getattr(d, "eof", False):
+            if not d.eof:
                 notes.append(f"truncated {name}: the stream ends early; kept {kept} decompressed bytes")
             return
 
@@ -568,7 +569,7 @@ def _reader(fh: BinaryIO, notes: list[str]) -> Callable[[memoryview], int]:
     pieces = decompress_pieces(compressed, fh.read, notes)
     held, used = b"", 0
 
-    def read_gzip(view: memoryview) -> int:
+    def read_decompressed(view: memoryview) -> int:
         nonlocal held, used
         n = 0
         while n < len(view):
@@ -582,7 +583,7 @@ def _reader(fh: BinaryIO, notes: list[str]) -> Callable[[memoryview], int]:
             n += take
         return n
 
-    return read_gzip
+    return read_decompressed
 
 
 def split_segments(text: str, segment_chars: int | None = None) -> Iterator[str]:

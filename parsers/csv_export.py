@@ -45,12 +45,13 @@ STREAM_COLUMNS = ("stream", "kubernetes.stream")
 LOG_PATH_COLUMNS = ("source", "@logstream", "logstreamname", "log.file.path", "filename")
 """Columns naming the container log a record came from (`/var/log/containers/<pod>_<ns>_<c>-<id>.log`)."""
 LABEL_KEYS = {
-    "pod": ("pod", "pod_name", "k8s_pod_name"),
-    "namespace": ("namespace", "k8s_namespace_name"),
-    "container": ("container", "container_name", "k8s_container_name"),
+    "pod_name": ("pod", "pod_name", "k8s_pod_name"),
+    "namespace_name": ("namespace", "k8s_namespace_name"),
+    "container_name": ("container", "container_name", "k8s_container_name"),
     "host": ("node_name", "node", "host", "hostname", "k8s_node_name"),
 }
-"""Grafana's `labels` column (Loki's stream labels as JSON): where the names are found."""
+"""Grafana's `labels` column (Loki's stream labels as JSON): where each of a record's
+`kubernetes` fields is found."""
 
 HEADER_CELL = re.compile(r"^[@\w][\w.@\-]{0,63}(?: [\w.@\-]{1,63})?$")
 """A column name: one word, or two (`Log Stream`); a cell of more words is text, not a header."""
@@ -93,7 +94,7 @@ def _iso(value: str, zone: ZoneInfo) -> str | None:
     if m := EPOCH.match(v):
         n = int(m["int"])
         if n > 10**17:
-            (sec, ns), us = divmod(n, 10**9), 0
+            sec, ns = divmod(n, 10**9)
             us = ns // 1000
         elif n > 10**11:
             sec, ms = divmod(n, 1000)
@@ -142,8 +143,7 @@ def _record(row: dict[str, str], zone: ZoneInfo) -> tuple[dict, str | None]:
             found = None
         if isinstance(found, dict):
             for field, keys in LABEL_KEYS.items():
-                name = "host" if field == "host" else f"{field}_name"
-                kube[name] = kube[name] or next((found[k] for k in keys if isinstance(found.get(k), str)), None)
+                kube[field] = kube[field] or next((found[k] for k in keys if isinstance(found.get(k), str)), None)
     path = _pick(row, LOG_PATH_COLUMNS)
     if path is not None and kube["pod_name"] is None and (m := CLOUDWATCH_STREAM.search(path)):
         kube |= {"pod_name": m["pod"], "namespace_name": m["ns"], "container_name": m["cont"]}
