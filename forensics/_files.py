@@ -23,22 +23,29 @@ from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
+import pyarrow as pa
 
 GZIP_MAGIC = b"\x1f\x8b"
 XZ_MAGIC = b"\xfd7zXZ\x00"
 BZIP2_MAGIC = b"BZh"
-COMPRESSIONS: dict[bytes, tuple[str, Callable[[], object]]] = {
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+COMPRESSIONS: dict[bytes, tuple[str, Callable[[], object] | None]] = {
     GZIP_MAGIC: ("gzip", lambda: zlib.decompressobj(wbits=31)),
     XZ_MAGIC: ("xz", lzma.LZMADecompressor),
     BZIP2_MAGIC: ("bzip2", bz2.BZ2Decompressor),
+    ZSTD_MAGIC: ("zstd", None),
 }
 """Compressions read transparently, told by their first bytes (a rotated `vllm.log.1.gz`, a
-`.tar.xz` sos report, `journalctl | xz`), with their stream decompressors: each file is read
-through one, never unpacked to disk. zstd is not among them (no decompressor in the standard
-library): such a file is skipped with the command that decompresses it."""
+`.tar.xz` sos report, `journalctl | xz`, logrotate's `compresscmd zstd`), with their stream
+decompressors: each file is read through one, never unpacked to disk. zstd has none in the
+standard library before Python 3.14; Arrow's is used (`_zstd_pieces`)."""
 MAGIC_BYTES = 16
 """How much of a file's start `compression` needs to tell it (bzip2's block magic is bytes 4-10)."""
-_CODEC_ERRORS = (zlib.error, lzma.LZMAError, OSError, EOFError, ValueError)
+ZSTD_READ = 64 * 1024
+"""The most decompressed bytes asked of Arrow's zstd stream at once. A damaged stream's error
+loses what the failing read had decompressed: at 64 KB, no more than zstd's own block loses
+(at 1 MB a cut file lost up to 1 MB before the cut, its most valuable lines)."""
+_CODEC_ERRORS = (zlib.error, lzma.LZMAError, OSError, EOFError, ValueError, pa.ArrowException)
 UTF8_BOM = b"\xef\xbb\xbf"
 """A UTF-8 byte-order mark (Windows editors): dropped, or it would stick to the first line."""
 SNIFF_BYTES = 64 * 1024
@@ -79,7 +86,7 @@ def discover(paths: list[Path], _depth: int = 0) -> tuple[list[InputFile], list[
     Symlinks are followed, but each real file is read once (CRI's
     `/var/log/containers/*.log` links point at `/var/log/pods/...`: reading both would
     count every line twice) and directory cycles are cut. Archives (`.tar`, `.tar.gz`,
-    `.tgz`, `.zip`: support bundles, must-gathers) are unpacked to a temporary directory
+    `.tgz`, `.tar.zst`, `.zip`: support bundles, must-gathers) are unpacked to a temporary directory
     and their members listed as `<archive>/<member path>`.
     """
     found: dict[str, InputFile] = {}
@@ -152,7 +159,7 @@ def _add(p: Path, rel: str, found: dict, seen_real: dict, skipped: list, depth: 
 
 
 def archive_kind(p: Path) -> str | None:
-    """`tar`, `tar.gz`, `tar.xz`, `tar.bz2` or `zip` by content (a renamed bundle still
+    """`tar`, `tar.gz`, `tar.xz`, `tar.bz2`, `tar.zst` or `zip` by content (a renamed bundle still
     counts), else None."""
     try:
         with open(p, "rb") as fh:
@@ -165,7 +172,7 @@ def archive_kind(p: Path) -> str | None:
                 fh.seek(0)
                 inner = next(decompress_pieces(name, fh.read, [], 512, read_size=64 * 1024), b"")
                 if len(inner) >= 262 and inner[257:262] == b"ustar":
-                    return f"tar.{ {'gzip': 'gz', 'bzip2': 'bz2'}.get(name, name) }"
+                    return f"tar.{ {'gzip': 'gz', 'bzip2': 'bz2', 'zstd': 'zst'}.get(name, name) }"
     except _CODEC_ERRORS:
         return None
     return None
@@ -178,6 +185,7 @@ def _unpack(p: Path, rel: str, kind: str, found: dict, skipped: list, depth: int
     dest = Path(tmp.name)
     # Never fill the disk: leave 1 GiB free whatever the archive claims.
     limit = min(ARCHIVE_MAX_BYTES, max(0, shutil.disk_usage(dest).free - (1 << 30)))
+    notes: list[str] = []
     try:
         if kind == "zip":
             with zipfile.ZipFile(p) as z:
@@ -195,7 +203,7 @@ def _unpack(p: Path, rel: str, kind: str, found: dict, skipped: list, depth: int
                 for m in members:
                     z.extract(m, dest)  # zipfile drops `..` and absolute parts itself
         else:
-            with tarfile.open(p, "r:*") as tar:
+            with _open_tar(p, kind, notes) as tar:
                 # Member by member, so a truncated download still yields the members before the cut.
                 total = 0
                 for m in tar:
@@ -218,25 +226,49 @@ def _unpack(p: Path, rel: str, kind: str, found: dict, skipped: list, depth: int
                 else:
                     # tarfile stops quietly at a header it cannot read; what follows would be lost
                     # without a word. Past the last member there should be nothing but zero padding.
-                    tail = tar.fileobj.read() if tar.fileobj is not None else b""
-                    if tail.strip(b"\0"):
+                    rest = iter(lambda: tar.fileobj.read(1 << 20), b"") if tar.fileobj is not None else ()
+                    if tail := sum(len(piece) for piece in rest if piece.strip(b"\0")):
                         skipped.append(
                             Skipped(
                                 rel,
-                                f"damaged tar archive: {len(tail)} bytes after the last readable member "
-                                "could not be read",
+                                f"damaged tar archive: {tail} bytes after the last readable member could not be read",
                             )
                         )
+            if notes:  # a zstd stream's damage is a note (tarfile may end quietly at it)
+                skipped.append(Skipped(rel, f"damaged {kind} archive ({notes[0]}); {_KEPT}"))
     except (tarfile.TarError, zipfile.BadZipFile, RuntimeError, *_CODEC_ERRORS) as e:
         # RuntimeError: zipfile's "File ... is encrypted, password required"; zlib.error,
-        # LZMAError: a corrupt stream inside a tarball or zip member.
+        # LZMAError: a corrupt stream inside a tarball or zip member; a zstd stream's damage is
+        # in `notes`, and tarfile's error ("unexpected end of data") follows from it.
         note = "encrypted, password required" if "encrypted" in str(e) else f"{type(e).__name__}: {e}"
-        skipped.append(Skipped(rel, f"damaged {kind} archive ({note}); what was unpacked before the damage is read"))
+        skipped.append(Skipped(rel, f"damaged {kind} archive ({notes[0] if notes else note}); {_KEPT}"))
     inner, inner_skipped = discover([dest], depth + 1)
     for f in inner:
         name = f"{rel}/{f.rel}"
         found[name] = InputFile(f.path, name, f.size, f.mtime)
     skipped.extend(Skipped(f"{rel}/{k.file}", k.reason) for k in inner_skipped)
+
+
+_KEPT = "what was unpacked before the damage is read"
+
+
+def _open_tar(p: Path, kind: str, notes: list[str]) -> tarfile.TarFile:
+    """A tarball open for reading its members in order: tarfile's own decompression, but for
+    zstd (no `r:zst` before Python 3.14), read as a stream through `decompress_pieces`, its
+    damage noted in `notes`."""
+    if kind != "tar.zst":
+        return tarfile.open(p, "r:*")
+    fh = open(p, "rb")  # noqa: SIM115 (closed with the tarball: the stream reads from it)
+    stream = io.BufferedReader(_ReadInto(_reader(fh, notes)), 1 << 20)
+    tar = tarfile.open(fileobj=stream, mode="r|")
+    close = tar.close
+
+    def close_all() -> None:
+        close()
+        fh.close()
+
+    tar.close = close_all
+    return tar
 
 
 def read_bytes(f: InputFile) -> tuple[bytes | None, list[str], str | None]:
@@ -313,6 +345,9 @@ def decompress_pieces(
     """
     read_size = read_size or size
     magic, new = next((m, new) for m, (n, new) in COMPRESSIONS.items() if n == name)
+    if new is None:
+        yield from _zstd_pieces(read, notes, size)
+        return
     data = read(read_size)
     kept, d = 0, new()
     while True:
@@ -350,12 +385,57 @@ def decompress_pieces(
             return
 
 
+def _zstd_pieces(read: Callable[[int], bytes], notes: list[str], size: int) -> Iterator[bytes]:
+    """`decompress_pieces` for zstd, through Arrow's stream decompressor (every frame of the
+    stream; `ZSTD_READ` at a time). Unlike the others, bytes after the last frame that start
+    no other frame are damage, with a note."""
+    source = pa.PythonFile(_ReadFn(read), mode="r")
+    stream = pa.CompressedInputStream(source, "zstd")
+    kept = 0
+    try:
+        while out := stream.read(min(size, ZSTD_READ)):
+            kept += len(out)
+            yield out
+    except (OSError, pa.ArrowException) as e:
+        if "Truncated" in str(e):
+            notes.append(f"truncated zstd: the stream ends early; kept {kept} decompressed bytes")
+        else:
+            notes.append(f"corrupt zstd ({e}); kept the {kept} bytes decompressed before the damage")
+
+
+class _ReadInto(io.RawIOBase):
+    """A `readinto(view) -> int` function (`_reader`) as a readable file."""
+
+    def __init__(self, readinto: Callable[[memoryview], int]) -> None:
+        super().__init__()
+        self._readinto = readinto
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, view) -> int:
+        return self._readinto(memoryview(view).cast("B"))
+
+
+class _ReadFn(io.RawIOBase):
+    """A `read(n)` function as the readable file Arrow's streams take."""
+
+    def __init__(self, read: Callable[[int], bytes]) -> None:
+        super().__init__()
+        self._read = read
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        return self._read(n if n is not None and n >= 0 else 1 << 30)
+
+
 BINARY_FORMATS: tuple[tuple[bytes, str], ...] = (
     (
         b"LPKSHHRH",
         "a systemd journal file (binary): export it as text first, `journalctl --file <it> -o short-iso > node.log`",
     ),
-    (b"\x28\xb5\x2f\xfd", "zstd-compressed (gzip, xz and bzip2 are read): decompress it first (`zstd -d <it>`)"),
     (b"PAR1", "a Parquet file (a table, such as an earlier run's events.parquet)"),
     (b"ARROW1", "an Arrow IPC file (a table)"),
     (b"SQLite format 3\x00", "an SQLite database"),

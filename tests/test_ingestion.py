@@ -885,20 +885,24 @@ def test_binary_and_empty_files_are_skipped_with_reasons(tmp_path):
 
 
 def test_known_binary_formats_are_skipped_by_name_with_what_to_do(tmp_path):
-    # A journal file, a Parquet table or a zstd archive can pass for text of garbage (a Parquet
-    # file's schema is printable); each is told by its first bytes and the message says what it is.
+    # A journal file, a Parquet table or an SQLite database can pass for text of garbage (a Parquet
+    # file's schema is printable); each is told by its first bytes and the message says what it is,
+    # compressed too (a gzipped journal is told by what it decompresses to).
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    write(tmp_path / "node/system.journal", b"LPKSHHRH" + bytes(8) + b"MESSAGE=kernel: NVRM: Xid 79\n" * 200)
+    journal = b"LPKSHHRH" + bytes(8) + b"MESSAGE=kernel: NVRM: Xid 79\n" * 200
+    write(tmp_path / "node/system.journal", journal)
+    write(tmp_path / "node/system@1.journal.gz", gzip.compress(journal, mtime=0))
     pq.write_table(pa.table({"message": ["Cache corruption detected in block 7"] * 50}), tmp_path / "old.parquet")
-    write(tmp_path / "vllm-0.log.zst", b"\x28\xb5\x2f\xfd" + b"INFO 03-02 10:00:00 [x.py:1] fine\n" * 10)
+    write(tmp_path / "state.db", b"SQLite format 3\x00" + b"INFO 03-02 10:00:00 [x.py:1] fine\n" * 10)
     write(tmp_path / "ok.log", "INFO 03-02 10:00:00 [x.py:1] fine\n")
     r = ingest(tmp_path, year=2025)
     reasons = {k.file: k.reason for k in r.skipped}
     assert "journalctl --file" in reasons["node/system.journal"]
+    assert "journalctl --file" in reasons["node/system@1.journal.gz"]
     assert "Parquet" in reasons["old.parquet"]
-    assert "zstd -d" in reasons["vllm-0.log.zst"]
+    assert "SQLite" in reasons["state.db"]
     assert all(v.startswith("binary file") for v in reasons.values())
     assert r.parsed == 1 and r.events[s.FILE].to_list() == ["ok.log"]
 
@@ -942,7 +946,37 @@ def test_xz_and_bzip2_logs_are_read_like_gzip_ones_damage_included(tmp_path):
     assert r.skipped == []
 
 
-@pytest.mark.parametrize("codec", ["gzip", "xz", "bzip2"])
+def zstd(data: bytes) -> bytes:
+    """zstd-compressed `data` (a frame as the `zstd` command writes, without its checksum)."""
+    import pyarrow as pa
+
+    return pa.compress(data, codec="zstd", asbytes=True)
+
+
+def test_zstd_logs_are_read_like_gzip_ones_damage_included(tmp_path):
+    # logrotate's `compresscmd zstd`, `kubectl logs | zstd`: read transparently, every frame of
+    # a file; a cut stream keeps what came before the cut, and bytes after the last frame that
+    # start no other are damage, with a note.
+    lines = "".join(f"INFO 03-02 10:00:{i % 60:02d} [engine.py:1] step {i}\n" for i in range(30000)).encode()
+    half = lines.index(b"step 15000\n") + len(b"step 15000\n")
+    write(tmp_path / "vllm-0.log.zst", zstd(lines))
+    write(tmp_path / "vllm-1.log.1", zstd(lines[:half]) + zstd(lines[half:]))
+    write(tmp_path / "vllm-2.log.zst", zstd(lines)[: len(zstd(lines)) // 2])
+    write(tmp_path / "vllm-3.log.zst", zstd(lines) + b"\x00junk after the frame")
+    r = ingest(tmp_path, year=2025)
+    by = {f.file: f for f in r.files}
+    assert by["vllm-0.log.zst"].lines == by["vllm-1.log.1"].lines == 30000
+    assert not by["vllm-0.log.zst"].notes and not by["vllm-1.log.1"].notes
+    assert 0 < by["vllm-2.log.zst"].lines < 30000
+    assert by["vllm-2.log.zst"].notes[0].startswith("truncated zstd: the stream ends early; kept ")
+    junk = by["vllm-3.log.zst"]
+    assert junk.notes[0].startswith("corrupt zstd (") and junk.lines >= 30000 - 64 * 1024 // 30
+    first = r.events.filter(pl.col(s.FILE) == "vllm-2.log.zst")[s.MESSAGE].to_list()
+    assert first[:-1] == [f"step {i}" for i in range(len(first) - 1)]  # (the last one cut mid-line)
+    assert r.skipped == []
+
+
+@pytest.mark.parametrize("codec", ["gzip", "xz", "bzip2", "zstd"])
 def test_a_compressed_files_head_is_read_decompressed(tmp_path, codec):
     # The reference-time pass and the sniffing of formats read a file's head: through its
     # decompressor, whichever (bzip2 is told by bytes past the first six).
@@ -951,7 +985,9 @@ def test_a_compressed_files_head_is_read_decompressed(tmp_path, codec):
 
     from forensics import _files
 
-    compress = {"gzip": lambda b: gzip.compress(b, mtime=0), "xz": lzma.compress, "bzip2": bz2.compress}[codec]
+    compress = {"gzip": lambda b: gzip.compress(b, mtime=0), "xz": lzma.compress, "bzip2": bz2.compress, "zstd": zstd}[
+        codec
+    ]
     text = b"".join(b"2025-03-02T10:00:%02dZ INFO 03-02 10:00:%02d [x.py:1] line\n" % (i, i) for i in range(50))
     path = tmp_path / "vllm-0.log.1"
     path.write_bytes(compress(text))
@@ -979,6 +1015,38 @@ def test_a_sos_report_tar_xz_is_unpacked_and_read(tmp_path):
         "sosreport-gpu-node-3-2025-03-02.tar.xz/sosreport-gpu-node-3-2025-03-02/var/log/messages"
     ]
     assert "Xid" in r.events[s.MESSAGE][0]
+
+
+def test_a_tar_zst_bundle_is_unpacked_and_a_cut_one_keeps_its_first_members(tmp_path):
+    # sos report --compression-type, must-gather bundles: zstd tarballs, unpacked member by
+    # member from the stream; a download cut short keeps the members before the cut, and says so.
+    import io
+    import tarfile
+
+    kern = b"Mar  2 10:00:01 gpu-node-3 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n"
+    noise = "".join(
+        f"Mar  2 10:{i // 60 % 60:02d}:{i % 60:02d} gpu-node-3 kubelet[1]: tick {i:08x}\n" for i in range(40000)
+    )
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in (("bundle/var/log/messages", kern), ("bundle/var/log/kubelet.log", noise.encode())):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    packed = zstd(buf.getvalue())
+    write(tmp_path / "whole/sosreport-gpu-node-3.tar.zst", packed)
+    write(tmp_path / "cut/sosreport-gpu-node-3.tar.zst", packed[: len(packed) // 2])
+
+    whole = ingest(tmp_path / "whole", year=2025)
+    assert whole.skipped == [] and whole.parsed == 40001
+    assert sorted(set(whole.events[s.FILE])) == [
+        "sosreport-gpu-node-3.tar.zst/bundle/var/log/kubelet.log",
+        "sosreport-gpu-node-3.tar.zst/bundle/var/log/messages",
+    ]
+    cut = ingest(tmp_path / "cut", year=2025)
+    assert [k.file for k in cut.skipped] == ["sosreport-gpu-node-3.tar.zst"]
+    assert cut.skipped[0].reason.startswith("damaged tar.zst archive (truncated zstd: the stream ends early")
+    assert "Xid" in cut.events.filter(pl.col(s.FILE).str.ends_with("messages"))[s.MESSAGE][0]
 
 
 def test_invalid_utf8_is_replaced_and_noted(tmp_path):
