@@ -887,13 +887,17 @@ def test_binary_and_empty_files_are_skipped_with_reasons(tmp_path):
 def test_known_binary_formats_are_skipped_by_name_with_what_to_do(tmp_path):
     # A journal file, a Parquet table or an SQLite database can pass for text of garbage (a Parquet
     # file's schema is printable); each is told by its first bytes and the message says what it is,
-    # compressed too (a gzipped journal is told by what it decompresses to).
+    # compressed too (a gzipped journal is told by what it decompresses to); a large file before
+    # it is read whole, a small one once it is.
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    journal = b"LPKSHHRH" + bytes(8) + b"MESSAGE=kernel: NVRM: Xid 79\n" * 200
+    from forensics import _files
+
+    journal = b"LPKSHHRH" + bytes(8) + b"MESSAGE=kernel: NVRM: Xid 79\n" * 5000
+    assert len(journal) > _files.SNIFF_BYTES
     write(tmp_path / "node/system.journal", journal)
-    write(tmp_path / "node/system@1.journal.gz", gzip.compress(journal, mtime=0))
+    write(tmp_path / "node/system@1.journal.gz", gzip.compress(journal[:2000], mtime=0))
     pq.write_table(pa.table({"message": ["Cache corruption detected in block 7"] * 50}), tmp_path / "old.parquet")
     write(tmp_path / "state.db", b"SQLite format 3\x00" + b"INFO 03-02 10:00:00 [x.py:1] fine\n" * 10)
     write(tmp_path / "ok.log", "INFO 03-02 10:00:00 [x.py:1] fine\n")
