@@ -549,11 +549,8 @@ def _reference_pass(
 NODE_LEVEL_SOURCES = ("kernel", "kubelet", "nvidia-smi")
 """Sources whose lines are always a node's own (never a pod's): given the node their path names
 when they name none."""
-CONTAINER_LOG_NAME = re.compile(
-    r"^(?P<pod>[a-z0-9][a-z0-9.\-]*)_(?P<ns>[a-z0-9][a-z0-9\-]*)_(?P<cont>[a-z0-9][a-z0-9\-]*)-[0-9a-f]{64}\.log"
-)
-"""A node's `/var/log/containers/<pod>_<namespace>_<container>-<container id>.log` (the kubelet's
-links to the CRI files, what log shippers tail), copied off the node under that name."""
+CONTAINER_LOG_NAME = re.compile("^" + k8s.CONTAINER_LOG_NAME)
+"""`k8s.CONTAINER_LOG_NAME`, a node's container log copied off it under that name (rotations too)."""
 PREVIOUS_SUFFIX = re.compile(r"[._-](?:previous|prev)(?:[._-]?\d+)?$")
 """`kubectl logs --previous` saved as `<pod>.previous.log`, `<pod>-previous-2.log`, ..."""
 

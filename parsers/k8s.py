@@ -36,6 +36,13 @@ from parsers._common import (
     to_i64,
 )
 
+CONTAINER_LOG_NAME = (
+    r"(?P<pod>[a-z0-9][a-z0-9.\-]*)_(?P<ns>[a-z0-9][a-z0-9\-]*)_(?P<cont>[a-z0-9][a-z0-9\-]*)-[0-9a-f]{64}\.log"
+)
+"""A node's `/var/log/containers/<pod>_<namespace>_<container>-<container id>.log`: the kubelet's
+links to the CRI files, what log shippers tail and name their records for (Fluent Bit's tag
+`kube.var.log.containers.<that>`). Pod names are DNS subdomains, namespaces and containers DNS
+labels: lowercase, so a `_` or `-<64 hex>` inside another kind of name does not pass for one."""
 DETECT_KLOG = r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ "
 KLOG = (
     r"^(?P<sev>[IWEF])(?P<mo>\d{2})(?P<d>\d{2}) (?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})\.(?P<us>\d{6}) +"

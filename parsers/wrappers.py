@@ -645,9 +645,9 @@ def log_entries_document(text: str) -> list[str] | None:
     return [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in doc]
 
 
-CLOUDWATCH_STREAM = re.compile(r"containers[./](?P<pod>[^_/]+)_(?P<ns>[^_/]+)_(?P<cont>.+)-[0-9a-f]{64}\.log$")
+CLOUDWATCH_STREAM = re.compile(r"containers[./]" + k8s.CONTAINER_LOG_NAME + "$")
 """Fluent Bit's CloudWatch output names a stream for its tag, the container log's path:
-`kube.var.log.containers.<pod>_<namespace>_<container>-<container id>.log`."""
+`kube.var.log.containers.<pod>_<namespace>_<container>-<container id>.log` (`k8s.CONTAINER_LOG_NAME`)."""
 
 
 def _cloud_entry(obj: dict) -> dict:
