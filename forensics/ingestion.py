@@ -531,8 +531,10 @@ def _reference_pass(
             if times:
                 refs[f.rel] = times[len(times) // 2]
             continue
-        if (exported := csv_export.log_entries_csv(text, tz)) is not None:
-            text = "\n".join(exported[0]) + "\n"  # its records, as the whole file's are parsed
+        if (entries := _document_records(f, text, whole)) is not None:
+            text = "\n".join(entries) + "\n"  # its records, as the whole file's are parsed
+        elif (exported := csv_export.log_entries_csv(text, tz)) is not None:
+            text = "\n".join(exported[0]) + "\n"
         elif _not_a_log(text, f.rel):
             continue
         batch.append(_Segment(len(batch), 0, 1, text.encode()))
@@ -544,6 +546,26 @@ def _reference_pass(
     if batch:
         parse()
     return undated
+
+
+def _document_records(f: _files.InputFile, head: str, whole: bool) -> list[str] | None:
+    """The records of a log store's JSON export (`log_entries_document`) whose `head` this is,
+    else None. A head cut short is no JSON document: such a file is read whole, as the main pass
+    reads it, unless its first line is a record of its own (JSON lines, whose head parses as it is)."""
+    if not re.match(r"\s*[\[{]", head):
+        return None
+    if not whole:
+        first = head[: head.find("\n")]
+        try:
+            json.loads(first)
+            return None  # (a record a line)
+        except ValueError:
+            pass
+        data, _notes, reason = _files.read_bytes(f)
+        if not data or reason:
+            return None
+        head = _files.decode(data)[0]
+    return log_entries_document(head)
 
 
 NODE_LEVEL_SOURCES = ("kernel", "kubelet", "nvidia-smi")

@@ -1981,6 +1981,33 @@ def test_a_csv_exports_exact_times_give_the_year_of_the_yearless_logs_beside_it(
     assert ts == [datetime(2025, 3, 2, 10, 5, tzinfo=UTC)]
 
 
+@pytest.mark.parametrize("records", [1, 3000])
+def test_a_json_exports_exact_times_give_the_year_of_the_yearless_logs_beside_it(tmp_path, records):
+    # An Elasticsearch search response pretty-printed by `jq`: one record, its head the whole
+    # file, or thousands, a head cut short that parses as no JSON (the file is read whole).
+    import os
+
+    hits = [
+        {
+            "_index": "logs",
+            "_source": {
+                "@timestamp": f"2025-03-02T10:00:{i % 60:02d}Z",
+                "message": f"INFO 03-02 10:00:{i % 60:02d} [x.py:1] from the store {i}",
+            },
+        }
+        for i in range(records)
+    ]
+    write(tmp_path / "es-search.json", json.dumps({"took": 3, "hits": {"hits": hits}}, indent=2))
+    assert ((tmp_path / "es-search.json").stat().st_size > 256 * 1024) == (records > 1)
+    log = tmp_path / "vllm-0.log"
+    write(log, "ERROR 03-02 10:05:00 [core.py:720] EngineCore encountered a fatal error.\n")
+    later = datetime(2027, 6, 1, tzinfo=UTC).timestamp()
+    os.utime(log, (later, later))
+    r = ingest(tmp_path)
+    ts = r.events.filter(pl.col(s.FILE) == "vllm-0.log")[s.TS].to_list()
+    assert ts == [datetime(2025, 3, 2, 10, 5, tzinfo=UTC)]
+
+
 def test_a_log_line_with_commas_is_not_taken_for_a_csv_export_header(tmp_path):
     # A header names columns, one or two words each, and an export's rows have its columns:
     # a log whose first line happens to look like a header, or a sentence, stays a log.
