@@ -325,6 +325,8 @@ def _raw_pieces(fh: BinaryIO, notes: list[str], size: int) -> Iterator[bytes]:
 
 def compression(head: bytes) -> str | None:
     """The name of the compression (`COMPRESSIONS`) that `head` begins with, else None."""
+    if head[1:4] == b"\x2a\x4d\x18" and 0x50 <= head[0] <= 0x5F:
+        return "zstd"  # a zstd skippable frame first: `pzstd` writes one before its frames
     for magic, (name, _) in COMPRESSIONS.items():
         if head.startswith(magic):
             # (bzip2's three bytes are also text: its block size digit and block magic follow)

@@ -958,8 +958,8 @@ def zstd(data: bytes) -> bytes:
 
 
 def test_zstd_logs_are_read_like_gzip_ones_damage_included(tmp_path):
-    # logrotate's `compresscmd zstd`, `kubectl logs | zstd`: read transparently, every frame of
-    # a file; a cut stream keeps what came before the cut, and bytes after the last frame that
+    # logrotate's `compresscmd zstd`, `kubectl logs | zstd`, `pzstd`: read transparently, every
+    # frame of a file, skippable ones skipped; a cut stream keeps what came before the cut, and bytes after the last frame that
     # start no other are damage, with a note.
     lines = "".join(f"INFO 03-02 10:00:{i % 60:02d} [engine.py:1] step {i}\n" for i in range(30000)).encode()
     half = lines.index(b"step 15000\n") + len(b"step 15000\n")
@@ -967,10 +967,12 @@ def test_zstd_logs_are_read_like_gzip_ones_damage_included(tmp_path):
     write(tmp_path / "vllm-1.log.1", zstd(lines[:half]) + zstd(lines[half:]))
     write(tmp_path / "vllm-2.log.zst", zstd(lines)[: len(zstd(lines)) // 2])
     write(tmp_path / "vllm-3.log.zst", zstd(lines) + b"\x00junk after the frame")
+    skippable = (0x184D2A50).to_bytes(4, "little") + (4).to_bytes(4, "little") + b"\x00\x01\x02\x03"
+    write(tmp_path / "vllm-4.log.zst", skippable + zstd(lines[:half]) + skippable + zstd(lines[half:]))  # pzstd's
     r = ingest(tmp_path, year=2025)
     by = {f.file: f for f in r.files}
-    assert by["vllm-0.log.zst"].lines == by["vllm-1.log.1"].lines == 30000
-    assert not by["vllm-0.log.zst"].notes and not by["vllm-1.log.1"].notes
+    assert by["vllm-0.log.zst"].lines == by["vllm-1.log.1"].lines == by["vllm-4.log.zst"].lines == 30000
+    assert not by["vllm-0.log.zst"].notes and not by["vllm-1.log.1"].notes and not by["vllm-4.log.zst"].notes
     assert 0 < by["vllm-2.log.zst"].lines < 30000
     assert by["vllm-2.log.zst"].notes[0].startswith("truncated zstd: the stream ends early; kept ")
     junk = by["vllm-3.log.zst"]
