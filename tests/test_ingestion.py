@@ -969,6 +969,7 @@ def test_zstd_logs_are_read_like_gzip_ones_damage_included(tmp_path):
     write(tmp_path / "vllm-3.log.zst", zstd(lines) + b"\x00junk after the frame")
     skippable = (0x184D2A50).to_bytes(4, "little") + (4).to_bytes(4, "little") + b"\x00\x01\x02\x03"
     write(tmp_path / "vllm-4.log.zst", skippable + zstd(lines[:half]) + skippable + zstd(lines[half:]))  # pzstd's
+    write(tmp_path / "vllm-5.zst", zstd(lines[:half]))
     r = ingest(tmp_path, year=2025)
     by = {f.file: f for f in r.files}
     assert by["vllm-0.log.zst"].lines == by["vllm-1.log.1"].lines == by["vllm-4.log.zst"].lines == 30000
@@ -977,6 +978,7 @@ def test_zstd_logs_are_read_like_gzip_ones_damage_included(tmp_path):
     assert by["vllm-2.log.zst"].notes[0].startswith("truncated zstd: the stream ends early; kept ")
     junk = by["vllm-3.log.zst"]
     assert junk.notes[0].startswith("corrupt zstd (") and junk.lines >= 30000 - 64 * 1024 // 30
+    assert set(r.events.filter(pl.col(s.FILE) == "vllm-5.zst")[s.POD]) == {"vllm-5"}  # (named without .zst)
     first = r.events.filter(pl.col(s.FILE) == "vllm-2.log.zst")[s.MESSAGE].to_list()
     assert first[:-1] == [f"step {i}" for i in range(len(first) - 1)]  # (the last one cut mid-line)
     assert r.skipped == []
