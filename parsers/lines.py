@@ -38,6 +38,7 @@ from numba import njit
 from forensics import schema as s
 from forensics.arrow_text import Text, bytes_at
 from parsers import (
+    applog,
     envoy,
     fastlane,
     folding,
@@ -81,7 +82,9 @@ KINDS: list[tuple[str, str]] = [
     ("ras", nccl.DETECT_RAS),
     ("klog", k8s.DETECT_KLOG),
     ("vllm_custom", vllm.DETECT_CUSTOM),
+    ("applog", applog.DETECT),
     ("pylog", pylog.DETECT),
+    ("pylog_basic", pylog.DETECT_BASIC),
     ("logfmt", logfmt.DETECT),
     ("k8s_describe", k8s.DETECT_DESCRIBE),
     ("k8s_table", k8s.DETECT_TABLE),
@@ -112,7 +115,9 @@ PARSERS = {
     "flight": torch.parse_flight,
     "ras": nccl.parse_ras,
     "klog": k8s.parse_klog,
+    "applog": applog.parse,
     "pylog": pylog.parse,
+    "pylog_basic": pylog.parse_basic,
     "logfmt": logfmt.parse,
     "k8s_describe": k8s.parse_describe,
     "k8s_table": k8s.parse_table,

@@ -26,7 +26,20 @@ LMCACHE = (
     r"^(?P<app>LMCache|Mooncake\w*|KVStore|kv_store|kvstore)\s*:?\s*(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s*:\s*"
     r"(?P<msg>.*?)(?: \((?P<file>[\w./\-]+\.py):(?P<lno>\d+)(?::(?P<logger>[\w.]+))?\))?\s*$"
 )
+_LEVEL = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
+NAMED = (
+    rf"^(?:(?P<n1>[\w.\-]+) - (?P<l1>{_LEVEL}) - "
+    rf"|\[(?P<l2>{_LEVEL})\] (?:\[(?P<n2>[^\]\s]+)\] |(?P<n3>[\w.\-]+): )?"
+    rf"|(?P<l3>{_LEVEL}) +(?:\[(?P<n4>[^\]\s]+)\] |(?P<n5>[\w.\-]+): ))(?P<msg>.*)$"
+)
+"""The level and logger name of the common `%(asctime)s` formats, after the time: the logging
+cookbook's `%(name)s - %(levelname)s - %(message)s`, `[%(levelname)s] [%(name)s] ...`,
+`%(levelname)s %(name)s: ...`; the logger is the component and the message is what follows."""
 LEVEL_IN_TEXT = r"(?:^|[\s\[|\-])(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)(?:[\s\]:|\-]|$)"
+DETECT_BASIC = r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.\-]+:"
+BASIC = r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[\w.\-]+):(?P<msg>.*)$"
+"""`logging.basicConfig()`'s default format, `%(levelname)s:%(name)s:%(message)s`: scripts and
+tools around the engine (`ERROR:root:...`, `WARNING:vllm.engine:...`). No time: it inherits one."""
 DETECT_EXC = r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault)(?::|$)"
 EXC = r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault))(?::\s?(?P<msg>.*))?$"
 
@@ -93,6 +106,8 @@ def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
     k = kv.struct.field
     ray = m("ray").str.strip_chars()
     level_txt = rest.str.slice(0, 80).str.extract(LEVEL_IN_TEXT, 1)
+    df = df.with_columns(rest.str.extract_groups(NAMED).alias("_named"))
+    n = pl.col("_named").struct.field
     source = (
         pl.when(rest.is_null())
         .then(None)
@@ -109,6 +124,7 @@ def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce(
             level_from_word(k("level")),
             level_from_letter(ray.str.slice(0, 1)),
+            level_from_word(pl.coalesce(n("l1"), n("l2"), n("l3"))),
             level_from_word(level_txt),
         ).alias(s.LEVEL),
         to_i32(m("Y")).alias("_Y"),
@@ -118,8 +134,23 @@ def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
         to_i32(m("M")).alias("_M"),
         to_i32(m("S")).alias("_S"),
         frac_to_us(m("frac")).alias("_us"),
-        pl.coalesce(k("file"), rest.str.extract(r"^([\w.]+):\s", 1)).alias(s.COMPONENT),
-        pl.coalesce(k("msg"), rest).alias(s.MESSAGE),
+        pl.coalesce(k("file"), n("n1"), n("n2"), n("n3"), n("n4"), n("n5"), rest.str.extract(r"^([\w.]+):\s", 1)).alias(
+            s.COMPONENT
+        ),
+        pl.coalesce(k("msg"), pl.when(ray.is_null()).then(n("msg")), rest).alias(s.MESSAGE),
+    ).drop("_m", "_named")
+
+
+def parse_basic(df: pl.DataFrame) -> pl.DataFrame:
+    """`BASIC` lines: level, the logger as component, the message."""
+    m = pl.col("_m").struct.field
+    df = extract_head(df, BASIC, "_m")
+    return df.with_columns(
+        pl.when(m("msg").is_not_null()).then(pl.lit("python")).alias(s.SOURCE),
+        m("level").alias(s.LEVEL),
+        m("logger").alias(s.COMPONENT),
+        m("msg").alias(s.MESSAGE),
+        *no_time(),
     ).drop("_m")
 
 

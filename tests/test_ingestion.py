@@ -2542,6 +2542,75 @@ def test_logfmt_records_of_go_services_are_timed_levelled_events(tmp_path):
     assert set(ev[s.TS_QUALITY].to_list()) == {"exact"}
 
 
+def test_go_and_rust_services_console_lines_are_timed_levelled_events(tmp_path):
+    # The router, KV-aware scheduler and operators beside the engines: Rust tracing (level padded
+    # to five, spans before the target, colour when on a TTY), zap's console (tab-separated, its
+    # time ISO or epoch, JSON fields last), env_logger, Go's log (local time). A padded ` WARN`
+    # line is an event of its own, not an indented continuation of the line above.
+    write(
+        tmp_path / "router.log",
+        '2025-03-02T10:00:01.123456Z ERROR dynamo_runtime::pipeline: request failed error="connection reset"\n'
+        "2025-03-02T10:00:02.123456Z  WARN request{id=7 method=POST}:handle: dynamo_llm::kv_router: no workers\n"
+        "\x1b[2m2025-03-02T10:00:03.5Z\x1b[0m \x1b[32m INFO\x1b[0m \x1b[2mdynamo_llm::http\x1b[0m\x1b[2m:\x1b[0m served\n"
+        "[2025-03-02T10:00:06Z ERROR vllm_router::router] upstream returned 503\n",
+    )
+    write(
+        tmp_path / "scheduler.log",
+        '2025-03-02T11:00:03.123+01:00\tERROR\tcontroller/pool.go:88\tReconciler error\t{"pool": "vllm"}\n'
+        "2025-03-02T10:00:04.000Z\tinfo\tscheduler\tpicked pod vllm-1\n"
+        "1740909605.5\tWARN\tsetup\tslow start\n",
+    )
+    write(tmp_path / "device-plugin.log", "2025/03/02 11:00:07 main.go:40: [ERROR] Failed to initialize NVML\n")
+    r = ingest(tmp_path, tz="Europe/Berlin")
+    _balanced(r)
+    assert r.unparsed == 0 and r.folded == 0
+    ev = r.events.sort(s.FILE, s.LINE)
+    assert ev.select(s.FILE, s.SOURCE, s.LEVEL, s.COMPONENT, s.MESSAGE).rows() == [
+        ("device-plugin.log", "app", "ERROR", "main.go", "[ERROR] Failed to initialize NVML"),
+        ("router.log", "app", "ERROR", "dynamo_runtime::pipeline", 'request failed error="connection reset"'),
+        ("router.log", "app", "WARNING", "dynamo_llm::kv_router", "no workers"),
+        ("router.log", "app", "INFO", "dynamo_llm::http", "served"),
+        ("router.log", "app", "ERROR", "vllm_router::router", "upstream returned 503"),
+        ("scheduler.log", "app", "ERROR", "pool.go", 'Reconciler error {"pool": "vllm"}'),
+        ("scheduler.log", "app", "INFO", "scheduler", "picked pod vllm-1"),
+        ("scheduler.log", "app", "WARNING", "setup", "slow start"),
+    ]
+    assert ev[s.TS].to_list() == [
+        datetime(2025, 3, 2, 10, 0, 7, tzinfo=UTC),  # (Berlin's local time, `--tz`)
+        datetime(2025, 3, 2, 10, 0, 1, 123456, tzinfo=UTC),
+        datetime(2025, 3, 2, 10, 0, 2, 123456, tzinfo=UTC),
+        datetime(2025, 3, 2, 10, 0, 3, 500000, tzinfo=UTC),
+        datetime(2025, 3, 2, 10, 0, 6, tzinfo=UTC),
+        datetime(2025, 3, 2, 10, 0, 3, 123000, tzinfo=UTC),
+        datetime(2025, 3, 2, 10, 0, 4, tzinfo=UTC),
+        datetime(2025, 3, 2, 10, 0, 5, 500000, tzinfo=UTC),
+    ]
+
+
+def test_python_loggings_common_formats_give_the_logger_and_the_level(tmp_path):
+    # basicConfig's `LEVEL:name:message` (no time: it inherits one), the cookbook's
+    # `name - LEVEL - message` and `[LEVEL] [name]`: the logger is the component. basicConfig
+    # lines after a message that ends in `:` are events, not the block it opens.
+    write(
+        tmp_path / "router.log",
+        "2025-03-02 10:00:01,123 - vllm.engine - ERROR - Engine loop died:\n"
+        "ERROR:vllm.engine.async_llm_engine:Engine background task failed\n"
+        "WARNING:root:low memory\n"
+        "2025-03-02 10:00:02,000 [WARNING] [router.health] vllm-1 unhealthy\n"
+        "2025-03-02 10:00:03,000 INFO router.pool: 3 endpoints\n",
+    )
+    r = ingest(tmp_path)
+    _balanced(r)
+    assert r.unparsed == 0 and r.folded == 0
+    assert r.events.sort(s.LINE).select(s.SOURCE, s.LEVEL, s.COMPONENT, s.MESSAGE, s.TS_QUALITY).rows() == [
+        ("python", "ERROR", "vllm.engine", "Engine loop died:", "exact"),
+        ("python", "ERROR", "vllm.engine.async_llm_engine", "Engine background task failed", "inherited"),
+        ("python", "WARNING", "root", "low memory", "inherited"),
+        ("python", "WARNING", "router.health", "vllm-1 unhealthy", "exact"),
+        ("python", "INFO", "router.pool", "3 endpoints", "exact"),
+    ]
+
+
 def test_nginx_access_and_error_lines_of_the_ingress_are_timed_requests_and_errors(tmp_path):
     # ingress-nginx's controller: klog lines, access lines (`upstreaminfo`, any offset) and the
     # error log's lines (local time, level, pid, the connection's `*serial`) in one stream.

@@ -65,6 +65,12 @@ VALID_LINES = [
     "Capturing CUDA graph shapes:  50%|#####     | 1/2\rCapturing CUDA graph shapes: 100%|##########| 2/2",
     '{"jsonPayload":{"reason":"Killing","message":"Stopping container vllm","involvedObject":{"kind":"Pod",'
     '"name":"q-0"},"source":{"host":"gke-n-1"}},"resource":{"labels":{}},"timestamp":"2025-03-09T09:00:02Z"}',
+    "2025-03-02T10:00:02.123456Z  WARN request{id=7}:handle: dynamo_llm::kv_router: no workers",
+    '2025-03-02T10:00:03.123Z\tERROR\tcontroller/pool.go:88\tReconciler error\t{"pool": "vllm"}',
+    "1.7409096e+09\tINFO\tsetup\tstarting manager",
+    "[2025-03-02T10:00:06Z ERROR vllm_router::router] upstream returned 503",
+    "2025/03/02 10:00:05 main.go:40: Loading NVML",
+    "ERROR:vllm.engine.async_llm_engine:Engine background task failed",
 ]
 
 
