@@ -30,11 +30,14 @@ _LEVEL = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
 NAMED = (
     rf"^(?:(?P<n1>[\w.\-]+) - (?P<l1>{_LEVEL}) - "
     rf"|\[(?P<l2>{_LEVEL})\] (?:\[(?P<n2>[^\]\s]+)\] |(?P<n3>[\w.\-]+): )?"
-    rf"|(?P<l3>{_LEVEL}) +(?:\[(?P<n4>[^\]\s]+)\] |(?P<n5>[\w.\-]+): ))(?P<msg>.*)$"
+    rf"|(?P<l3>{_LEVEL}) +(?:\[(?P<n4>[^\]\s]+)\] |(?P<n5>[\w.\-]+): )"
+    rf"|(?P<l4>{_LEVEL}): +)(?P<msg>.*)$"
 )
 """The level and logger name of the common `%(asctime)s` formats, after the time: the logging
 cookbook's `%(name)s - %(levelname)s - %(message)s`, `[%(levelname)s] [%(name)s] ...`,
-`%(levelname)s %(name)s: ...`; the logger is the component and the message is what follows."""
+`%(levelname)s %(name)s: ...`, and `%(levelname)s: ... (%(filename)s:%(lineno)d:%(name)s)`
+(vLLM's production-stack router, LMCache's layout without its name); the logger, or the
+file, is the component and the message is what follows."""
 LEVEL_IN_TEXT = r"(?:^|[\s\[|\-])(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)(?:[\s\]:|\-]|$)"
 DETECT_BASIC = r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.\-]+:"
 BASIC = r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[\w.\-]+):(?P<msg>.*)$"
@@ -108,6 +111,11 @@ def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
     level_txt = rest.str.slice(0, 80).str.extract(LEVEL_IN_TEXT, 1)
     df = df.with_columns(rest.str.extract_groups(NAMED).alias("_named"))
     n = pl.col("_named").struct.field
+    # `LEVEL: message (file.py:N:logger)`: the file from the tail, the message without it.
+    tail_file = pl.when(n("l4").is_not_null()).then(
+        n("msg").str.extract(r" \(([\w./\-]+\.py):\d+(?::[\w.]+)?\)\s*$", 1)
+    )
+    named_msg = pl.when(tail_file.is_not_null()).then(n("msg").str.replace(KV_TAIL, "")).otherwise(n("msg"))
     source = (
         pl.when(rest.is_null())
         .then(None)
@@ -124,7 +132,7 @@ def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce(
             level_from_word(k("level")),
             level_from_letter(ray.str.slice(0, 1)),
-            level_from_word(pl.coalesce(n("l1"), n("l2"), n("l3"))),
+            level_from_word(pl.coalesce(n("l1"), n("l2"), n("l3"), n("l4"))),
             level_from_word(level_txt),
         ).alias(s.LEVEL),
         to_i32(m("Y")).alias("_Y"),
@@ -134,10 +142,10 @@ def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
         to_i32(m("M")).alias("_M"),
         to_i32(m("S")).alias("_S"),
         frac_to_us(m("frac")).alias("_us"),
-        pl.coalesce(k("file"), n("n1"), n("n2"), n("n3"), n("n4"), n("n5"), rest.str.extract(r"^([\w.]+):\s", 1)).alias(
-            s.COMPONENT
-        ),
-        pl.coalesce(k("msg"), pl.when(ray.is_null()).then(n("msg")), rest).alias(s.MESSAGE),
+        pl.coalesce(
+            k("file"), n("n1"), n("n2"), n("n3"), n("n4"), n("n5"), tail_file, rest.str.extract(r"^([\w.]+):\s", 1)
+        ).alias(s.COMPONENT),
+        pl.coalesce(k("msg"), pl.when(ray.is_null()).then(named_msg), rest).alias(s.MESSAGE),
     ).drop("_m", "_named")
 
 

@@ -2589,7 +2589,8 @@ def test_go_and_rust_services_console_lines_are_timed_levelled_events(tmp_path):
 
 def test_python_loggings_common_formats_give_the_logger_and_the_level(tmp_path):
     # basicConfig's `LEVEL:name:message` (no time: it inherits one), the cookbook's
-    # `name - LEVEL - message` and `[LEVEL] [name]`: the logger is the component. basicConfig
+    # `name - LEVEL - message` and `[LEVEL] [name]`, vLLM production-stack router's `LEVEL: message
+    # (file:line:logger)`: the logger (or file) is the component. basicConfig
     # lines after a message that ends in `:` are events, not the block it opens.
     write(
         tmp_path / "router.log",
@@ -2597,7 +2598,9 @@ def test_python_loggings_common_formats_give_the_logger_and_the_level(tmp_path):
         "ERROR:vllm.engine.async_llm_engine:Engine background task failed\n"
         "WARNING:root:low memory\n"
         "2025-03-02 10:00:02,000 [WARNING] [router.health] vllm-1 unhealthy\n"
-        "2025-03-02 10:00:03,000 INFO router.pool: 3 endpoints\n",
+        "2025-03-02 10:00:03,000 INFO router.pool: 3 endpoints\n"
+        "[2025-03-02 10:00:04,000] ERROR: Error during request: Server disconnected "
+        "(request.py:140:vllm_router.services.request_service.request)\n",
     )
     r = ingest(tmp_path)
     _balanced(r)
@@ -2608,6 +2611,7 @@ def test_python_loggings_common_formats_give_the_logger_and_the_level(tmp_path):
         ("python", "WARNING", "root", "low memory", "inherited"),
         ("python", "WARNING", "router.health", "vllm-1 unhealthy", "exact"),
         ("python", "INFO", "router.pool", "3 endpoints", "exact"),
+        ("python", "ERROR", "request.py", "Error during request: Server disconnected", "exact"),  # production-stack
     ]
 
 
