@@ -364,7 +364,7 @@ def _syslog_klog(d, f, months, kubelet_files):  # pragma: no cover - compiled
     f[MSG_AT] = _file_line(d, k + 1, f, True)
     if f[MSG_AT] < 0:
         return no
-    # `k8s.parse_klog`'s source: kubelet by ident or file, torch by a C++ file, else klog.
+    # `k8s.parse_klog`'s source: kubelet by ident or file, torch by a C++ or Python file, else klog.
     a, e = f[COMP_AT], f[COMP_END]
     src = 2
     if e - a >= 4 and d[e - 4] == 46 and d[e - 3] == 99 and d[e - 2] == 112 and d[e - 1] == 112:  # `.cpp`
@@ -372,6 +372,8 @@ def _syslog_klog(d, f, months, kubelet_files):  # pragma: no cover - compiled
     elif e - a >= 3 and d[e - 3] == 46 and d[e - 2] == 99 and d[e - 1] == 99:  # `.cc`
         src = 1
     elif e - a >= 2 and d[e - 2] == 46 and d[e - 1] == 104:  # `.h`
+        src = 1
+    elif e - a >= 3 and d[e - 3] == 46 and d[e - 2] == 112 and d[e - 1] == 121:  # `.py`
         src = 1
     for w in range(kubelet_files.shape[0]):
         if _starts(d, a, kubelet_files[w, : kubelet_files[w, 15]]):

@@ -114,7 +114,9 @@ AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "y": 365 * 86400}
 
 
 def parse_klog(df: pl.DataFrame) -> pl.DataFrame:
-    """Parse klog/glog lines. Source: `kubelet` (syslog ident or kubelet files), `torch` (.cpp), else `klog`."""
+    """Parse klog/glog lines. Source: `kubelet` (syslog ident or kubelet files), `torch` (a C++ file,
+    or a Python one: PyTorch's own logging, `torch._logging`, writes glog's layout:
+    `W1012 22:31:22.267000 140 torch/distributed/elastic/multiprocessing/api.py:858] ...`), else `klog`."""
     m = pl.col("_m").struct.field
     df = extract_head(df, KLOG, "_m")
     f = m("file")
@@ -126,7 +128,7 @@ def parse_klog(df: pl.DataFrame) -> pl.DataFrame:
             | f.str.contains(r"^(?:kubelet|pleg|kuberuntime|pod_workers|prober|eviction)")
         )
         .then(pl.lit("kubelet"))
-        .when(f.str.contains(r"\.(?:cpp|cc|h)$"))
+        .when(f.str.contains(r"\.(?:cpp|cc|h|py)$"))
         .then(pl.lit("torch"))
         .otherwise(pl.lit("klog"))
     )

@@ -20,7 +20,7 @@ from parsers._common import extract_head, frac_to_us, level_from_letter, level_f
 DETECT = r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"
 STAMP = (
     r"^\[?(?P<Y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[ T](?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})(?:[,.](?P<frac>\d{1,9}))?"
-    r"(?P<ray> [DIWECF] \d+ \d+)?\]?[ ,:\-|]*(?P<rest>.*)$"
+    r"(?P<ray> [DIWECF] \d+ \d+)?\]?[ ,:\-|\t]*(?P<rest>.*)$"
 )
 LMCACHE = (
     r"^(?P<app>LMCache|Mooncake\w*|KVStore|kv_store|kvstore)\s*:?\s*(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s*:\s*"
@@ -31,12 +31,14 @@ NAMED = (
     rf"^(?:(?P<n1>[\w.\-]+) - (?P<l1>{_LEVEL}) - "
     rf"|\[(?P<l2>{_LEVEL})\] (?:\[(?P<n2>[^\]\s]+)\] |(?P<n3>[\w.\-]+): )?"
     rf"|(?P<l3>{_LEVEL}) +(?:\[(?P<n4>[^\]\s]+)\] |(?P<n5>[\w.\-]+): )"
-    rf"|(?P<l4>{_LEVEL}): +)(?P<msg>.*)$"
+    rf"|(?P<l4>{_LEVEL}): +"
+    rf"|(?P<l5>{_LEVEL}) +(?P<f5>[\w./\-]+\.py):\d+ -- )(?P<msg>.*)$"
 )
 """The level and logger name of the common `%(asctime)s` formats, after the time: the logging
 cookbook's `%(name)s - %(levelname)s - %(message)s`, `[%(levelname)s] [%(name)s] ...`,
 `%(levelname)s %(name)s: ...`, and `%(levelname)s: ... (%(filename)s:%(lineno)d:%(name)s)`
-(vLLM's production-stack router, LMCache's layout without its name); the logger, or the
+(vLLM's production-stack router, LMCache's layout without its name), Ray's driver's
+`%(levelname)s %(filename)s:%(lineno)s -- %(message)s` (after a tab); the logger, or the
 file, is the component and the message is what follows."""
 LEVEL_IN_TEXT = r"(?:^|[\s\[|\-])(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)(?:[\s\]:|\-]|$)"
 DETECT_BASIC = r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.\-]+:"
@@ -132,7 +134,7 @@ def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce(
             level_from_word(k("level")),
             level_from_letter(ray.str.slice(0, 1)),
-            level_from_word(pl.coalesce(n("l1"), n("l2"), n("l3"), n("l4"))),
+            level_from_word(pl.coalesce(n("l1"), n("l2"), n("l3"), n("l4"), n("l5"))),
             level_from_word(level_txt),
         ).alias(s.LEVEL),
         to_i32(m("Y")).alias("_Y"),
@@ -143,7 +145,15 @@ def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
         to_i32(m("S")).alias("_S"),
         frac_to_us(m("frac")).alias("_us"),
         pl.coalesce(
-            k("file"), n("n1"), n("n2"), n("n3"), n("n4"), n("n5"), tail_file, rest.str.extract(r"^([\w.]+):\s", 1)
+            k("file"),
+            n("n1"),
+            n("n2"),
+            n("n3"),
+            n("n4"),
+            n("n5"),
+            tail_file,
+            n("f5"),
+            rest.str.extract(r"^([\w.]+):\s", 1),
         ).alias(s.COMPONENT),
         pl.coalesce(k("msg"), pl.when(ray.is_null()).then(named_msg), rest).alias(s.MESSAGE),
     ).drop("_m", "_named")

@@ -97,6 +97,17 @@ JOURNAL_JSON_PROBE = '"__REALTIME_TIMESTAMP"'
 ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 ANSI_RESIDUE = r"(^|[^\w\]])\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
 PROC_PROBE = r"^\s*\([A-Za-z]\w*(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\)"
+RAY_DAEMON = (
+    r"^\s*\((?:(?P<name>raylet|gcs_server|autoscaler|monitor|log_monitor|dashboard|dashboard_agent|"
+    r"runtime_env_agent)|pid=(?P<pid>\d+))(?:, ip=[\d.]+)?\) ?"
+)
+"""Ray's driver output names where a line came from: a daemon, `(raylet)` (its OOM killer's
+`Workers (tasks / actors) killed due to memory pressure`), or a worker without an actor name,
+`(pid=4711)`, the ip after a comma on another node. `PROC_PROBE` takes `(Name pid=N)`."""
+RAY_DAEMON_PROBE = (
+    r"^\s*\((?:raylet|gcs_server|autoscaler|monitor|log_monitor|dashboard|dashboard_agent|runtime_env_agent|"
+    r"pid=\d+)(?:, ip=[\d.]+)?\) ?"
+)
 RAY_REPEAT = r"\s*\[repeated \d+x across cluster\]\s*$"
 VLLM_LEVEL_HEAD = (
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?(?:\.\d{3})? \[?[\w./\-]+\.py:\d+\] "
@@ -131,7 +142,7 @@ PASTED = _any_of(
 """The paste and host wrappers `_peel_pasted` strips, in its order."""
 HOST_TIMES_PROBE = _any_of(DMESG_ISO_PROBE, JOURNAL_FULL_PROBE, JOURNAL_UNIX_PROBE, JOURNAL_MONOTONIC_PROBE)
 """Any of the host-log time modes `_peel_host_times` reads."""
-INNER = _any_of(PASTED, PROC_PROBE, RANK_PROBE, LOGGING_PREFIX_PROBE)
+INNER = _any_of(PASTED, PROC_PROBE, RAY_DAEMON_PROBE, RANK_PROBE, LOGGING_PREFIX_PROBE)
 """Any layer `_peel_inner` strips (ANSI colour is probed apart: it is not anchored)."""
 
 STR, TS = pl.String, pl.Datetime("us", "UTC")
@@ -367,6 +378,7 @@ def _peel_producer_prefixes(df: pl.DataFrame) -> pl.DataFrame:
         lambda d: d.with_columns(body.str.replace_all(ANSI, "").str.replace_all(ANSI_RESIDUE, "$1")),
     )
     df = apply(df, body.str.contains(PROC_PROBE), _peel_process)
+    df = apply(df, body.str.contains(RAY_DAEMON_PROBE), _peel_ray_daemon)
     df = apply(
         df,
         body.str.contains("across cluster]", literal=True),
@@ -514,6 +526,17 @@ def _peel_process(d: pl.DataFrame) -> pl.DataFrame:
         pl.when(comma.is_null()).then(pid).otherwise(pid.str.slice(0, comma)).alias("_pid"),
         body.str.slice(after).alias("body"),
     )
+
+
+def _peel_ray_daemon(d: pl.DataFrame) -> pl.DataFrame:
+    """`(raylet) rest`, `(pid=4711, ip=10.0.0.2) rest` (`RAY_DAEMON`)."""
+    d = extract_head(d, RAY_DAEMON, "_m", rest="_rest")
+    m = pl.col("_m").struct.field
+    return d.with_columns(
+        pl.coalesce(m("name"), pl.col(s.PROCESS)).alias(s.PROCESS),
+        pl.coalesce(m("pid"), pl.col("_pid")).alias("_pid"),
+        pl.col("_rest").alias("body"),
+    ).drop("_m", "_rest")
 
 
 def _peel_rank(d: pl.DataFrame) -> pl.DataFrame:

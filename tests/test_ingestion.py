@@ -2587,6 +2587,55 @@ def test_go_and_rust_services_console_lines_are_timed_levelled_events(tmp_path):
     ]
 
 
+def test_pytorchs_own_glog_layout_lines_are_torch_events_of_the_pod(tmp_path):
+    # torch._logging (torchrun's elastic agent, dynamo) writes glog's layout from Python: read as
+    # klog it was a node's line (no pod), and the worker's death went unattributed.
+    write(
+        tmp_path / "vllm-0.log",
+        "W1012 22:31:22.267000 140 torch/distributed/elastic/multiprocessing/api.py:858] Sending process 123 "
+        "closing signal SIGTERM\n"
+        "E1012 22:31:23.100000 140 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: -6) "
+        "local_rank: 0 (pid: 123) of binary: /usr/bin/python\n"
+        "[rank0]:W1012 22:31:25.000000 140 torch/_dynamo/convert_frame.py:762] hit config.cache_size_limit\n",
+    )
+    write(tmp_path / "node/kubelet.log", 'I1012 22:31:24.000000 1450 kubelet.go:2455] "SyncLoop ADD" source="api"\n')
+    r = ingest(tmp_path, year=2025)
+    ev = r.events.sort(s.FILE, s.LINE).select(s.FILE, s.SOURCE, s.LEVEL, s.POD, s.RANK)
+    assert ev.rows() == [
+        ("node/kubelet.log", "kubelet", "INFO", None, None),
+        ("vllm-0.log", "torch", "WARNING", "vllm-0", None),
+        ("vllm-0.log", "torch", "ERROR", "vllm-0", None),
+        ("vllm-0.log", "torch", "WARNING", "vllm-0", 0),
+    ]
+
+
+def test_a_ray_drivers_output_names_its_daemons_and_workers(tmp_path):
+    # `ray job logs` / the driver's console: its own `ts<TAB>LEVEL file.py:N -- message` lines,
+    # the raylet's OOM killer behind `(raylet)`, a worker without an actor name behind `(pid=N)`.
+    write(
+        tmp_path / "ray-driver.log",
+        "2025-03-02 10:00:01,123\tINFO worker.py:1234 -- Connected to Ray cluster.\n"
+        "(raylet) [2025-03-02 10:00:03,000 E 123 456] (raylet) node_manager.cc:3021: 1 Workers (tasks / actors) "
+        "killed due to memory pressure (OOM)\n"
+        "(pid=4711, ip=10.0.0.2) ERROR 03-02 10:00:04 [worker_base.py:575] Error executing method execute_model\n",
+    )
+    r = ingest(tmp_path)
+    _balanced(r)
+    ev = r.events.sort(s.LINE).select(s.SOURCE, s.LEVEL, s.COMPONENT, s.PROCESS, s.PID, s.MESSAGE)
+    assert ev.rows() == [
+        ("python", "INFO", "worker.py", None, None, "Connected to Ray cluster."),
+        (
+            "ray",
+            "ERROR",
+            None,
+            "raylet",
+            None,
+            "(raylet) node_manager.cc:3021: 1 Workers (tasks / actors) killed due to memory pressure (OOM)",
+        ),
+        ("vllm", "ERROR", "worker_base.py", None, 4711, "Error executing method execute_model"),
+    ]
+
+
 def test_python_loggings_common_formats_give_the_logger_and_the_level(tmp_path):
     # basicConfig's `LEVEL:name:message` (no time: it inherits one), the cookbook's
     # `name - LEVEL - message` and `[LEVEL] [name]`, vLLM production-stack router's `LEVEL: message

@@ -71,6 +71,10 @@ VALID_LINES = [
     "[2025-03-02T10:00:06Z ERROR vllm_router::router] upstream returned 503",
     "2025/03/02 10:00:05 main.go:40: Loading NVML",
     "ERROR:vllm.engine.async_llm_engine:Engine background task failed",
+    "(raylet) [2025-03-02 10:00:03,000 E 123 456] (raylet) node_manager.cc:3021: 1 Workers (tasks / actors) killed "
+    "due to memory pressure (OOM)",
+    "(pid=4711, ip=10.0.0.2) INFO 03-02 08:00:01 [worker.py:1] behind a pid-only prefix",
+    "2025-03-02 10:00:01,123\tINFO worker.py:1234 -- Connected to Ray cluster.",
 ]
 
 
@@ -414,6 +418,8 @@ SYSLOG_KLOG_LINES = [
     "Mab 02 07:00:00 node-1 kubelet[1]: I0302 07:00:00.000000 1 kubelet.go:1] no such month",
     "  goroutine 1 [running]:",
     "Mar 02 07:00:00 node-1 kubelet[1]: I0302 07:00:00.000000 1 kubelet.go:1] ends in a caret-M^M",
+    "Jan  1 00:00:00 node-1 python3[9]: W0101 00:00:00.000001 12 torch/distributed/elastic/api.py:858] torch's",
+    "Jan  1 00:00:00 node-1 python3[9]: W0101 00:00:00.000001 12 setup.py.go:1] a .py that is not the end",
     "",
 ]
 
