@@ -48,6 +48,13 @@ BOX_PROBE = r"^│ ?"
 _PRODUCER_START = r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} |\([A-Za-z]\w*(?: rank=\d+)? pid=|\[\d{4}-\d{2}-\d{2} |[IWEF]\d{4} |\[?rank\d+\]:)"
 LINENO_PROBE = r"^\[\d{1,7}\] " + _PRODUCER_START
 """Pasted line numbers before a known producer: `[80746] INFO 07-28 ...`."""
+QUOTE_PROBE = r"^>(?: |$)"
+QUOTE = r"^(?:>(?: |$))+"
+"""A Markdown quote (`> ` before every line of a log quoted in an issue's reply, nested `> > `);
+not a REPL's `>>> `."""
+INDENT_PROBE = r"^[ \t]{1,8}" + _PRODUCER_START
+"""A log line indented in a paste (a Markdown list item's code block, an e-mail): blanks before
+a producer's start, which no continuation line has (those are taken as continuations)."""
 DESKTOP_PROBE = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} " + _PRODUCER_START
 """Docker Desktop's log view: `2024-06-10 13:26:25 INFO 06-10 ...` (local time, no zone)."""
 CI_TS_PROBE = r"^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})\] "
@@ -127,6 +134,8 @@ def _any_of(*probes: str) -> str:
 
 
 PASTED = _any_of(
+    QUOTE_PROBE,
+    INDENT_PROBE,
     BOX_PROBE,
     LINENO_PROBE,
     DESKTOP_PROBE,
@@ -308,6 +317,8 @@ def _peel_inner(df: pl.DataFrame) -> pl.DataFrame:
 
 def _peel_pasted(df: pl.DataFrame) -> pl.DataFrame:
     body = pl.col("body")
+    df = apply(df, body.str.contains(QUOTE_PROBE), lambda d: d.with_columns(body.str.replace(QUOTE, "")))
+    df = apply(df, body.str.contains(INDENT_PROBE), lambda d: d.with_columns(body.str.strip_chars_start(" \t")))
     df = apply(
         df,
         body.str.contains(BOX_PROBE),

@@ -1298,6 +1298,37 @@ def test_paste_artefacts_from_issue_threads_and_terminals_are_peeled(tmp_path):
     assert r.metrics.filter(pl.col("metric") == "generation_tokens_per_s")["value"].to_list() == [2.0]
 
 
+def test_a_log_quoted_or_indented_in_an_issue_thread_keeps_its_lines_and_tracebacks(tmp_path):
+    # A reply quoting the log (`> ` on every line, nested `> > `), a log indented under a list
+    # item: each line is still its producer's event, a traceback under it still folds into it,
+    # and a REPL's `>>> ` is no quote. An indented vLLM line after a shell prompt was a
+    # continuation of the prompt's line.
+    write(
+        tmp_path / "issue.log",
+        "> ERROR 03-02 10:00:00 [core.py:720] EngineCore failed: Traceback (most recent call last):\n"
+        '>     raise RuntimeError("Cache corruption detected in block 7")\n'
+        "> > WARNING 03-02 10:00:01 [engine.py:1] quoted twice\n"
+        "$ kubectl logs vllm-0\n"
+        "   INFO 03-02 10:00:02 [engine.py:1] indented under a list item\n"
+        "\t[rank0]:[E302 10:00:03.267261276 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective "
+        "operation timeout\n"
+        ">>> import vllm\n",
+    )
+    r = ingest(tmp_path, year=2025)
+    _balanced(r)
+    ev = r.events.sort(s.LINE)
+    assert ev.select(s.LINE, s.SOURCE, s.LEVEL, s.PROCESS, s.RAW_LINES).rows() == [
+        (1, "vllm", "ERROR", None, 2),
+        (3, "vllm", "WARNING", None, 1),
+        (4, "unknown", None, None, 1),
+        (5, "vllm", "INFO", None, 1),
+        (6, "torch", "ERROR", None, 1),
+        (7, "unknown", None, None, 1),
+    ]
+    assert ev[s.MESSAGE][0].endswith('\n    raise RuntimeError("Cache corruption detected in block 7")')
+    assert ev[s.MESSAGE][-1] == ">>> import vllm"
+
+
 def test_a_directory_holding_only_an_event_document_is_ingested(tmp_path):
     # Regression: with no line-oriented log beside it, accounting looked for the
     # wrapper's `stream` column that only line batches have, and crashed.

@@ -75,6 +75,10 @@ VALID_LINES = [
     "due to memory pressure (OOM)",
     "(pid=4711, ip=10.0.0.2) INFO 03-02 08:00:01 [worker.py:1] behind a pid-only prefix",
     "2025-03-02 10:00:01,123\tINFO worker.py:1234 -- Connected to Ray cluster.",
+    "> ERROR 03-02 08:00:11 [core.py:720] quoted in a reply",
+    ">     raise RuntimeError('x')",
+    "   INFO 03-02 08:00:12 [engine.py:1] indented under a list item",
+    ">>> import vllm",
 ]
 
 
