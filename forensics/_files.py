@@ -391,7 +391,13 @@ def _zstd_pieces(read: Callable[[int], bytes], notes: list[str], size: int) -> I
     """`decompress_pieces` for zstd, through Arrow's stream decompressor (every frame of the
     stream; `ZSTD_READ` at a time). Unlike the others, bytes after the last frame that start
     no other frame are damage, with a note."""
-    source = pa.PythonFile(_ReadFn(read), mode="r")
+
+    def readinto(view: memoryview) -> int:
+        data = read(len(view))
+        view[: len(data)] = data
+        return len(data)
+
+    source = pa.PythonFile(_ReadInto(readinto), mode="r")
     stream = pa.CompressedInputStream(source, "zstd")
     kept = 0
     try:
@@ -406,7 +412,8 @@ def _zstd_pieces(read: Callable[[int], bytes], notes: list[str], size: int) -> I
 
 
 class _ReadInto(io.RawIOBase):
-    """A `readinto(view) -> int` function (`_reader`) as a readable file."""
+    """A `readinto(view) -> int` function (`_reader`) as a readable file (for tarfile, and
+    Arrow's streams: `read(n)` comes from `io.RawIOBase`)."""
 
     def __init__(self, readinto: Callable[[memoryview], int]) -> None:
         super().__init__()
@@ -417,20 +424,6 @@ class _ReadInto(io.RawIOBase):
 
     def readinto(self, view) -> int:
         return self._readinto(memoryview(view).cast("B"))
-
-
-class _ReadFn(io.RawIOBase):
-    """A `read(n)` function as the readable file Arrow's streams take."""
-
-    def __init__(self, read: Callable[[int], bytes]) -> None:
-        super().__init__()
-        self._read = read
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, n: int = -1) -> bytes:
-        return self._read(n if n is not None and n >= 0 else 1 << 30)
 
 
 BINARY_FORMATS: tuple[tuple[bytes, str], ...] = (

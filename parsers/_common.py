@@ -106,6 +106,15 @@ def ensure(df: pl.DataFrame, cols: dict[str, pl.DataType]) -> pl.DataFrame:
     return df.with_columns(missing) if missing else df
 
 
+def time_parts(group: Callable[[str], pl.Expr]) -> list[pl.Expr]:
+    """The time parts (`TIME_PARTS`) of a match whose groups are named `Y`, `mo`, `d`, `H`, `M`,
+    `S` and `frac` (`group(name)` gives one: a struct field of the extracted groups)."""
+    return [
+        *(to_i32(group(g)).alias(c) for g, c in zip(("Y", "mo", "d", "H", "M", "S"), TIME_PARTS[:6], strict=True)),
+        frac_to_us(group("frac")).alias("_us"),
+    ]
+
+
 def no_time() -> list[pl.Expr]:
     """Null time parts, for formats that carry no timestamp."""
     return [pl.lit(None, pl.Int32).alias(c) for c in TIME_PARTS]

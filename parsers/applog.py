@@ -22,7 +22,7 @@ from __future__ import annotations
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import APP_LEVEL_WORDS, extract_head, frac_to_us, level_from_word, no_time, to_i32
+from parsers._common import APP_LEVEL_WORDS, extract_head, level_from_word, no_time, time_parts
 from parsers.wrappers import parse_rfc3339
 
 _STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})"
@@ -118,16 +118,4 @@ def _go_log(df: pl.DataFrame) -> pl.DataFrame:
     m = pl.col("_m").struct.field
     df = extract_head(df, GO_LOG, "_m")
     level = m("msg").str.slice(0, 80).str.extract(LEVEL_IN_TEXT, 1)
-    return (
-        _app(df, level, m("file"), m("msg"), None)
-        .with_columns(
-            to_i32(m("Y")).alias("_Y"),
-            to_i32(m("mo")).alias("_mo"),
-            to_i32(m("d")).alias("_d"),
-            to_i32(m("H")).alias("_H"),
-            to_i32(m("M")).alias("_M"),
-            to_i32(m("S")).alias("_S"),
-            frac_to_us(m("frac")).alias("_us"),
-        )
-        .drop("_m")
-    )
+    return _app(df, level, m("file"), m("msg"), None).with_columns(*time_parts(m)).drop("_m")

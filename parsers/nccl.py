@@ -27,7 +27,7 @@ from __future__ import annotations
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import apply, extract_head, frac_to_us, level_from_word, no_time, to_i32
+from parsers._common import apply, extract_head, level_from_word, no_time, time_parts, to_i32
 
 DETECT = r" NCCL (?:INFO|WARN|TRACE|CALL) |^NCCL version "
 PATTERN = (
@@ -85,13 +85,7 @@ def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(
         pl.when(ok).then(pl.lit("nccl")).alias(s.SOURCE),
         pl.coalesce(level_from_word(m("level")), pl.when(ver.is_not_null()).then(pl.lit("INFO"))).alias(s.LEVEL),
-        to_i32(m("Y")).alias("_Y"),
-        to_i32(m("mo")).alias("_mo"),
-        to_i32(m("d")).alias("_d"),
-        to_i32(m("H")).alias("_H"),
-        to_i32(m("M")).alias("_M"),
-        to_i32(m("S")).alias("_S"),
-        frac_to_us(m("frac")).alias("_us"),
+        *time_parts(m),
         pl.coalesce(m("host"), pl.col(s.HOST)).alias(s.HOST),
         pl.coalesce(m("pid"), pl.col("_pid")).alias("_pid"),
         to_i32(m("dev")).alias(s.CUDA_DEV),

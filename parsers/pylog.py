@@ -15,7 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import extract_head, frac_to_us, level_from_letter, level_from_word, no_time, to_i32
+from parsers._common import extract_head, frac_to_us, level_from_letter, level_from_word, no_time, time_parts, to_i32
 
 DETECT = r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"
 STAMP = (
@@ -137,13 +137,7 @@ def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
             level_from_word(pl.coalesce(n("l1"), n("l2"), n("l3"), n("l4"), n("l5"))),
             level_from_word(level_txt),
         ).alias(s.LEVEL),
-        to_i32(m("Y")).alias("_Y"),
-        to_i32(m("mo")).alias("_mo"),
-        to_i32(m("d")).alias("_d"),
-        to_i32(m("H")).alias("_H"),
-        to_i32(m("M")).alias("_M"),
-        to_i32(m("S")).alias("_S"),
-        frac_to_us(m("frac")).alias("_us"),
+        *time_parts(m),
         pl.coalesce(
             k("file"),
             n("n1"),

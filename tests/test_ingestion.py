@@ -1998,30 +1998,32 @@ def test_a_csv_exports_zoneless_times_are_in_the_zone_given_and_rows_without_a_m
     assert r.events[s.MESSAGE].to_list()[1] == "vllm-0"
 
 
-def test_a_csv_exports_exact_times_give_the_year_of_the_yearless_logs_beside_it(tmp_path):
-    # The export pulled from the log store is the directory's only fully qualified clock; a
-    # vLLM log copied off a pod later (its modification time two years on) takes its year from it.
+def _yearless_log_beside(tmp_path) -> list[datetime]:
+    """The times of a yearless vLLM line written into `tmp_path` beside what is there, its file
+    modified in 2027: what the directory's dated files make of its year."""
     import os
 
-    write(
-        tmp_path / "discover.csv",
-        '"@timestamp",message\n"Mar 2, 2025 @ 10:00:01.000","INFO 03-02 10:00:01 [x.py:1] from the store"\n',
-    )
     log = tmp_path / "vllm-0.log"
     write(log, "ERROR 03-02 10:05:00 [core.py:720] EngineCore encountered a fatal error.\n")
     later = datetime(2027, 6, 1, tzinfo=UTC).timestamp()
     os.utime(log, (later, later))
-    r = ingest(tmp_path)
-    ts = r.events.filter(pl.col(s.FILE) == "vllm-0.log")[s.TS].to_list()
-    assert ts == [datetime(2025, 3, 2, 10, 5, tzinfo=UTC)]
+    return ingest(tmp_path).events.filter(pl.col(s.FILE) == "vllm-0.log")[s.TS].to_list()
+
+
+def test_a_csv_exports_exact_times_give_the_year_of_the_yearless_logs_beside_it(tmp_path):
+    # The export pulled from the log store is the directory's only fully qualified clock; a
+    # vLLM log copied off a pod later (its modification time two years on) takes its year from it.
+    write(
+        tmp_path / "discover.csv",
+        '"@timestamp",message\n"Mar 2, 2025 @ 10:00:01.000","INFO 03-02 10:00:01 [x.py:1] from the store"\n',
+    )
+    assert _yearless_log_beside(tmp_path) == [datetime(2025, 3, 2, 10, 5, tzinfo=UTC)]
 
 
 @pytest.mark.parametrize("records", [1, 3000])
 def test_a_json_exports_exact_times_give_the_year_of_the_yearless_logs_beside_it(tmp_path, records):
     # An Elasticsearch search response pretty-printed by `jq`: one record, its head the whole
     # file, or thousands, a head cut short that parses as no JSON (the file is read whole).
-    import os
-
     hits = [
         {
             "_index": "logs",
@@ -2034,13 +2036,7 @@ def test_a_json_exports_exact_times_give_the_year_of_the_yearless_logs_beside_it
     ]
     write(tmp_path / "es-search.json", json.dumps({"took": 3, "hits": {"hits": hits}}, indent=2))
     assert ((tmp_path / "es-search.json").stat().st_size > 256 * 1024) == (records > 1)
-    log = tmp_path / "vllm-0.log"
-    write(log, "ERROR 03-02 10:05:00 [core.py:720] EngineCore encountered a fatal error.\n")
-    later = datetime(2027, 6, 1, tzinfo=UTC).timestamp()
-    os.utime(log, (later, later))
-    r = ingest(tmp_path)
-    ts = r.events.filter(pl.col(s.FILE) == "vllm-0.log")[s.TS].to_list()
-    assert ts == [datetime(2025, 3, 2, 10, 5, tzinfo=UTC)]
+    assert _yearless_log_beside(tmp_path) == [datetime(2025, 3, 2, 10, 5, tzinfo=UTC)]
 
 
 def test_a_log_line_with_commas_is_not_taken_for_a_csv_export_header(tmp_path):
