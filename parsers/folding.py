@@ -27,11 +27,12 @@ from numba import njit
 
 from forensics.arrow_text import bytes_at, strings
 
-OTHER, CONT, BLANK, HEADER, EXC, VLLM, VLLM_CUSTOM, PRODUCER = range(8)
+OTHER, CONT, BLANK, HEADER, EXC, VLLM, VLLM_CUSTOM, PRODUCER, FENCE = range(9)
 KIND_CODES = {
     "other": OTHER,
     "cont": CONT,
     "blank": BLANK,
+    "fence": FENCE,
     "k8s_header": HEADER,
     "exc": EXC,
     "vllm": VLLM,
@@ -170,6 +171,7 @@ def _scan(
         )
         folds = (
             k == BLANK
+            or k == FENCE
             or k == HEADER
             or (k == CONT and has_prev)
             or ((k == EXC or k == OTHER) and open_before)
@@ -177,7 +179,11 @@ def _scan(
         )
         fold[i] = folds
         silent = k == OTHER or k == BLANK or k == HEADER
-        if not silent and open_[i] != -1:
+        if k == FENCE:  # a paste's code fence ends what was open above it, folded or not
+            f_open[f] = 0
+            if s != -1:
+                s_open[s] = 0
+        elif not silent and open_[i] != -1:
             f_open[f] = open_[i]
             if s != -1:
                 s_open[s] = open_[i]

@@ -16,7 +16,8 @@ mostly vLLM lines never pays for the klog or Kubernetes regexes.
 Folding (multi-line events): within a *stream* — same file segment, process prefix,
 pid and rank — a line is folded into the previous event when it is
 
-* blank, or a header row of an events table (no text of its own);
+* blank, or a header row of an events table (no text of its own), or a paste's code fence
+  (which also ends the block above it);
 * a traceback/C++ stack body (`  File ...`, `Traceback ...`, `frame #3:`, `^^^^`);
 * a bare exception line (`ValueError: ...`) while a traceback is open;
 * an unrecognised line after an event whose message opens a block (ends with `:`);
@@ -66,6 +67,10 @@ CONT = (
     # faulthandler's dump after `Fatal Python error: ...`: each thread's stack, then the modules
     r"|(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):|Extension modules: )"
 )
+FENCE = r"^\s*(?:(?:```|~~~)[\w+\-. ]*|</?details>|<summary>.*</summary>)\s*$"
+"""A Markdown code fence (```` ```text ````) or a `<details>` fold around a log pasted into an
+issue: no line of the log. It folds (counted, its text not kept) and ends the block above
+it: prose after a pasted traceback is no part of it."""
 CONT_MSG = r"^(?:\s|Traceback \(most recent call last\)|\^+\s*$)"
 
 KINDS: list[tuple[str, str]] = [
@@ -77,6 +82,7 @@ KINDS: list[tuple[str, str]] = [
     ("nccl", nccl.DETECT),
     ("ucx", ucx.DETECT),
     ("blank", r"^\s*$"),
+    ("fence", FENCE),
     ("torch", torch.DETECT),
     ("flight", torch.DETECT_FLIGHT),
     ("ras", nccl.DETECT_RAS),
@@ -323,7 +329,7 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
     kind = pl.col("_kind")
     msg = pl.col(s.MESSAGE)
     prefixed = pl.col(s.PROCESS).is_not_null() | pl.col("_rank").is_not_null() | pl.col("_wpod").is_not_null()
-    text = pl.when(kind.is_in(["other", "cont", "blank", "k8s_header"])).then(pl.col("body")).otherwise(msg)
+    text = pl.when(kind.is_in(["other", "cont", "blank", "fence", "k8s_header"])).then(pl.col("body")).otherwise(msg)
     is_open = (
         kind.is_in(["cont", "exc", "flight", "ras"])  # (a flight-recorder finding, a RAS block: details follow)
         | text.str.strip_chars_end().str.ends_with(":")
@@ -419,7 +425,7 @@ def _form_events(df: pl.DataFrame) -> pl.DataFrame:
     )
     multi = df.clear() if in_multi is None else df.filter(in_multi)
     if multi.height:
-        keep_text = ~kind.is_in(["blank", "k8s_header"])
+        keep_text = ~kind.is_in(["blank", "fence", "k8s_header"])
         first_cols = [c for c in df.columns if c not in ("_ev", "_text", "_fold", "_pfold", s.MESSAGE)]
         multi = multi.group_by("_ev").agg(
             pl.col("_text").sort_by("_row").filter(keep_text.sort_by(pl.col("_row"))).str.join("\n").alias(s.MESSAGE),

@@ -1329,6 +1329,37 @@ def test_a_log_quoted_or_indented_in_an_issue_thread_keeps_its_lines_and_traceba
     assert ev[s.MESSAGE][-1] == ">>> import vllm"
 
 
+def test_a_pastes_code_fences_are_no_lines_of_the_log_and_end_the_block_above(tmp_path):
+    # An issue's Markdown: the log between ```` ``` ```` fences, folded in `<details>`; prose after
+    # a pasted traceback. The fences fold (counted, their text not kept) and end the traceback's
+    # block, so the prose is an event of its own rather than the traceback's last lines.
+    write(
+        tmp_path / "issue.log",
+        "<details>\n<summary>Full log</summary>\n\n```text\n"
+        "ERROR 03-02 10:00:00 [core.py:720] EngineCore failed:\n"
+        '  File "x.py", line 1, in f\n'
+        "RuntimeError: Cache corruption detected in block 7\n"
+        "```\n"
+        "I then restarted the pod and it worked\n"
+        "~~~\n"
+        "INFO 03-02 10:00:05 [engine.py:1] ok\n"
+        "~~~\n</details>\n",
+    )
+    r = ingest(tmp_path, year=2025)
+    _balanced(r)
+    ev = r.events.sort(s.LINE)
+    assert ev.select(s.LINE, s.SOURCE, s.MESSAGE).rows() == [
+        (
+            5,
+            "vllm",
+            'EngineCore failed:\n  File "x.py", line 1, in f\nRuntimeError: Cache corruption detected in block 7',
+        ),
+        (9, "unknown", "I then restarted the pod and it worked"),
+        (11, "vllm", "ok"),
+    ]
+    assert (r.files[0].lines, r.files[0].folded) == (13, 10)
+
+
 def test_a_directory_holding_only_an_event_document_is_ingested(tmp_path):
     # Regression: with no line-oriented log beside it, accounting looked for the
     # wrapper's `stream` column that only line batches have, and crashed.

@@ -79,6 +79,10 @@ VALID_LINES = [
     ">     raise RuntimeError('x')",
     "   INFO 03-02 08:00:12 [engine.py:1] indented under a list item",
     ">>> import vllm",
+    "```text",
+    "```",
+    "<details>",
+    "<summary>Full log</summary>",
 ]
 
 
