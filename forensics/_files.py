@@ -11,6 +11,7 @@ import bz2
 import io
 import lzma
 import os
+import re
 import shutil
 import stat
 import tarfile
@@ -542,10 +543,20 @@ def stream_head(f: InputFile) -> str | None:
     # many path strings can make it pass for text)
     if not head or head.startswith((b"\xff\xfe", b"\xfe\xff", b"\x80")) or is_binary(head):
         return None
-    first = head.lstrip(UTF8_BOM + b" \t\r\n")
-    if first.startswith((b"{", b"[", b"apiVersion", b"items:", b"kind:")) and not first.startswith(b'{"log":'):
+    if starts_a_document(head) and not head.lstrip(UTF8_BOM + b" \t\r\n").startswith(b'{"log":'):
         return None
     return _decode_utf8(head, head=True)[0]
+
+
+DOCUMENT_START = re.compile(rb'\{|\[\s*(?:[\[{"\]]|$)|apiVersion|items:|kind:')
+"""How a JSON or YAML document (events, a log store's export, a flight-recorder dump) begins; a
+`[` must open a list: `[2025-05-04 05:25:03,029] LMCache ...`, `[rank0]:` and `[pod/x/c]` begin
+logs, which are read a segment at a time however large."""
+
+
+def starts_a_document(head: bytes) -> bool:
+    """Whether `head`, a file's first bytes, begins as a document (`DOCUMENT_START`) may."""
+    return DOCUMENT_START.match(head[:4096].lstrip(UTF8_BOM + b" \t\r\n")) is not None
 
 
 def text_segments(f: InputFile, notes: list[str], segment_bytes: int | None = None) -> Iterator[bytes | np.ndarray]:

@@ -552,7 +552,7 @@ def _document_records(f: _files.InputFile, head: str, whole: bool) -> list[str] 
     """The records of a log store's JSON export (`log_entries_document`) whose `head` this is,
     else None. A head cut short is no JSON document: such a file is read whole, as the main pass
     reads it, unless its first line is a record of its own (JSON lines, whose head parses as it is)."""
-    if not re.match(r"\s*[\[{]", head):
+    if not _files.starts_a_document(head[:4096].encode()):
         return None
     if not whole:
         first = head[: head.find("\n")]

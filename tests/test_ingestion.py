@@ -1025,6 +1025,31 @@ def test_a_sos_report_tar_xz_is_unpacked_and_read(tmp_path):
     assert "Xid" in r.events[s.MESSAGE][0]
 
 
+def test_a_large_log_whose_lines_begin_with_a_bracket_is_read_a_segment_at_a_time(tmp_path, monkeypatch):
+    # LMCache's `[2025-05-04 05:25:03,029] LMCache ...`, `[rank0]:` and `[pod/x/c]` lines begin
+    # with `[` as a JSON list does; such a log was read whole (twice its size held for a 5 GB
+    # one), while a document still is (it parses only whole).
+    from forensics import _files
+
+    monkeypatch.setattr(_files, "SEGMENT_CHARS", 4096)
+    lmcache = "".join(
+        f"[2025-05-04 05:25:{i % 60:02d},029] LMCache INFO: stored chunk {i} (storage.py:88:lmcache.x)\n"
+        for i in range(2000)
+    )
+    listing = json.dumps(
+        [{"message": f"line {i}", "@timestamp": "2025-05-04T05:25:03Z"} for i in range(2000)], indent=2
+    )
+    found = {}
+    for name, text in (("lmcache.log", lmcache), ("export.json", listing), ("rank0.log", "[rank0]:" + lmcache)):
+        write(tmp_path / name, text)
+        path = tmp_path / name
+        found[name] = _files.stream_head(_files.InputFile(path, name, path.stat().st_size, 0.0)) is not None
+    assert found == {"lmcache.log": True, "export.json": False, "rank0.log": True}
+    r = ingest(tmp_path)
+    _balanced(r)
+    assert r.events.filter(pl.col(s.FILE) == "lmcache.log").height == 2000
+
+
 def test_a_tar_zst_bundle_is_unpacked_and_a_cut_one_keeps_its_first_members(tmp_path):
     # sos report --compression-type, must-gather bundles: zstd tarballs, unpacked member by
     # member from the stream; a download cut short keeps the members before the cut, and says so.
