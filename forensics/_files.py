@@ -30,20 +30,23 @@ GZIP_MAGIC = b"\x1f\x8b"
 XZ_MAGIC = b"\xfd7zXZ\x00"
 BZIP2_MAGIC = b"BZh"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+LZ4_MAGIC = b"\x04\x22\x4d\x18"
 COMPRESSIONS: dict[bytes, tuple[str, Callable[[], object] | None]] = {
     GZIP_MAGIC: ("gzip", lambda: zlib.decompressobj(wbits=31)),
     XZ_MAGIC: ("xz", lzma.LZMADecompressor),
     BZIP2_MAGIC: ("bzip2", bz2.BZ2Decompressor),
     ZSTD_MAGIC: ("zstd", None),
+    LZ4_MAGIC: ("lz4", None),
 }
 """Compressions read transparently, told by their first bytes (a rotated `vllm.log.1.gz`, a
-`.tar.xz` sos report, `journalctl | xz`, logrotate's `compresscmd zstd`), with their stream
-decompressors: each file is read through one, never unpacked to disk. zstd has none in the
-standard library before Python 3.14; Arrow's is used (`_zstd_pieces`)."""
+`.tar.xz` sos report, `journalctl | xz`, logrotate's `compresscmd zstd`, an lz4 frame), with
+their stream decompressors: each file is read through one, never unpacked to disk. zstd and lz4
+have none in the standard library (zstd's comes with Python 3.14); Arrow's are used
+(`_arrow_pieces`)."""
 MAGIC_BYTES = 16
 """How much of a file's start `compression` needs to tell it (bzip2's block magic is bytes 4-10)."""
-ZSTD_READ = 64 * 1024
-"""The most decompressed bytes asked of Arrow's zstd stream at once. A damaged stream's error
+ARROW_READ = 64 * 1024
+"""The most decompressed bytes asked of Arrow's zstd or lz4 stream at once. A damaged stream's error
 loses what the failing read had decompressed: at 64 KB, no more than zstd's own block loses
 (at 1 MB a cut file lost up to 1 MB before the cut, its most valuable lines)."""
 _CODEC_ERRORS = (zlib.error, lzma.LZMAError, OSError, EOFError, ValueError, pa.ArrowException)
@@ -87,7 +90,7 @@ def discover(paths: list[Path], _depth: int = 0) -> tuple[list[InputFile], list[
     Symlinks are followed, but each real file is read once (CRI's
     `/var/log/containers/*.log` links point at `/var/log/pods/...`: reading both would
     count every line twice) and directory cycles are cut. Archives (`.tar`, `.tar.gz`,
-    `.tgz`, `.tar.zst`, `.zip`: support bundles, must-gathers) are unpacked to a temporary directory
+    `.tgz`, `.tar.zst`, `.tar.lz4`, `.zip`: support bundles, must-gathers) are unpacked to a temporary directory
     and their members listed as `<archive>/<member path>`.
     """
     found: dict[str, InputFile] = {}
@@ -160,7 +163,7 @@ def _add(p: Path, rel: str, found: dict, seen_real: dict, skipped: list, depth: 
 
 
 def archive_kind(p: Path) -> str | None:
-    """`tar`, `tar.gz`, `tar.xz`, `tar.bz2`, `tar.zst` or `zip` by content (a renamed bundle still
+    """`tar`, `tar.gz`, `tar.xz`, `tar.bz2`, `tar.zst`, `tar.lz4` or `zip` by content (a renamed bundle still
     counts), else None."""
     try:
         with open(p, "rb") as fh:
@@ -173,7 +176,7 @@ def archive_kind(p: Path) -> str | None:
                 fh.seek(0)
                 inner = next(decompress_pieces(name, fh.read, [], 512, read_size=64 * 1024), b"")
                 if len(inner) >= 262 and inner[257:262] == b"ustar":
-                    return f"tar.{ {'gzip': 'gz', 'bzip2': 'bz2', 'zstd': 'zst'}.get(name, name) }"
+                    return f"tar.{ {'gzip': 'gz', 'bzip2': 'bz2', 'zstd': 'zst', 'lz4': 'lz4'}.get(name, name) }"
     except _CODEC_ERRORS:
         return None
     return None
@@ -235,11 +238,11 @@ def _unpack(p: Path, rel: str, kind: str, found: dict, skipped: list, depth: int
                                 f"damaged tar archive: {tail} bytes after the last readable member could not be read",
                             )
                         )
-            if notes:  # a zstd stream's damage is a note (tarfile may end quietly at it)
+            if notes:  # a zstd or lz4 stream's damage is a note (tarfile may end quietly at it)
                 skipped.append(Skipped(rel, f"damaged {kind} archive ({notes[0]}); {_KEPT}"))
     except (tarfile.TarError, zipfile.BadZipFile, RuntimeError, *_CODEC_ERRORS) as e:
         # RuntimeError: zipfile's "File ... is encrypted, password required"; zlib.error,
-        # LZMAError: a corrupt stream inside a tarball or zip member; a zstd stream's damage is
+        # LZMAError: a corrupt stream inside a tarball or zip member; a zstd/lz4 stream's damage is
         # in `notes`, and tarfile's error ("unexpected end of data") follows from it.
         note = "encrypted, password required" if "encrypted" in str(e) else f"{type(e).__name__}: {e}"
         skipped.append(Skipped(rel, f"damaged {kind} archive ({notes[0] if notes else note}); {_KEPT}"))
@@ -255,9 +258,9 @@ _KEPT = "what was unpacked before the damage is read"
 
 def _open_tar(p: Path, kind: str, notes: list[str]) -> tarfile.TarFile:
     """A tarball open for reading its members in order: tarfile's own decompression, but for
-    zstd (no `r:zst` before Python 3.14), read as a stream through `decompress_pieces`, its
+    zstd and lz4 (no `r:zst` before Python 3.14, no lz4 at all), read as a stream through `decompress_pieces`, its
     damage noted in `notes`."""
-    if kind != "tar.zst":
+    if kind not in ("tar.zst", "tar.lz4"):
         return tarfile.open(p, "r:*")
     fh = open(p, "rb")  # noqa: SIM115 (closed with the tarball: the stream reads from it)
     stream = io.BufferedReader(_ReadInto(_reader(fh, notes)), 1 << 20)
@@ -349,7 +352,7 @@ def decompress_pieces(
     read_size = read_size or size
     magic, new = next((m, new) for m, (n, new) in COMPRESSIONS.items() if n == name)
     if new is None:
-        yield from _zstd_pieces(read, notes, size)
+        yield from _arrow_pieces(name, read, notes, size)
         return
     data = read(read_size)
     kept, d = 0, new()
@@ -388,9 +391,9 @@ def decompress_pieces(
             return
 
 
-def _zstd_pieces(read: Callable[[int], bytes], notes: list[str], size: int) -> Iterator[bytes]:
-    """`decompress_pieces` for zstd, through Arrow's stream decompressor (every frame of the
-    stream; `ZSTD_READ` at a time). Unlike the others, bytes after the last frame that start
+def _arrow_pieces(name: str, read: Callable[[int], bytes], notes: list[str], size: int) -> Iterator[bytes]:
+    """`decompress_pieces` for zstd or lz4, through Arrow's stream decompressor (every frame of
+    the stream; `ARROW_READ` at a time). Unlike the others, bytes after the last frame that start
     no other frame are damage, with a note."""
 
     def readinto(view: memoryview) -> int:
@@ -399,17 +402,17 @@ def _zstd_pieces(read: Callable[[int], bytes], notes: list[str], size: int) -> I
         return len(data)
 
     source = pa.PythonFile(_ReadInto(readinto), mode="r")
-    stream = pa.CompressedInputStream(source, "zstd")
+    stream = pa.CompressedInputStream(source, name)
     kept = 0
     try:
-        while out := stream.read(min(size, ZSTD_READ)):
+        while out := stream.read(min(size, ARROW_READ)):
             kept += len(out)
             yield out
     except (OSError, pa.ArrowException) as e:
         if "Truncated" in str(e):
-            notes.append(f"truncated zstd: the stream ends early; kept {kept} decompressed bytes")
+            notes.append(f"truncated {name}: the stream ends early; kept {kept} decompressed bytes")
         else:
-            notes.append(f"corrupt zstd ({e}); kept the {kept} bytes decompressed before the damage")
+            notes.append(f"corrupt {name} ({e}); kept the {kept} bytes decompressed before the damage")
 
 
 class _ReadInto(io.RawIOBase):

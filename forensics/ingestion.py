@@ -597,7 +597,21 @@ def _meta(f: _files.InputFile) -> _Meta:
     if parts[-1] == "logs.txt" and len(parts) >= 3:
         return _Meta(f.rel, parts[-2], parts[-3], None, f.mtime, node)
     name = parts[-1]
-    for suffix in (".gz", ".xz", ".bz2", ".zst", ".csv", ".tsv", ".log", ".txt", ".out", ".err", ".prom", ".metrics"):
+    for suffix in (
+        ".gz",
+        ".xz",
+        ".bz2",
+        ".zst",
+        ".lz4",
+        ".csv",
+        ".tsv",
+        ".log",
+        ".txt",
+        ".out",
+        ".err",
+        ".prom",
+        ".metrics",
+    ):
         name = name.removesuffix(suffix)
     name = name.split(".log.")[0]
     name = PREVIOUS_SUFFIX.sub("", name)

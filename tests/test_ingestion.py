@@ -957,10 +957,12 @@ def zstd(data: bytes) -> bytes:
     return pa.compress(data, codec="zstd", asbytes=True)
 
 
-def test_zstd_logs_are_read_like_gzip_ones_damage_included(tmp_path):
-    # logrotate's `compresscmd zstd`, `kubectl logs | zstd`, `pzstd`: read transparently, every
-    # frame of a file, skippable ones skipped; a cut stream keeps what came before the cut, and bytes after the last frame that
-    # start no other are damage, with a note.
+def test_zstd_and_lz4_logs_are_read_like_gzip_ones_damage_included(tmp_path):
+    # logrotate's `compresscmd zstd`, `kubectl logs | zstd`, `pzstd`, an lz4 frame: read
+    # transparently, every frame of a file, skippable ones skipped; a cut stream keeps what came
+    # before the cut, and bytes after the last frame that start no other are damage, with a note.
+    import pyarrow as pa
+
     lines = "".join(f"INFO 03-02 10:00:{i % 60:02d} [engine.py:1] step {i}\n" for i in range(30000)).encode()
     half = lines.index(b"step 15000\n") + len(b"step 15000\n")
     write(tmp_path / "vllm-0.log.zst", zstd(lines))
@@ -970,6 +972,9 @@ def test_zstd_logs_are_read_like_gzip_ones_damage_included(tmp_path):
     skippable = (0x184D2A50).to_bytes(4, "little") + (4).to_bytes(4, "little") + b"\x00\x01\x02\x03"
     write(tmp_path / "vllm-4.log.zst", skippable + zstd(lines[:half]) + skippable + zstd(lines[half:]))  # pzstd's
     write(tmp_path / "vllm-5.zst", zstd(lines[:half]))
+    lz4 = pa.compress(lines, codec="lz4", asbytes=True)  # (an lz4 frame: the same reader)
+    write(tmp_path / "vllm-6.log.lz4", lz4)
+    write(tmp_path / "vllm-7.log.lz4", lz4[: len(lz4) // 2])
     r = ingest(tmp_path, year=2025)
     by = {f.file: f for f in r.files}
     assert by["vllm-0.log.zst"].lines == by["vllm-1.log.1"].lines == by["vllm-4.log.zst"].lines == 30000
@@ -979,23 +984,31 @@ def test_zstd_logs_are_read_like_gzip_ones_damage_included(tmp_path):
     junk = by["vllm-3.log.zst"]
     assert junk.notes[0].startswith("corrupt zstd (") and junk.lines >= 30000 - 64 * 1024 // 30
     assert set(r.events.filter(pl.col(s.FILE) == "vllm-5.zst")[s.POD]) == {"vllm-5"}  # (named without .zst)
+    assert by["vllm-6.log.lz4"].lines == 30000 and not by["vllm-6.log.lz4"].notes
+    assert 0 < by["vllm-7.log.lz4"].lines < 30000 and by["vllm-7.log.lz4"].notes[0].startswith("truncated lz4: ")
     first = r.events.filter(pl.col(s.FILE) == "vllm-2.log.zst")[s.MESSAGE].to_list()
     assert first[:-1] == [f"step {i}" for i in range(len(first) - 1)]  # (the last one cut mid-line)
     assert r.skipped == []
 
 
-@pytest.mark.parametrize("codec", ["gzip", "xz", "bzip2", "zstd"])
+@pytest.mark.parametrize("codec", ["gzip", "xz", "bzip2", "zstd", "lz4"])
 def test_a_compressed_files_head_is_read_decompressed(tmp_path, codec):
     # The reference-time pass and the sniffing of formats read a file's head: through its
     # decompressor, whichever (bzip2 is told by bytes past the first six).
     import bz2
     import lzma
 
+    import pyarrow as pa
+
     from forensics import _files
 
-    compress = {"gzip": lambda b: gzip.compress(b, mtime=0), "xz": lzma.compress, "bzip2": bz2.compress, "zstd": zstd}[
-        codec
-    ]
+    compress = {
+        "gzip": lambda b: gzip.compress(b, mtime=0),
+        "xz": lzma.compress,
+        "bzip2": bz2.compress,
+        "zstd": zstd,
+        "lz4": lambda b: pa.compress(b, codec="lz4", asbytes=True),
+    }[codec]
     text = b"".join(b"2025-03-02T10:00:%02dZ INFO 03-02 10:00:%02d [x.py:1] line\n" % (i, i) for i in range(50))
     path = tmp_path / "vllm-0.log.1"
     path.write_bytes(compress(text))
@@ -1050,11 +1063,14 @@ def test_a_large_log_whose_lines_begin_with_a_bracket_is_read_a_segment_at_a_tim
     assert r.events.filter(pl.col(s.FILE) == "lmcache.log").height == 2000
 
 
-def test_a_tar_zst_bundle_is_unpacked_and_a_cut_one_keeps_its_first_members(tmp_path):
-    # sos report --compression-type, must-gather bundles: zstd tarballs, unpacked member by
-    # member from the stream; a download cut short keeps the members before the cut, and says so.
+@pytest.mark.parametrize("codec", ["zstd", "lz4"])
+def test_a_tar_zst_bundle_is_unpacked_and_a_cut_one_keeps_its_first_members(tmp_path, codec):
+    # sos report --compression-type, must-gather bundles: zstd (or lz4) tarballs, unpacked member
+    # by member from the stream; a download cut short keeps the members before the cut, and says so.
     import io
     import tarfile
+
+    import pyarrow as pa
 
     kern = b"Mar  2 10:00:01 gpu-node-3 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n"
     noise = "".join(
@@ -1066,19 +1082,20 @@ def test_a_tar_zst_bundle_is_unpacked_and_a_cut_one_keeps_its_first_members(tmp_
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-    packed = zstd(buf.getvalue())
-    write(tmp_path / "whole/sosreport-gpu-node-3.tar.zst", packed)
-    write(tmp_path / "cut/sosreport-gpu-node-3.tar.zst", packed[: len(packed) // 2])
+    packed = pa.compress(buf.getvalue(), codec=codec, asbytes=True)
+    ext = {"zstd": "zst", "lz4": "lz4"}[codec]
+    write(tmp_path / f"whole/sosreport-gpu-node-3.tar.{ext}", packed)
+    write(tmp_path / f"cut/sosreport-gpu-node-3.tar.{ext}", packed[: len(packed) // 2])
 
     whole = ingest(tmp_path / "whole", year=2025)
     assert whole.skipped == [] and whole.parsed == 40001
     assert sorted(set(whole.events[s.FILE])) == [
-        "sosreport-gpu-node-3.tar.zst/bundle/var/log/kubelet.log",
-        "sosreport-gpu-node-3.tar.zst/bundle/var/log/messages",
+        f"sosreport-gpu-node-3.tar.{ext}/bundle/var/log/kubelet.log",
+        f"sosreport-gpu-node-3.tar.{ext}/bundle/var/log/messages",
     ]
     cut = ingest(tmp_path / "cut", year=2025)
-    assert [k.file for k in cut.skipped] == ["sosreport-gpu-node-3.tar.zst"]
-    assert cut.skipped[0].reason.startswith("damaged tar.zst archive (truncated zstd: the stream ends early")
+    assert [k.file for k in cut.skipped] == [f"sosreport-gpu-node-3.tar.{ext}"]
+    assert cut.skipped[0].reason.startswith(f"damaged tar.{ext} archive (truncated {codec}: the stream ends early")
     assert "Xid" in cut.events.filter(pl.col(s.FILE).str.ends_with("messages"))[s.MESSAGE][0]
 
 

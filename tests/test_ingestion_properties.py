@@ -750,7 +750,7 @@ def test_capturing_from_the_matched_head_gives_the_groups_of_the_whole_line(text
     ).map(b"".join),
     size=st.integers(1, 40),
     bom=st.booleans(),
-    codec=st.sampled_from([None, "gzip", "xz", "bzip2", "zstd"]),
+    codec=st.sampled_from([None, "gzip", "xz", "bzip2", "zstd", "lz4"]),
 )
 def test_a_file_read_a_segment_at_a_time_decodes_to_the_text_read_whole(tmp_path, data, size, bom, codec):
     # Segments end at newlines, so no UTF-8 sequence is cut: the pieces decode to exactly the
@@ -771,6 +771,7 @@ def test_a_file_read_a_segment_at_a_time_decodes_to_the_text_read_whole(tmp_path
         "xz": lzma.compress,
         "bzip2": bz2.compress,
         "zstd": lambda b: pa.compress(b, codec="zstd", asbytes=True),
+        "lz4": lambda b: pa.compress(b, codec="lz4", asbytes=True),
     }
     path.write_bytes(compress[codec](text))
     f = _files.InputFile(path, "f.log", path.stat().st_size, 0.0)
@@ -789,7 +790,7 @@ def test_a_file_read_a_segment_at_a_time_decodes_to_the_text_read_whole(tmp_path
     cut=st.one_of(st.none(), st.floats(0, 1)),
     flip=st.one_of(st.none(), st.floats(0, 1)),
     size=st.sampled_from([1, 7, 64, 4096]),
-    codec=st.sampled_from(["gzip", "xz", "bzip2", "zstd"]),
+    codec=st.sampled_from(["gzip", "xz", "bzip2", "zstd", "lz4"]),
 )
 @example(members=[b"\x90\x00"], cut=0.6875, flip=None, size=1, codec="gzip")  # a cut stream's flushed tail, in pieces
 def test_decompressed_pieces_keep_all_of_a_sound_stream_and_a_prefix_of_a_damaged_one(members, cut, flip, size, codec):
@@ -805,6 +806,7 @@ def test_decompressed_pieces_keep_all_of_a_sound_stream_and_a_prefix_of_a_damage
         "xz": lzma.compress,
         "bzip2": bz2.compress,
         "zstd": lambda m: pa.compress(m, codec="zstd", asbytes=True),
+        "lz4": lambda m: pa.compress(m, codec="lz4", asbytes=True),
     }[codec]
     blob = bytearray(b"".join(compress(m * 3) for m in members))
     if flip is not None:
