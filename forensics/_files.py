@@ -546,15 +546,15 @@ def stream_head(f: InputFile) -> str | None:
     # many path strings can make it pass for text)
     if not head or head.startswith((b"\xff\xfe", b"\xfe\xff", b"\x80")) or is_binary(head):
         return None
-    if starts_a_document(head) and not head.lstrip(UTF8_BOM + b" \t\r\n").startswith(b'{"log":'):
+    if starts_a_document(head):
         return None
     return _decode_utf8(head, head=True)[0]
 
 
-DOCUMENT_START = re.compile(rb'\{|\[\s*(?:[\[{"\]]|$)|apiVersion|items:|kind:')
+DOCUMENT_START = re.compile(rb'\{(?!"log":)|\[\s*(?:[\[{"\]]|$)|apiVersion|items:|kind:')
 """How a JSON or YAML document (events, a log store's export, a flight-recorder dump) begins; a
 `[` must open a list: `[2025-05-04 05:25:03,029] LMCache ...`, `[rank0]:` and `[pod/x/c]` begin
-logs, which are read a segment at a time however large."""
+logs, which are read a segment at a time however large, as are Docker's JSON lines (`{"log":`)."""
 
 
 def starts_a_document(head: bytes) -> bool:

@@ -54,6 +54,8 @@ FAST_KV = r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\] LMCache (?:DEBUG|INFO
 line with a lazy message group, ~13 µs a line, and a KV store beside a busy engine logs every store."""
 KV_TAIL = r" \([\w./\-]+\.py:\d+(?::[\w.]+)?\)\s*$"
 """LMCache's ` (file.py:N:logger)` at the end of a message, as `LMCACHE` takes it."""
+KV_TAIL_FILE = KV_TAIL.replace(r"\([\w./\-]+\.py", r"\(([\w./\-]+\.py)", 1)
+"""`KV_TAIL` with its file captured."""
 
 
 def parse(df: pl.DataFrame) -> pl.DataFrame:
@@ -114,9 +116,7 @@ def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(rest.str.extract_groups(NAMED).alias("_named"))
     n = pl.col("_named").struct.field
     # `LEVEL: message (file.py:N:logger)`: the file from the tail, the message without it.
-    tail_file = pl.when(n("l4").is_not_null()).then(
-        n("msg").str.extract(r" \(([\w./\-]+\.py):\d+(?::[\w.]+)?\)\s*$", 1)
-    )
+    tail_file = pl.when(n("l4").is_not_null()).then(n("msg").str.extract(KV_TAIL_FILE, 1))
     named_msg = pl.when(tail_file.is_not_null()).then(n("msg").str.replace(KV_TAIL, "")).otherwise(n("msg"))
     source = (
         pl.when(rest.is_null())

@@ -111,10 +111,7 @@ RAY_DAEMON = (
 """Ray's driver output names where a line came from: a daemon, `(raylet)` (its OOM killer's
 `Workers (tasks / actors) killed due to memory pressure`), or a worker without an actor name,
 `(pid=4711)`, the ip after a comma on another node. `PROC_PROBE` takes `(Name pid=N)`."""
-RAY_DAEMON_PROBE = (
-    r"^\s*\((?:raylet|gcs_server|autoscaler|monitor|log_monitor|dashboard|dashboard_agent|runtime_env_agent|"
-    r"pid=\d+)(?:, ip=[\d.]+)?\) ?"
-)
+RAY_DAEMON_PROBE = RAY_DAEMON.replace("(?P<name>", "(?:").replace("(?P<pid>", "(?:")
 RAY_REPEAT = r"\s*\[repeated \d+x across cluster\]\s*$"
 VLLM_LEVEL_HEAD = (
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?(?:\.\d{3})? \[?[\w./\-]+\.py:\d+\] "
