@@ -47,7 +47,7 @@ from numba import njit
 
 from forensics import schema as s
 from forensics.arrow_text import Text, bytes_at, packed_validity
-from parsers import folding, torch, wrappers
+from parsers import continuation, folding, torch, wrappers
 from parsers._common import LEVEL_LETTERS, LEVEL_WORDS
 
 SLOW, VLLM, UVICORN, NCCL, KLOG, KV, TORCH = 0, 1, 2, 3, 4, 5, 6
@@ -102,6 +102,7 @@ def split(df: pl.DataFrame, text: Text | None = None) -> tuple[pl.DataFrame, pl.
         _ACROSS,
         _TRACEBACK,
         _SUFFIXES,
+        _HEADS,
         MONTHS,
         KUBELET_FILES,
         KV_LEVELS,
@@ -1005,18 +1006,70 @@ def _starts(d, at, word):  # pragma: no cover - compiled
 
 
 _TRACEBACK = np.frombuffer(b"Traceback (most recent call last)", np.uint8).copy()
-"""`lines.CONT_MSG`'s traceback head; its first 22 bytes are the open-block test's."""
+"""`continuation.MESSAGE`'s traceback head; its first 22 bytes are the open-block test's."""
+HEAD_CONT, HEAD_UNSURE, HEAD_FRAME, HEAD_PROCESS = 1, 2, 3, 4
+_HEAD_WIDTH = 64
+OWN_PATTERNS = {"frame #": HEAD_FRAME, "Process ": HEAD_PROCESS}
+"""The heads of `continuation.PATTERNS` whose rest the lane tests itself; it leaves a
+message with any other of them to the general path."""
+
+
+def _head_table() -> np.ndarray:
+    """`continuation`'s heads, a row each: the bytes, then the length (column `_HEAD_WIDTH`)
+    and what a message with that head is (column `_HEAD_WIDTH + 1`): a continuation
+    (`HEAD_CONT`), one whose rest the lane tests itself (a C++ frame's `#N:`, a process's
+    `Name:`), or one it leaves to the general path (`HEAD_UNSURE`)."""
+    heads = [(t, HEAD_CONT) for t in continuation.LITERALS]
+    heads += [(h, OWN_PATTERNS.get(h, HEAD_UNSURE)) for h in continuation.PATTERNS]
+    table = np.zeros((len(heads), _HEAD_WIDTH + 2), np.uint8)
+    for row, (head, what) in enumerate(heads):
+        b = head.encode()
+        table[row, : len(b)], table[row, _HEAD_WIDTH], table[row, _HEAD_WIDTH + 1] = list(b), len(b), what
+    return table
+
+
+_HEADS = _head_table()
 _SUFFIXES = np.zeros((5, 16), np.uint8)  # `pylog.DETECT_EXC`'s name endings; length in the last column
 for _i, _w in enumerate((b"Error", b"Exception", b"Exit", b"Interrupt", b"Fault")):
     _SUFFIXES[_i, : len(_w)], _SUFFIXES[_i, 15] = np.frombuffer(_w, np.uint8), len(_w)
 
 
 @njit(cache=True)
-def _block_flags(d, m, traceback, suffixes):  # pragma: no cover - compiled
+def _head(d, m, heads):  # pragma: no cover - compiled
+    """What `continuation`'s heads say of the message at `d[m:]` (m < len(d)): 0 (no head of
+    theirs), `HEAD_CONT` (a continuation) or `HEAD_UNSURE` (the general path must decide)."""
+    n = len(d)
+    for w in range(heads.shape[0]):
+        if d[m] != heads[w, 0] or not _starts(d, m, heads[w, : heads[w, _HEAD_WIDTH]]):
+            continue
+        what = heads[w, _HEAD_WIDTH + 1]
+        k = m + heads[w, _HEAD_WIDTH]
+        if what == HEAD_FRAME:  # `frame #\d+:`
+            j = k
+            while j < n and 48 <= d[j] <= 57:
+                j += 1
+            if j > k and j < n and d[j] == 58:
+                return HEAD_CONT
+        elif what == HEAD_PROCESS:  # `Process [\w\-]+:$`
+            j = k
+            while j < n and (_is_word_byte(d[j]) or d[j] == 45):
+                j += 1
+            if j < n and d[j] >= 128:  # maybe a letter of another script, which \\w takes
+                return HEAD_UNSURE
+            if j > k and j == n - 1 and d[j] == 58:
+                return HEAD_CONT
+        else:
+            return what
+    return 0
+
+
+@njit(cache=True)
+def _block_flags(d, m, traceback, suffixes, heads):  # pragma: no cover - compiled
     """For a message at `d[m:]`: (opens a block, looks like a continuation, unsure) as
     `lines._fold` computes `_open` and `_msgcont`: ends in `:` before trailing White_Space,
-    or starts a traceback; `lines.CONT_MSG` or `pylog.DETECT_EXC`. Unsure when a non-ASCII
-    byte sits where `\\w` would decide the exception-name test."""
+    or starts a traceback; `continuation.MESSAGE` (`heads`: `_HEADS`) or `pylog.DETECT_EXC`.
+    Unsure when a non-ASCII byte sits where `\\w` would decide a test, or a head needs the
+    general path's regex."""
     n = len(d)
     e = n
     while e > m:
@@ -1025,10 +1078,13 @@ def _block_flags(d, m, traceback, suffixes):  # pragma: no cover - compiled
             break
         e -= w
     opens = (e > m and d[e - 1] == 58) or _starts(d, m, traceback[:22])
-    if m >= n:
-        return opens, False, False
+    if m >= n:  # an empty message
+        return opens, True, False
     if _space_at(d, m, n) or _starts(d, m, traceback):
         return opens, True, False
+    h = _head(d, m, heads)
+    if h:
+        return opens, h == HEAD_CONT, h == HEAD_UNSURE
     c = d[m]
     if c == 94:  # `^+\s*$`
         k = m
@@ -1303,6 +1359,7 @@ def _classify(
     across,
     traceback,
     suffixes,
+    heads,
     months,
     kubelet_files,
     kv_levels,
@@ -1366,7 +1423,7 @@ def _classify(
             if p0 >= 0:
                 if _hazard(d, f[MSG_AT], False, levels, cls, across):
                     continue
-                o, c, unsure = _block_flags(d, f[MSG_AT], traceback, suffixes)
+                o, c, unsure = _block_flags(d, f[MSG_AT], traceback, suffixes, heads)
                 if unsure:
                     continue
                 opens[i], cont[i] = o, c
@@ -1463,7 +1520,7 @@ def _classify(
         if _hazard(d, f[MSG_AT], kind == VLLM, levels, cls, across):
             continue
         # (the message ends before LMCache's ` (file.py:N)` tail)
-        o, c, unsure = _block_flags(d[: f[MSG_END]] if f[MSG_END] >= 0 else d, f[MSG_AT], traceback, suffixes)
+        o, c, unsure = _block_flags(d[: f[MSG_END]] if f[MSG_END] >= 0 else d, f[MSG_AT], traceback, suffixes, heads)
         if unsure:
             continue
         opens[i], cont[i] = o, c

@@ -18,11 +18,13 @@ pid and rank — a line is folded into the previous event when it is
 
 * blank, or a header row of an events table (no text of its own), or a paste's code fence
   (which also ends the block above it);
-* a traceback/C++ stack body (`  File ...`, `Traceback ...`, `frame #3:`, `^^^^`);
+* a traceback/C++ stack body or an exception's later lines (`  File ...`, `Traceback ...`,
+  `frame #3:`, `^^^^`, `For debugging consider passing CUDA_LAUNCH_BLOCKING=1`: `continuation`);
 * a bare exception line (`ValueError: ...`) while a traceback is open;
 * an unrecognised line after an event whose message opens a block (ends with `:`);
 * a vLLM line repeating the previous line's header (NewLineFormatter's continuation),
-  when the previous line ended in `\\r` or this one looks like a traceback body.
+  when the previous line ended in `\\r` (often lost: pastes, shippers) or this one looks
+  like a continuation, an exception line or a blank line of the message.
 
 `parsers.folding` decides these rules for a whole batch in one compiled scan.
 """
@@ -40,6 +42,7 @@ from forensics import schema as s
 from forensics.arrow_text import Text, bytes_at
 from parsers import (
     applog,
+    continuation,
     envoy,
     fastlane,
     folding,
@@ -57,21 +60,10 @@ from parsers import (
 )
 from parsers._common import SYSLOG_LEVEL_WORDS, TIME_PARTS, ensure, level_from_word, no_time
 
-CONT = (
-    r"^(?:\s|Traceback \(most recent call last\)|frame #\d+:|Exception raised from |terminate called |"
-    r"The above exception was|During handling of the above|Last error:|\^+\s*$|Process [\w\-]+:$"
-    # asyncio's exception handler writes its context under the message, one `key: repr` a line
-    # (`Task exception was never retrieved` / `future: <Task ...>`, `socket.accept() out of
-    # system resource` / `socket: <asyncio.TransportSocket ...>`), then the traceback
-    r"|(?:future|task|handle|protocol|transport|socket|asyncgen): <|(?:source|handle)_traceback: \w+ created at"
-    # faulthandler's dump after `Fatal Python error: ...`: each thread's stack, then the modules
-    r"|(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):|Extension modules: )"
-)
 FENCE = r"^\s*(?:(?:```|~~~)[\w+\-. ]*|</?details>|<summary>.*</summary>)\s*$"
 """A Markdown code fence (```` ```text ````) or a `<details>` fold around a log pasted into an
 issue: no line of the log. It folds (counted, its text not kept) and ends the block above
 it: prose after a pasted traceback is no part of it."""
-CONT_MSG = r"^(?:\s|Traceback \(most recent call last\)|\^+\s*$)"
 
 KINDS: list[tuple[str, str]] = [
     ("vllm", vllm.DETECT),
@@ -104,7 +96,7 @@ KINDS: list[tuple[str, str]] = [
     ("k8s_cstate", k8s.DETECT_CONTAINER_STATE),
     ("k8s_ncond", k8s.DETECT_NODE_CONDITION),
     ("progress", progress.DETECT),
-    ("cont", CONT),
+    ("cont", continuation.LINE),
 ]
 """(kind, detect regex), tried in this order on the lines not yet claimed."""
 
@@ -236,7 +228,8 @@ def _general_path(df: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
     # A journald/syslog line whose body is no known producer is still a parsed syslog event
     # (kernel NVRM/Xid, containerd, systemd): the wrapper gave its time, host and ident.
     sys_hit = pending.select(
-        (pl.col("_syslog").is_not_null() | pl.col("_journal").is_not_null()) & ~pl.col("body").str.contains(CONT)
+        (pl.col("_syslog").is_not_null() | pl.col("_journal").is_not_null())
+        & ~pl.col("body").str.contains(continuation.LINE)
     ).to_series()
     if sys_hit.any():
         sysl = pending.filter(sys_hit)
@@ -340,7 +333,9 @@ def _fold(fast: pl.DataFrame, slow: pl.DataFrame) -> pl.DataFrame:
         text.alias("_text"),
         is_open.alias("_open"),
         prefixed.alias("_prefixed"),
-        (msg.str.contains(CONT_MSG) | msg.str.contains(pylog.DETECT_EXC)).fill_null(False).alias("_msgcont"),
+        (msg.str.contains(continuation.MESSAGE) | msg.str.contains(pylog.DETECT_EXC))
+        .fill_null(False)
+        .alias("_msgcont"),
     )
     # Only which lines share a `_sid` is read (within the batch): the key's columns hashed one by
     # one, each with a seed of its own, and combined cost ~40% of hashing them as a struct.

@@ -169,6 +169,80 @@ def test_faulthandlers_thread_dumps_fold_into_the_fatal_error(tmp_path):
     assert ev[s.MESSAGE][0].endswith("Extension modules: numpy.core._multiarray_umath, torch._C (total: 2)")
 
 
+def test_a_cuda_error_whose_line_ends_were_lost_stays_one_event(tmp_path):
+    # vLLM ends each line of a multi-line record but the last with `\r`; a paste into an
+    # issue or a log shipper drops it. The record's text alone must then hold it together:
+    # torch's CUDA message, the blank line, c10's C++ stack, the chained traceback.
+    head = "(EngineCore_DP0 pid=312) ERROR 10-14 03:14:21 [core.py:710] "
+    record = [
+        "EngineCore encountered a fatal error.",
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 701, in run_engine_core',
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+        "might be incorrect.",
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+        "",
+        "Exception raised from c10_cuda_check_implementation at /pytorch/c10/cuda/CUDAException.cpp:43 "
+        "(most recent call first):",
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x98 (0x7f1b5e5785e8 in libc10.so)",
+        "frame #1: <unknown function> + 0xe0e3f (0x7f1b5e61be3f in libc10_cuda.so)",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
+    ]
+    stream = "(APIServer pid=1) ERROR 10-14 03:14:21 [serving_chat.py:1035] "
+    streams = ["Error in chat completion stream generator.", "Traceback (most recent call last):", "EngineDeadError: x"]
+    nccl = "(Worker_TP1 pid=341) ERROR 10-14 03:14:21 [multiproc_executor.py:671] "
+    dist = [
+        "WorkerProc hit an exception.",
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3690, unhandled cuda error",
+        "ncclUnhandledCudaError: Call to CUDA function failed.",
+        "Last error:",
+        "Cuda failure 'an illegal memory access was encountered'",
+    ]
+    lines = [head + m for m in record] + [stream + m for m in streams * 2] + [nccl + m for m in dist]
+    write(tmp_path / "engine.log", "\n".join(lines) + "\n")
+    result = ingest(tmp_path)
+    _balanced(result)
+    ev = result.events.sort(s.LINE)
+    # Two stream errors of one second and code line stay two events: each starts a record.
+    assert ev[s.LINE].to_list() == [1, 17, 20, 23]
+    assert ev[s.RAW_LINES].to_list() == [16, 3, 3, 5]
+    assert ev[s.MESSAGE][0].endswith("EngineDeadError: EngineCore encountered an issue.")
+    assert ev[s.MESSAGE][3].endswith("Last error:\nCuda failure 'an illegal memory access was encountered'")
+
+
+def test_the_lines_under_a_watchdogs_cuda_error_fold_into_it(tmp_path):
+    # PyTorch prefixes every line of the watchdog's exception with its rank, as it does a new record.
+    lines = [
+        "[rank0]:[E1014 03:14:21.518205471 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank 0] "
+        "Process group watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered",
+        "[rank0]:CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+        "below might be incorrect.",
+        "[rank0]:For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+        "[rank0]:Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+        "[rank0]:",
+        "[rank0]:Exception raised from c10_cuda_check_implementation at /pytorch/c10/cuda/CUDAException.cpp:43 "
+        "(most recent call first):",
+        "[rank0]:frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x98 (0x7f1b5e5785e8 in libc10.so)",
+        "[rank1]:Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/cuda-runtime-api/"
+        "group__CUDART__TYPES.html for more information.",
+    ]
+    write(tmp_path / "trainer.log", "\n".join(lines) + "\n")
+    result = ingest(tmp_path)
+    _balanced(result)
+    ev = result.events.sort(s.LINE)
+    # (rank 1's line has no line of its rank above it: an event of its own, not rank 0's)
+    assert ev[s.LINE].to_list() == [1, 8]
+    assert ev[s.RAW_LINES].to_list() == [7, 1]
+    assert ev[s.SOURCE][0] == "torch" and ev[s.RANK].to_list() == [0, 1]
+    assert ev[s.MESSAGE][0].endswith("+ 0x98 (0x7f1b5e5785e8 in libc10.so)")
+
+
 def test_interleaved_process_lines_are_not_folded_into_another_process(incident_dir):
     ev = ingest(incident_dir).events
     access = _row(ev, file="vllm-0.log", line=9)
