@@ -32,14 +32,17 @@ NAMED = (
     rf"|\[(?P<l2>{_LEVEL})\] (?:\[(?P<n2>[^\]\s]+)\] |(?P<n3>[\w.\-]+): )?"
     rf"|(?P<l3>{_LEVEL}) +(?:\[(?P<n4>[^\]\s]+)\] |(?P<n5>[\w.\-]+): )"
     rf"|(?P<l4>{_LEVEL}): +"
-    rf"|(?P<l5>{_LEVEL}) +(?P<f5>[\w./\-]+\.py):\d+ -- )(?P<msg>.*)$"
+    rf"|(?P<l5>{_LEVEL}) +(?P<f5>[\w./\-]+\.py):\d+ -- "
+    rf"|(?P<n6>[\w.\-]+): \[(?P<l6>{_LEVEL})\] )(?P<msg>.*)$"
 )
 """The level and logger name of the common `%(asctime)s` formats, after the time: the logging
 cookbook's `%(name)s - %(levelname)s - %(message)s`, `[%(levelname)s] [%(name)s] ...`,
 `%(levelname)s %(name)s: ...`, and `%(levelname)s: ... (%(filename)s:%(lineno)d:%(name)s)`
 (vLLM's production-stack router, LMCache's layout without its name), Ray's driver's
-`%(levelname)s %(filename)s:%(lineno)s -- %(message)s` (after a tab); the logger, or the
-file, is the component and the message is what follows."""
+`%(levelname)s %(filename)s:%(lineno)s -- %(message)s` (after a tab), torch elastic's
+`%(name)s: [%(levelname)s] %(message)s` (torchrun's agent: `...multiprocessing.api: [ERROR]
+failed (exitcode: -6) ...`); the logger, or the file, is the component and the message is
+what follows."""
 LEVEL_IN_TEXT = r"(?:^|[\s\[|\-])(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)(?:[\s\]:|\-]|$)"
 DETECT_BASIC = r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.\-]+:"
 BASIC = r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[\w.\-]+):(?P<msg>.*)$"
@@ -134,7 +137,7 @@ def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce(
             level_from_word(k("level")),
             level_from_letter(ray.str.slice(0, 1)),
-            level_from_word(pl.coalesce(n("l1"), n("l2"), n("l3"), n("l4"), n("l5"))),
+            level_from_word(pl.coalesce(n("l1"), n("l2"), n("l3"), n("l4"), n("l5"), n("l6"))),
             level_from_word(level_txt),
         ).alias(s.LEVEL),
         *time_parts(m),
@@ -145,6 +148,7 @@ def _parse_regex(df: pl.DataFrame) -> pl.DataFrame:
             n("n3"),
             n("n4"),
             n("n5"),
+            n("n6"),
             tail_file,
             n("f5"),
             rest.str.extract(r"^([\w.]+):\s", 1),

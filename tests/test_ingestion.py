@@ -2813,8 +2813,8 @@ def test_a_ray_drivers_output_names_its_daemons_and_workers(tmp_path):
 def test_python_loggings_common_formats_give_the_logger_and_the_level(tmp_path):
     # basicConfig's `LEVEL:name:message` (no time: it inherits one), the cookbook's
     # `name - LEVEL - message` and `[LEVEL] [name]`, vLLM production-stack router's `LEVEL: message
-    # (file:line:logger)`: the logger (or file) is the component. basicConfig
-    # lines after a message that ends in `:` are events, not the block it opens.
+    # (file:line:logger)`, torch elastic's `name: [LEVEL] message`: the logger (or file) is the
+    # component. basicConfig lines after a message that ends in `:` are events, not the block it opens.
     write(
         tmp_path / "router.log",
         "2025-03-02 10:00:01,123 - vllm.engine - ERROR - Engine loop died:\n"
@@ -2823,7 +2823,9 @@ def test_python_loggings_common_formats_give_the_logger_and_the_level(tmp_path):
         "2025-03-02 10:00:02,000 [WARNING] [router.health] vllm-1 unhealthy\n"
         "2025-03-02 10:00:03,000 INFO router.pool: 3 endpoints\n"
         "[2025-03-02 10:00:04,000] ERROR: Error during request: Server disconnected "
-        "(request.py:140:vllm_router.services.request_service.request)\n",
+        "(request.py:140:vllm_router.services.request_service.request)\n"
+        "[2025-03-02 10:00:05,456] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -6) "
+        "local_rank: 0 (pid: 340) of binary: /usr/bin/python3\n",
     )
     r = ingest(tmp_path)
     _balanced(r)
@@ -2835,6 +2837,13 @@ def test_python_loggings_common_formats_give_the_logger_and_the_level(tmp_path):
         ("python", "WARNING", "router.health", "vllm-1 unhealthy", "exact"),
         ("python", "INFO", "router.pool", "3 endpoints", "exact"),
         ("python", "ERROR", "request.py", "Error during request: Server disconnected", "exact"),  # production-stack
+        (  # torchrun's elastic agent
+            "torch",
+            "ERROR",
+            "torch.distributed.elastic.multiprocessing.api",
+            "failed (exitcode: -6) local_rank: 0 (pid: 340) of binary: /usr/bin/python3",
+            "exact",
+        ),
     ]
 
 
