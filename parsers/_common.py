@@ -14,6 +14,7 @@ probe, and capture-group regexes only run on the rows a layer concerns (`apply`)
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from collections.abc import Callable
 from functools import cache
@@ -22,6 +23,32 @@ from pathlib import PurePosixPath
 import polars as pl
 
 TIME_PARTS = ("_Y", "_mo", "_d", "_H", "_M", "_S", "_us")
+
+SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+_ESCAPES = (re.compile(SURROGATE_ESCAPE), re.compile(SURROGATE_ESCAPE.encode()))
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def load_json(text: str | bytes) -> object:
+    """`json.loads`, with each lone surrogate (an escape like `\\ud83d` cut from its pair: a line
+    cut short, a shipper's bug) replaced by U+FFFD, as invalid UTF-8 is everywhere else: no
+    UTF-8 holds a lone surrogate, so a column of strings with one in it cannot be built, and
+    a whole run failed on one such line."""
+    doc = json.loads(text)
+    escape = _ESCAPES[isinstance(text, bytes)]
+    return without_surrogates(doc) if escape.search(text) else doc
+
+
+def without_surrogates(doc: object) -> object:
+    """`doc` (decoded JSON or YAML) with every lone surrogate in its strings and keys made U+FFFD."""
+    if isinstance(doc, str):
+        return _SURROGATE.sub("\ufffd", doc)
+    if isinstance(doc, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [without_surrogates(v) for v in doc]
+    return doc
+
 
 LEVEL_WORDS = {
     "DEBUG": "DEBUG",

@@ -22,6 +22,7 @@ import re
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
+from parsers._common import load_json
 from parsers.wrappers import CLOUDWATCH_STREAM
 
 csv.field_size_limit(64 * 1024 * 1024)  # (a record is a line; a 50 MB line is one too)
@@ -138,7 +139,7 @@ def _record(row: dict[str, str], zone: ZoneInfo) -> tuple[dict, str | None]:
     labels = row.get("labels")
     if labels and labels.lstrip().startswith("{"):
         try:
-            found = json.loads(labels)
+            found = load_json(labels)
         except ValueError:
             found = None
         if isinstance(found, dict):

@@ -33,7 +33,6 @@ status), entry *i* (0-based) is line *i* + 2, so evidence reads `nccl_trace_rank
 from __future__ import annotations
 
 import io
-import json
 import pickle
 import re
 import reprlib
@@ -41,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from forensics import schema as s
-from parsers._common import as_dict
+from parsers._common import as_dict, load_json
 
 FLIGHT_DUMP_COMPONENT = "flight_recorder_dump"
 """The `component` of a dump's events (`forensics.collectives.dump_findings` reads them)."""
@@ -122,7 +121,7 @@ def read(data: bytes, kind: str, name: str) -> Dump:
         if kind == "pickle":
             raw = _DumpUnpickler(io.BytesIO(data)).load()
         else:
-            raw = json.loads(data)
+            raw = load_json(data)
     except _Refused as e:
         raise ValueError(f"flight-recorder dump not read: {e}") from None
     except Exception as e:  # noqa: BLE001 - a truncated or corrupt dump is bad input, not a crash

@@ -15,7 +15,6 @@ parsed by `parse_event_document`; both recorder populations are handled (legacy
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -31,9 +30,11 @@ from parsers._common import (
     level_from_letter,
     line_of,
     line_starts,
+    load_json,
     no_time,
     to_i32,
     to_i64,
+    without_surrogates,
 )
 
 CONTAINER_LOG_NAME = (
@@ -541,10 +542,10 @@ def _load(text: str, kind: str, what: str) -> tuple[object, str | None]:
     """A JSON or YAML document, or (None, a note that it is read line by line instead)."""
     try:
         if kind == "json":
-            return json.loads(text), None
+            return load_json(text), None
         import yaml
 
-        return yaml.safe_load(text), None
+        return without_surrogates(yaml.safe_load(text)), None
     except Exception as e:  # noqa: BLE001 - any decoder error means "not a valid document"
         return None, f"invalid {kind.upper()} {what} ({type(e).__name__}: {str(e)[:120]}); parsed line by line instead"
 

@@ -28,7 +28,6 @@ sample, comment, time or blank stays an `unknown` event of its own.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,6 +36,7 @@ from zoneinfo import ZoneInfo
 import polars as pl
 
 from forensics import schema as s
+from parsers._common import load_json
 
 SAMPLE = (
     r"^\s*(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)?\s*"
@@ -250,7 +250,7 @@ def _parse_json(text: str) -> Export:
     out = Export()
     n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
     try:
-        doc = json.loads(text)
+        doc = load_json(text)
     except ValueError as e:
         out.events.append(_event(1, None, None, text.split("\n", 1)[0][:2000], source="unknown", nfold=n_lines - 1))
         out.notes.append(f"invalid Prometheus JSON ({e}); kept as one unparsed event")

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from forensics import schema as s
-from parsers._common import as_dict, as_list, line_of, line_starts
+from parsers._common import as_dict, as_list, line_of, line_starts, load_json
 from parsers.nccl import RAS_COMPONENT
 
 SNIFF = re.compile(r'^\s*\{\s*"nccl_version"\s*:')
@@ -61,10 +61,10 @@ def parse_document(text: str, tz: str = "UTC") -> tuple[list[dict], list[str]]:
     what to do) when the text is not a report that can be read."""
     notes: list[str] = []
     try:
-        doc = json.loads(text)
+        doc = load_json(text)
     except json.JSONDecodeError:
         try:
-            doc = json.loads(_MISSING_COMMA.sub(r"\1,\2", text))
+            doc = load_json(_MISSING_COMMA.sub(r"\1,\2", text))
         except json.JSONDecodeError as e:
             raise ValueError(f"ncclras JSON report not read ({e}); truncated? save `ncclras -f json` again") from None
         notes.append("ncclras JSON: commas NCCL's writer left out were put back (NCCL 2.28.9's missing_ranks status)")

@@ -2466,6 +2466,35 @@ def test_hostile_json_lines_never_crash_the_collector_wrappers(tmp_path):
     assert by_line[7][s.MESSAGE] == "hi"  # journald's byte-array MESSAGE, invalid bytes dropped
 
 
+def test_a_lone_surrogate_escape_in_json_is_a_replacement_character_not_a_failed_run(tmp_path):
+    # `\ud83d` without its pair (an emoji's escape cut short) decodes to no UTF-8 text: a
+    # column of strings with one could not be built and the whole run failed.
+    write(
+        tmp_path / "c-json.log",
+        '{"log":"INFO 03-02 10:00:00 [x.py:1] ok\\n","stream":"stdout","time":"2025-03-02T10:00:00Z"}\n'
+        '{"log":"INFO 03-02 10:00:01 [x.py:1] cut \\ud83d\\n","stream":"stdout","time":"2025-03-02T10:00:01Z"}\n'
+        '{"msg":"pair \\ud83d\\ude00 and half \\udc00","level":"error","ts":1740909602}\n',
+    )
+    event = {
+        "kind": "Event",
+        "involvedObject": {"kind": "Pod", "name": "vllm-0", "namespace": "default"},
+        "reason": "BackOff",
+        "message": "Back-off \ud83d restarting",
+        "type": "Warning",
+        "count": 3,
+        "lastTimestamp": "2025-03-02T10:00:03Z",
+    }
+    write(tmp_path / "events.json", json.dumps({"kind": "List", "items": [event]}))
+    r = ingest(tmp_path)
+    _balanced(r)
+    assert sorted(r.events[s.MESSAGE].to_list()) == [
+        "BackOff: Back-off \ufffd restarting",
+        "cut \ufffd",
+        "ok",
+        "pair \U0001f600 and half \ufffd",
+    ]
+
+
 def test_an_archive_larger_than_the_room_left_is_read_only_up_to_the_limit(tmp_path, monkeypatch):
     from forensics import _files
 

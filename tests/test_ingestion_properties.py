@@ -1068,3 +1068,47 @@ def test_a_csv_exports_records_come_back_whole_and_oldest_first(messages, newest
     assert all("\n" not in r for r in records)
     assert notes[0].startswith(f"a CSV export of {len(messages)} log records")
     assert any("newest first" in n for n in notes) == (newest_first and len(messages) > 1)
+
+
+_DOCKER_TEXT = st.lists(
+    st.sampled_from(FAST_BODIES) | st.text(max_size=12) | st.sampled_from(["\n", '"', "\\", "\x1b[0m", "\ud83d", "€"]),
+    max_size=4,
+).map("".join)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            _DOCKER_TEXT,
+            st.sampled_from(["stdout", "stderr", "stdin"]),
+            st.sampled_from(["2025-03-02T07:59:50.123456789Z", "2025-03-02T08:59:50+01:00", "", "yesterday"]),
+            st.booleans(),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_docker_json_records_read_by_polars_give_the_events_json_loads_gives(records):
+    """`wrappers._docker_json` (polars' decoder on the daemon's exact shape) against
+    `_json_record` (`json.loads` and a dict a line) for every record."""
+    from parsers import wrappers
+
+    lines = []
+    for log, stream, time, ascii_only, newline in records:
+        rec = {"log": log + ("\n" if newline else ""), "stream": stream, "time": time}
+        # (a lone surrogate has no UTF-8: a file holds it only escaped)
+        ascii_only = ascii_only or any(0xD800 <= ord(c) < 0xE000 for c in log)
+        lines.append(json.dumps(rec, ensure_ascii=ascii_only, separators=(",", ":")))
+    frame = _lines_frame(lines)
+    polars_read = parse_lines(frame)
+    shape = wrappers.DOCKER_JSON
+    try:
+        wrappers.DOCKER_JSON = r"^\b\B"  # (matches nothing)
+        python_read = parse_lines(frame)
+    finally:
+        wrappers.DOCKER_JSON = shape
+    cols = sorted(python_read.columns)
+    assert sorted(polars_read.columns) == cols
+    assert polars_read.select(cols).equals(python_read.select(cols))
