@@ -35,6 +35,14 @@ def _balanced(result) -> None:
 # --- the multi-source incident fixture -----------------------------------------------
 
 
+def _events_of(path, lines: list[str]) -> pl.DataFrame:
+    """Ingest `lines` written to `path` (every line accounted for): the events in file order."""
+    write(path, "\n".join(lines) + "\n")
+    result = ingest(path.parent)
+    _balanced(result)
+    return result.events.sort(s.LINE)
+
+
 def test_events_table_has_the_declared_schema(incident_dir):
     r = ingest(incident_dir)
     assert dict(r.events.schema) == s.EVENT_DTYPES
@@ -161,10 +169,7 @@ def test_faulthandlers_thread_dumps_fold_into_the_fatal_error(tmp_path):
         "Extension modules: numpy.core._multiarray_umath, torch._C (total: 2)",
         "INFO 03-02 10:00:00 [api_server.py:1] restarted",
     ]
-    write(tmp_path / "engine.log", "\n".join(body) + "\n")
-    result = ingest(tmp_path)
-    _balanced(result)
-    ev = result.events.sort(s.LINE)
+    ev = _events_of(tmp_path / "engine.log", body)
     assert ev[s.LINE].to_list() == [1, 10]
     assert ev[s.MESSAGE][0].endswith("Extension modules: numpy.core._multiarray_umath, torch._C (total: 2)")
 
@@ -205,10 +210,7 @@ def test_a_cuda_error_whose_line_ends_were_lost_stays_one_event(tmp_path):
         "Cuda failure 'an illegal memory access was encountered'",
     ]
     lines = [head + m for m in record] + [stream + m for m in streams * 2] + [nccl + m for m in dist]
-    write(tmp_path / "engine.log", "\n".join(lines) + "\n")
-    result = ingest(tmp_path)
-    _balanced(result)
-    ev = result.events.sort(s.LINE)
+    ev = _events_of(tmp_path / "engine.log", lines)
     # Two stream errors of one second and code line stay two events: each starts a record.
     assert ev[s.LINE].to_list() == [1, 17, 20, 23]
     assert ev[s.RAW_LINES].to_list() == [16, 3, 3, 5]
@@ -232,10 +234,7 @@ def test_the_lines_under_a_watchdogs_cuda_error_fold_into_it(tmp_path):
         "[rank1]:Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/cuda-runtime-api/"
         "group__CUDART__TYPES.html for more information.",
     ]
-    write(tmp_path / "trainer.log", "\n".join(lines) + "\n")
-    result = ingest(tmp_path)
-    _balanced(result)
-    ev = result.events.sort(s.LINE)
+    ev = _events_of(tmp_path / "trainer.log", lines)
     # (rank 1's line has no line of its rank above it: an event of its own, not rank 0's)
     assert ev[s.LINE].to_list() == [1, 8]
     assert ev[s.RAW_LINES].to_list() == [7, 1]
