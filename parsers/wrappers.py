@@ -298,8 +298,8 @@ def _peel_collectors(df: pl.DataFrame) -> pl.DataFrame:
     json_line = body.str.starts_with('{"')
     journal = body.str.contains(JOURNAL_JSON_PROBE, literal=True)
     df = apply(df, json_line & journal, _journald_json)
-    docker = body.str.starts_with('{"log":"') & body.str.contains(DOCKER_JSON)
-    df = apply(df, json_line & docker, _docker_json)
+    docker = body.str.contains(DOCKER_JSON)  # (anchored: a JSON line, never journald's)
+    df = apply(df, docker, _docker_json)
     df = apply(df, json_line & ~journal & ~docker, _json_record)
     return apply(df, body.str.contains(STERN), _peel_stern)
 
