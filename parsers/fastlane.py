@@ -106,6 +106,7 @@ def split(df: pl.DataFrame, text: Text | None = None) -> tuple[pl.DataFrame, pl.
         MONTHS,
         KUBELET_FILES,
         KV_LEVELS,
+        wrappers.NESTED_PROCESSES,
     )
     taken = lane != SLOW
     if not taken.any():
@@ -1344,6 +1345,50 @@ def _cri_tag(d, at):  # pragma: no cover - compiled
     return -1, 0, at
 
 
+@njit(cache=True)
+def _process_prefix(d, at):  # pragma: no cover - compiled
+    """`(Name[ rank=N] pid=N[, ip=a.b.c.d])` and one space at `d[at]`: the name's and the pid's
+    spans and where the rest begins, or that end -1 when it is no such prefix."""
+    j = at + 1
+    if not (j < len(d) and ((65 <= d[j] <= 90) or (97 <= d[j] <= 122))):
+        return 0, 0, 0, 0, -1
+    while j < len(d) and _is_word_byte(d[j]):
+        j += 1
+    ok = True
+    if j + 6 < len(d) and d[j] == 32 and d[j + 1] == 114:  # ` rank=N`
+        if not (d[j + 2] == 97 and d[j + 3] == 110 and d[j + 4] == 107 and d[j + 5] == 61):
+            ok = False
+        j += 6
+        m = j
+        while j < len(d) and 48 <= d[j] <= 57:
+            j += 1
+        ok = ok and j > m
+    p0, p1 = at + 1, j
+    if not (ok and j + 5 < len(d) and d[j] == 32 and d[j + 1] == 112 and d[j + 2] == 105):
+        return 0, 0, 0, 0, -1
+    if not (d[j + 3] == 100 and d[j + 4] == 61):  # ` pid=`
+        return 0, 0, 0, 0, -1
+    j += 5
+    q0 = j
+    while j < len(d) and 48 <= d[j] <= 57:
+        j += 1
+    q1 = j
+    if q1 == q0:
+        return 0, 0, 0, 0, -1
+    if j + 5 < len(d) and d[j] == 44:  # `, ip=1.2.3.4`
+        if not (d[j + 1] == 32 and d[j + 2] == 105 and d[j + 3] == 112 and d[j + 4] == 61):
+            return 0, 0, 0, 0, -1
+        j += 5
+        m = j
+        while j < len(d) and ((48 <= d[j] <= 57) or d[j] == 46):
+            j += 1
+        if j == m:
+            return 0, 0, 0, 0, -1
+    if not (j < len(d) and d[j] == 41):  # `)`
+        return 0, 0, 0, 0, -1
+    return p0, p1, q0, q1, j + 1 + (1 if j + 1 < len(d) and d[j + 1] == 32 else 0)
+
+
 @njit(cache=True, nogil=True)  # parse batches run on threads: let them run at once
 def _classify(
     addr,
@@ -1363,6 +1408,7 @@ def _classify(
     months,
     kubelet_files,
     kv_levels,
+    nested_max,
 ):  # pragma: no cover
     n = len(length)
     lane = np.zeros(n, np.int8)
@@ -1432,45 +1478,14 @@ def _classify(
                 continue
             f[:] = -1  # (what it wrote before it found no such line)
         p0 = p1 = q0 = q1 = 0
-        if at < len(d) and d[at] == 40:  # `(Name[ rank=N] pid=N[, ip=a.b.c.d])`
-            j = at + 1
-            if not (j < len(d) and ((65 <= d[j] <= 90) or (97 <= d[j] <= 122))):
-                continue
-            while j < len(d) and _is_word_byte(d[j]):
-                j += 1
-            ok = True
-            if j + 6 < len(d) and d[j] == 32 and d[j + 1] == 114:  # ` rank=N`
-                if not (d[j + 2] == 97 and d[j + 3] == 110 and d[j + 4] == 107 and d[j + 5] == 61):
-                    ok = False
-                j += 6
-                m = j
-                while j < len(d) and 48 <= d[j] <= 57:
-                    j += 1
-                ok = ok and j > m
-            p0, p1 = at + 1, j
-            if not (ok and j + 5 < len(d) and d[j] == 32 and d[j + 1] == 112 and d[j + 2] == 105):
-                continue
-            if not (d[j + 3] == 100 and d[j + 4] == 61):  # ` pid=`
-                continue
-            j += 5
-            q0 = j
-            while j < len(d) and 48 <= d[j] <= 57:
-                j += 1
-            q1 = j
-            if q1 == q0:
-                continue
-            if j + 5 < len(d) and d[j] == 44:  # `, ip=1.2.3.4`
-                if not (d[j + 1] == 32 and d[j + 2] == 105 and d[j + 3] == 112 and d[j + 4] == 61):
-                    continue
-                j += 5
-                m = j
-                while j < len(d) and ((48 <= d[j] <= 57) or d[j] == 46):
-                    j += 1
-                if j == m:
-                    continue
-            if not (j < len(d) and d[j] == 41):  # `)`
-                continue
-            at = j + 1 + (1 if j + 1 < len(d) and d[j + 1] == 32 else 0)
+        nested = 0
+        while at < len(d) and d[at] == 40 and nested < nested_max:  # (innermost last: `wrappers._peel_process`)
+            p0, p1, q0, q1, at = _process_prefix(d, at)
+            if at < 0:
+                break
+            nested += 1
+        if at < 0:
+            continue
         f[BODY_AT] = at
         f_at, colon, close = _vllm_fast(d, at, levels)
         if close >= 0:

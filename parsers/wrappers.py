@@ -104,6 +104,11 @@ JOURNAL_JSON_PROBE = '"__REALTIME_TIMESTAMP"'
 ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 ANSI_RESIDUE = r"(^|[^\w\]])\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
 PROC_PROBE = r"^\s*\([A-Za-z]\w*(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\)"
+NESTED_PROCESSES = 4
+"""How many process prefixes one line's are read to: a worker forked from vLLM's engine core
+inherits its prefix and adds its own (`(EngineCore_DP0 pid=1026745) (Worker_TP0 pid=1026751)
+ERROR ...`; on Ray, `(EngineCore pid=676) (RayWorkerProc pid=918) (Worker_TP0 pid=918)`).
+More are left in the message (no writer nests deeper; a line of nothing but prefixes is junk)."""
 RAY_DAEMON = (
     r"^\s*\((?:(?P<name>raylet|gcs_server|autoscaler|monitor|log_monitor|dashboard|dashboard_agent|"
     r"runtime_env_agent)|pid=(?P<pid>\d+))(?:, ip=[\d.]+)?\) ?"
@@ -522,8 +527,18 @@ def _journald_json(d: pl.DataFrame) -> pl.DataFrame:
     ).drop("_j")
 
 
-def _peel_process(d: pl.DataFrame) -> pl.DataFrame:
-    """`(APIServer pid=66) rest`, `(VllmWorker rank=0 pid=265)`, Ray `(Name pid=N, ip=10.0.0.2)`."""
+def _peel_process(d: pl.DataFrame, depth: int = 1) -> pl.DataFrame:
+    """`(APIServer pid=66) rest`, `(VllmWorker rank=0 pid=265)`, Ray `(Name pid=N, ip=10.0.0.2)`.
+    Nested prefixes (`NESTED_PROCESSES`) name the process that wrote the line last: the line is
+    the innermost's (`Worker_TP1`, one GPU), not its parent's, whose prefix every worker's
+    lines share (two workers' tracebacks would fold into one, their GPUs count as one)."""
+    d = _peel_one_process(d)
+    if depth == NESTED_PROCESSES:
+        return d
+    return apply(d, pl.col("body").str.contains(PROC_PROBE), lambda inner: _peel_process(inner, depth + 1))
+
+
+def _peel_one_process(d: pl.DataFrame) -> pl.DataFrame:
     body = pl.col("body")
     open_ = body.str.find("(", literal=True)
     pid_at = body.str.find(" pid=", literal=True)

@@ -1356,10 +1356,14 @@ def test_one_gpus_cuda_error_asks_for_the_nodes_xid_before_blaming_the_gpu(tmp_p
     assert "RMA the GPU" in action
 
 
-@pytest.mark.parametrize(("workers", "software"), [(4, True), (1, False)])
-def test_the_same_kernel_fault_in_several_tensor_parallel_workers_is_software(tmp_path, workers, software):
+@pytest.mark.parametrize(
+    ("workers", "software", "parent"),
+    [(4, True, ""), (1, False, ""), (4, True, "(EngineCore_DP0 pid=120) ")],
+)
+def test_the_same_kernel_fault_in_several_tensor_parallel_workers_is_software(tmp_path, workers, software, parent):
     # One pod, one node, TP=4: each worker process is a GPU. The engine core re-raises its
-    # worker's error, which is not a second GPU.
+    # worker's error, which is not a second GPU. A worker forked from the engine core writes
+    # its own prefix after its parent's (`parent`).
     t0 = datetime(2025, 3, 2, 8, 0, 0, tzinfo=UTC)
     lines = []
     for i in range(80):
@@ -1367,7 +1371,7 @@ def test_the_same_kernel_fault_in_several_tensor_parallel_workers_is_software(tm
         stamp, local = t.strftime("%Y-%m-%dT%H:%M:%S.000000000Z"), t.strftime("%m-%d %H:%M:%S")
         if i == 45:
             for r in range(workers):
-                p = f"{stamp} (Worker_TP{r} pid={200 + r})"
+                p = f"{stamp} {parent}(Worker_TP{r} pid={200 + r})"
                 lines += [
                     f"{p} ERROR {local} [multiproc_executor.py:671] WorkerProc hit an exception.",
                     f"{p} Traceback (most recent call last):",

@@ -242,6 +242,26 @@ def test_the_lines_under_a_watchdogs_cuda_error_fold_into_it(tmp_path):
     assert ev[s.MESSAGE][0].endswith("+ 0x98 (0x7f1b5e5785e8 in libc10.so)")
 
 
+def test_a_forked_workers_nested_prefixes_make_its_lines_the_workers_own(tmp_path):
+    # A worker forked from the engine core keeps its parent's prefix and adds its own; two
+    # workers' tracebacks interleave under the shared outer prefix.
+    core = "(EngineCore_DP0 pid=1026745) "
+    head = "ERROR 02-01 09:32:13 [multiproc_executor.py:852] "
+    tb = ["WorkerProc hit an exception.", "Traceback (most recent call last):", '  File "x.py", line 1, in f']
+    lines = [f"{core}(Worker_TP{r} pid={1026751 + r}) {head}{m}" for m in tb for r in (0, 1)]
+    lines.append(f"{core}INFO 02-01 09:32:14 [core.py:100] EngineCore exiting.")
+    lines.append(
+        "(EngineCore pid=676) (RayWorkerProc pid=918) (Worker_TP0 pid=918) ERROR 09-14 07:08:06 "
+        "[multiproc_executor.py:991] torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
+    )
+    ev = _events_of(tmp_path / "engine.log", lines)
+    assert ev[s.PROCESS].to_list() == ["Worker_TP0", "Worker_TP1", "EngineCore_DP0", "Worker_TP0"]
+    assert ev[s.PID].to_list() == [1026751, 1026752, 1026745, 918]
+    assert ev[s.RAW_LINES].to_list() == [3, 3, 1, 1]
+    assert ev[s.SOURCE].to_list() == ["vllm"] * 4
+    assert ev[s.MESSAGE][3] == "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
+
+
 def test_interleaved_process_lines_are_not_folded_into_another_process(incident_dir):
     ev = ingest(incident_dir).events
     access = _row(ev, file="vllm-0.log", line=9)

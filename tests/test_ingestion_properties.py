@@ -311,6 +311,13 @@ FAST_PREFIXES = [
     "(Wörker pid=1) ",
     "(APIServer pid=) ",
     " (APIServer pid=66) ",
+    # nested: a forked worker's own prefix after its parent's (the innermost names the line's process)
+    "(EngineCore_DP0 pid=120) (Worker_TP1 pid=121) ",
+    "(EngineCore pid=676) (RayWorkerProc pid=918) (Worker_TP0 pid=918) ",
+    "(A pid=1) (B pid=2) (C pid=3) (D pid=4) (E pid=5) ",
+    "(EngineCore_DP0 pid=120)(Worker_TP1 pid=121)",
+    "(EngineCore_DP0 pid=120)  (Worker_TP1 pid=121) ",
+    "(APIServer pid=1) (not a prefix) ",
 ]
 FAST_BODIES = [
     "INFO 03-02 08:00:00 [logger.py:41] Received request chatcmpl-6f1c: params: SamplingParams(n=1).",
