@@ -5,6 +5,7 @@
     [2023-12-07 06:56:42,105 E 409240 409362] logging.cc:97: ...
     2024-06-01 10:00:00,123 - some.module - WARNING - text
     torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ...        # exception line
+    /usr/lib/python3.12/site-packages/torch/cuda/__init__.py:61: FutureWarning: ...  # warnings module
 
 The generic form is a fallback that keeps time and level for any logger using
 `%(asctime)s`; these timestamps have a year but no zone (`--tz`, default UTC).
@@ -51,6 +52,15 @@ tools around the engine (`ERROR:root:...`, `WARNING:vllm.engine:...`). No time: 
 DETECT_EXC = r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault)(?::|$)"
 EXC = r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault))(?::\s?(?P<msg>.*))?$"
 
+DETECT_WARNING = r"^(?:(?:[A-Za-z]:)?[^\s:]+\.pyx?|<[^>\n]+>):\d+: [A-Z]\w*Warning: "
+WARNING = (
+    r"^(?P<file>(?:[A-Za-z]:)?[^\s:]+\.pyx?|<[^>\n]+>):(?P<lno>\d+): (?P<cat>[A-Z]\w*Warning): (?P<msg>.*)$"
+)
+"""Python's `warnings` module writing to stderr (`warnings.formatwarning`): `path.py:61:
+FutureWarning: The pynvml package is deprecated...`, the warning's source line indented under it
+(a continuation). Library deprecations mostly, but also torch's `UserWarning`s about the
+collectives (`barrier(): using the device under current context`), NCCL and CUDA setup. No
+time: it inherits one."""
 
 FAST_KV = r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\] LMCache (?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL): "
 """LMCache's own layout, parsed positionally after this probe: `STAMP` + `LMCACHE` capture the whole
@@ -166,6 +176,20 @@ def parse_basic(df: pl.DataFrame) -> pl.DataFrame:
         m("level").alias(s.LEVEL),
         m("logger").alias(s.COMPONENT),
         m("msg").alias(s.MESSAGE),
+        *no_time(),
+    ).drop("_m")
+
+
+def parse_warning(df: pl.DataFrame) -> pl.DataFrame:
+    """`WARNING` lines: level WARNING, the category as component, the line as the message (the
+    file names the package that warned)."""
+    m = pl.col("_m").struct.field
+    df = extract_head(df, WARNING, "_m")
+    return df.with_columns(
+        pl.when(m("cat").is_not_null()).then(pl.lit("python")).alias(s.SOURCE),
+        pl.when(m("cat").is_not_null()).then(pl.lit("WARNING")).alias(s.LEVEL),
+        m("cat").alias(s.COMPONENT),
+        pl.col("body").str.strip_chars_end().alias(s.MESSAGE),
         *no_time(),
     ).drop("_m")
 

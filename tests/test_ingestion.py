@@ -2895,6 +2895,33 @@ def test_python_loggings_common_formats_give_the_logger_and_the_level(tmp_path):
     ]
 
 
+def test_a_python_warning_is_a_warning_of_its_category_with_its_source_line_folded_in(tmp_path):
+    # `warnings` writes `file:line: Category: message` to stderr, then the warning's source line
+    # indented; inside a vLLM process its prefix is on both. No time: each inherits one.
+    cuda = "/usr/local/lib/python3.12/dist-packages/torch/cuda/__init__.py:61: FutureWarning: "
+    c10d = "/usr/local/lib/python3.12/dist-packages/torch/distributed/distributed_c10d.py:4807: UserWarning: "
+    lines = [
+        "INFO 03-01 11:11:30 [api_server.py:1] vLLM API server version 0.11.0",
+        cuda + "The pynvml package is deprecated. Please install nvidia-ml-py instead.",
+        "  import pynvml  # type: ignore[import]",
+        "(Worker_TP1 pid=7) " + c10d + "No device id is provided via `init_process_group` or `barrier `.",
+        "(Worker_TP1 pid=7)   warnings.warn(  # warn only once",
+        "<frozen importlib._bootstrap>:241: DeprecationWarning: builtin type SwigPyPacked has no __module__",
+        "/srv/app.py:3: not a warning: Warning is not the category",
+    ]
+    ev = _events_of(tmp_path / "vllm.log", lines)
+    assert ev.select(s.LINE, s.SOURCE, s.LEVEL, s.COMPONENT, s.PROCESS, s.RAW_LINES, s.TS_QUALITY).rows() == [
+        (1, "vllm", "INFO", "api_server.py", None, 1, "inferred-year"),
+        (2, "python", "WARNING", "FutureWarning", None, 2, "inherited"),
+        (4, "python", "WARNING", "UserWarning", "Worker_TP1", 2, "inherited"),
+        (6, "python", "WARNING", "DeprecationWarning", None, 1, "inherited"),
+        (7, "unknown", None, None, None, 1, "inherited"),
+    ]
+    assert ev[s.MESSAGE][1] == cuda + (
+        "The pynvml package is deprecated. Please install nvidia-ml-py instead.\n  import pynvml  # type: ignore[import]"
+    )
+
+
 def test_nginx_access_and_error_lines_of_the_ingress_are_timed_requests_and_errors(tmp_path):
     # ingress-nginx's controller: klog lines, access lines (`upstreaminfo`, any offset) and the
     # error log's lines (local time, level, pid, the connection's `*serial`) in one stream.
