@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
@@ -142,8 +143,11 @@ def _jsonl(path: Path) -> Trace:
                 continue
             try:
                 r = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # (a line of junk brackets nests past the stack)
                 _reject(rej, "bad json")
+                continue
+            if not isinstance(r, dict):
+                _reject(rej, "not a JSON object")
                 continue
             ts = r.get("timestamp", r.get("arrival_time"))
             n_in = r.get("input_length", r.get("prompt_tokens"))
@@ -151,18 +155,25 @@ def _jsonl(path: Path) -> Trace:
             if ts is None or n_in is None or n_out is None:
                 _reject(rej, "missing field")
                 continue
-            n_in, n_out = int(n_in), int(n_out)
+            try:
+                n_in, n_out = int(n_in), int(n_out)
+                arrival = float(ts) / (1000.0 if "timestamp" in r else 1.0)
+                ids = tuple(int(x) for x in r.get("hash_ids", ()))
+            except (TypeError, ValueError, OverflowError):  # `"abc"`, a list, `Infinity` where a number goes
+                _reject(rej, "not a number")
+                continue
+            if not math.isfinite(arrival):
+                _reject(rej, "not a number")
+                continue
             if n_in <= 0:
                 _reject(rej, "zero prompt tokens")
                 continue
             if n_out <= 0:
                 _reject(rej, "zero output tokens")
                 continue
-            ids = tuple(int(x) for x in r.get("hash_ids", ()))
             if ids and len(ids) * MOONCAKE_BLOCK_TOKENS < n_in:
                 _reject(rej, "hash_ids shorter than the prompt")
                 continue
-            arrival = float(ts) / (1000.0 if "timestamp" in r else 1.0)
             reqs.append(Request(len(reqs), arrival, n_in, n_out, ids))
     return _finish(reqs, "jsonl", rej)
 
@@ -177,7 +188,7 @@ def _azure(path: Path) -> Trace:
             try:
                 ts = datetime.fromisoformat(row["TIMESTAMP"].strip()[:26])
                 n_in, n_out = int(row["ContextTokens"]), int(row["GeneratedTokens"])
-            except (KeyError, ValueError):
+            except (KeyError, ValueError, TypeError, AttributeError):  # (a short row's cells are None)
                 _reject(rej, "unparsable row")
                 continue
             if n_in <= 0 or n_out <= 0:

@@ -67,6 +67,35 @@ def test_jsonl_reader_validates_rows_with_named_reasons(tmp_path):
     assert tr.rejected == {"zero prompt tokens": 1, "bad json": 1, "hash_ids shorter than the prompt": 1}
 
 
+def test_a_trace_line_of_the_wrong_shape_is_rejected_not_a_crash(tmp_path):
+    # A list, text or a list where a number goes, a non-number hash id, an infinite time,
+    # brackets nested past the stack: each a named rejection, the good lines kept.
+    good = '{"timestamp": 0, "input_length": 100, "output_length": 10}\n'
+    p = write(
+        tmp_path / "t.jsonl",
+        good + "[1, 2]\n"
+        '{"timestamp": 5, "input_length": "abc", "output_length": 10}\n'
+        '{"timestamp": 5, "input_length": [1], "output_length": 10}\n'
+        '{"timestamp": 9, "input_length": 50, "output_length": 5, "hash_ids": ["x"]}\n'
+        '{"timestamp": Infinity, "input_length": 50, "output_length": 5}\n'
+        '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n" + good.replace("0,", "10,", 1),
+    )
+    tr = traces.load(p)
+    assert [r.arrival_s for r in tr.requests] == [0.0, 0.01]
+    assert tr.rejected == {"not a JSON object": 1, "not a number": 4, "bad json": 1}
+
+
+def test_an_azure_row_short_of_its_cells_is_rejected_not_a_crash(tmp_path):
+    p = write(
+        tmp_path / "a.csv",
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:47\n"
+        "2023-11-16 18:15:50.9951690,1200,3\n",
+    )
+    tr = traces.load(p)
+    assert [r.prompt_tokens for r in tr.requests] == [374, 1200]
+    assert tr.rejected == {"unparsable row": 1}
+
+
 def test_azure_csv_reader_gives_private_prefixes(tmp_path):
     p = write(
         tmp_path / "a.csv",
