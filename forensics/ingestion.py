@@ -35,7 +35,7 @@ from forensics._malloc import release_free_memory
 from forensics.arrow_text import categories_as_arrow, count_lines, lines_column
 from forensics.errors import NoInputError
 from parsers import csv_export, flight_dump, k8s, nvidia_smi, prometheus, ras_json, vllm
-from parsers._common import TIME_PARTS, node_of
+from parsers._common import TIME_PARTS, load_json, node_of
 from parsers.lines import parse_lines
 from parsers.wrappers import log_entries_document, syslog_time_parts
 
@@ -557,7 +557,7 @@ def _document_records(f: _files.InputFile, head: str, whole: bool) -> list[str] 
     if not whole:
         first = head[: head.find("\n")]
         try:
-            json.loads(first)
+            load_json(first)
             return None  # (a record a line)
         except ValueError:
             pass
@@ -624,7 +624,7 @@ def _not_a_log(text: str, rel: str) -> str | None:
     first = head.split("\n", 1)[0].strip()
     if first.startswith("{") and first.endswith("}") and not first.startswith('{"log":'):
         try:
-            obj = json.loads(first)
+            obj = load_json(first)
         except ValueError:
             obj = None
         if isinstance(obj, dict) and any(k <= obj.keys() for k in TRACE_KEYS):
@@ -638,7 +638,7 @@ def _not_a_log(text: str, rel: str) -> str | None:
         and '"__REALTIME_TIMESTAMP"' not in first
     ):
         try:
-            json.loads(text)
+            load_json(text)
         except ValueError:
             return None
         return "JSON document, not a log (nor a Kubernetes event, Pod or Node list)"

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import PurePosixPath
 
+import orjson
 import polars as pl
 
 TIME_PARTS = ("_Y", "_mo", "_d", "_H", "_M", "_S", "_us")
@@ -33,8 +34,20 @@ def load_json(text: str | bytes) -> object:
     """`json.loads`, with each lone surrogate (an escape like `\\ud83d` cut from its pair: a line
     cut short, a shipper's bug) replaced by U+FFFD, as invalid UTF-8 is everywhere else: no
     UTF-8 holds a lone surrogate, so a column of strings with one in it cannot be built, and
-    a whole run failed on one such line."""
-    doc = json.loads(text)
+    a whole run failed on one such line. Nesting too deep for the standard library (a line of
+    junk brackets) is a ValueError like any text that is no JSON, not a crash.
+
+    orjson reads a line ~10x faster and takes what it reads as `json` does, but for integers
+    beyond 64 bits (a float for it); what it refuses (a lone surrogate, `NaN`, `1e400`, nesting
+    over 1,024) the standard library reads."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deep to read") from None
     escape = _ESCAPES[isinstance(text, bytes)]
     return without_surrogates(doc) if escape.search(text) else doc
 

@@ -2514,6 +2514,28 @@ def test_a_lone_surrogate_escape_in_json_is_a_replacement_character_not_a_failed
     ]
 
 
+def test_json_nested_past_the_stack_is_a_line_of_junk_not_a_failed_run(tmp_path):
+    # The standard library recurses a level a bracket and raised RecursionError, which no
+    # reader of JSON caught: the whole run failed on one junk line.
+    deep = "[" * 100_000 + "]" * 100_000
+    write(tmp_path / "junk.log", deep + "\n")  # (the file's head: the document sniffers)
+    write(
+        tmp_path / "app.log",
+        '{"msg":"engine ready","level":"info","ts":1740909600}\n'
+        '{"msg":"deep","a":' + deep + "}\n"
+        '{"msg":"engine dead","level":"error","ts":1740909602}\n',
+    )
+    r = ingest(tmp_path)
+    _balanced(r)
+    ev = r.events.sort(s.FILE, s.LINE)
+    assert ev.select(s.FILE, s.LINE, s.SOURCE, s.LEVEL).rows() == [
+        ("app.log", 1, "app", "INFO"),
+        ("app.log", 2, "unknown", None),
+        ("app.log", 3, "app", "ERROR"),
+        ("junk.log", 1, "unknown", None),
+    ]
+
+
 def test_an_archive_larger_than_the_room_left_is_read_only_up_to_the_limit(tmp_path, monkeypatch):
     from forensics import _files
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from forensics import ingest
 from forensics import schema as s
 from parsers import continuation, k8s, nccl, pylog, torch, vllm, wrappers
-from parsers._common import extract_head
+from parsers._common import extract_head, load_json
 from parsers.lines import parse_lines
 
 pytestmark = pytest.mark.usefixtures("as_a_large_run")  # (random inputs through the compiled passes too)
@@ -1119,3 +1119,23 @@ def test_docker_json_records_read_by_polars_give_the_events_json_loads_gives(rec
     cols = sorted(python_read.columns)
     assert sorted(polars_read.columns) == cols
     assert polars_read.select(cols).equals(python_read.select(cols))
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, st.booleans())
+def test_load_json_reads_what_the_standard_library_reads(value, ascii_only):
+    # orjson reads the lines first; what it reads must be what `json.loads` gives (for the
+    # integers 64 bits hold, as logs write them; astral characters escaped as pairs too).
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    assert load_json(text) == json.loads(text)
