@@ -26,6 +26,8 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 
+from parsers._common import load_json
+
 GZIP_MAGIC = b"\x1f\x8b"
 XZ_MAGIC = b"\xfd7zXZ\x00"
 BZIP2_MAGIC = b"BZh"
@@ -546,7 +548,7 @@ def stream_head(f: InputFile) -> str | None:
     # many path strings can make it pass for text)
     if not head or head.startswith((b"\xff\xfe", b"\xfe\xff", b"\x80")) or is_binary(head):
         return None
-    if starts_a_document(head):
+    if starts_a_document(head) and not json_lines(head):
         return None
     return _decode_utf8(head, head=True)[0]
 
@@ -555,6 +557,23 @@ DOCUMENT_START = re.compile(rb'\{(?!"log":)|\[\s*(?:[\[{"\]]|$)|apiVersion|items
 """How a JSON or YAML document (events, a log store's export, a flight-recorder dump) begins; a
 `[` must open a list: `[2025-05-04 05:25:03,029] LMCache ...`, `[rank0]:` and `[pod/x/c]` begin
 logs, which are read a segment at a time however large, as are Docker's JSON lines (`{"log":`)."""
+
+
+def json_lines(head: bytes) -> bool:
+    """Whether `head`'s first two lines are each a JSON object: a record a line (an application's
+    or a shipper's JSON log), which is read a segment at a time like any log, not as a document
+    that parses only whole (a pretty-printed one opens with `{` alone on its line; a compact one
+    is a single line)."""
+    lines = head.lstrip(UTF8_BOM + b" \t\r\n").split(b"\n", 2)
+    if len(lines) < 3:  # (two whole lines: the head may end inside the second)
+        return False
+    for line in lines[:2]:
+        try:
+            if not isinstance(load_json(line), dict):
+                return False
+        except ValueError:  # (UnicodeDecodeError too)
+            return False
+    return True
 
 
 def starts_a_document(head: bytes) -> bool:

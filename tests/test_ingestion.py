@@ -2536,6 +2536,35 @@ def test_json_nested_past_the_stack_is_a_line_of_junk_not_a_failed_run(tmp_path)
     ]
 
 
+def test_a_large_json_lines_log_is_read_a_segment_at_a_time_as_it_is_whole(tmp_path, monkeypatch):
+    # An application's JSON records, one a line, begin with `{` as a JSON document does; such a
+    # log was read whole (its text, its lines and a dict a record held at once), while a
+    # document (pretty-printed, or one line) still is.
+    from forensics import _files
+
+    monkeypatch.setattr(_files, "SEGMENT_CHARS", 4096)
+    records = "".join(
+        json.dumps({"level": "error" if i % 7 == 0 else "info", "ts": 1740909600 + i, "msg": f"step {i}"}) + "\n"
+        for i in range(2000)
+    )
+    one_line = json.dumps({"kind": "List", "items": [{"message": f"line {i}"} for i in range(2000)]}) + "\n"
+    pretty = json.dumps({"kind": "List", "items": [{"message": f"line {i}"} for i in range(2000)]}, indent=2)
+    found = {}
+    for name, text in (("app.log", records), ("one-line.json", one_line), ("pretty.json", pretty)):
+        write(tmp_path / name, text)
+        path = tmp_path / name
+        found[name] = _files.stream_head(_files.InputFile(path, name, path.stat().st_size, 0.0)) is not None
+    assert found == {"app.log": True, "one-line.json": False, "pretty.json": False}
+    for name in ("one-line.json", "pretty.json"):
+        (tmp_path / name).unlink()
+    streamed = ingest(tmp_path)
+    monkeypatch.setattr(_files, "stream_head", lambda f: None)
+    whole = ingest(tmp_path)
+    _balanced(streamed)
+    assert streamed.events.height == 2000 and streamed.events[s.LEVEL].value_counts().height == 2
+    assert streamed.events.equals(whole.events) and streamed.accounting() == whole.accounting()
+
+
 def test_an_archive_larger_than_the_room_left_is_read_only_up_to_the_limit(tmp_path, monkeypatch):
     from forensics import _files
 
