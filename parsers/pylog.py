@@ -53,9 +53,7 @@ DETECT_EXC = r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt
 EXC = r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault))(?::\s?(?P<msg>.*))?$"
 
 DETECT_WARNING = r"^(?:(?:[A-Za-z]:)?[^\s:]+\.pyx?|<[^>\n]+>):\d+: [A-Z]\w*Warning: "
-WARNING = (
-    r"^(?P<file>(?:[A-Za-z]:)?[^\s:]+\.pyx?|<[^>\n]+>):(?P<lno>\d+): (?P<cat>[A-Z]\w*Warning): (?P<msg>.*)$"
-)
+WARNING = r"^(?P<file>(?:[A-Za-z]:)?[^\s:]+\.pyx?|<[^>\n]+>):(?P<lno>\d+): (?P<cat>[A-Z]\w*Warning): (?P<msg>.*)$"
 """Python's `warnings` module writing to stderr (`warnings.formatwarning`): `path.py:61:
 FutureWarning: The pynvml package is deprecated...`, the warning's source line indented under it
 (a continuation). Library deprecations mostly, but also torch's `UserWarning`s about the
