@@ -46,10 +46,10 @@ def load_json(text: str | bytes) -> object:
         pass
     try:
         doc = json.loads(text)
-    except RecursionError:
+        escape = _ESCAPES[isinstance(text, bytes)]
+        return without_surrogates(doc) if escape.search(text) else doc
+    except RecursionError:  # (`without_surrogates` recurses too: a frame or two a level)
         raise ValueError("JSON nested too deep to read") from None
-    escape = _ESCAPES[isinstance(text, bytes)]
-    return without_surrogates(doc) if escape.search(text) else doc
 
 
 def without_surrogates(doc: object) -> object:

@@ -2523,7 +2523,9 @@ def test_json_nested_past_the_stack_is_a_line_of_junk_not_a_failed_run(tmp_path)
         tmp_path / "app.log",
         '{"msg":"engine ready","level":"info","ts":1740909600}\n'
         '{"msg":"deep","a":' + deep + "}\n"
-        '{"msg":"engine dead","level":"error","ts":1740909602}\n',
+        '{"msg":"engine dead","level":"error","ts":1740909602}\n'
+        # (deep enough for the standard library's reader, not for the surrogate repair after it)
+         + '{"a":' * 900 + '"cut \\ud83d"' + "}" * 900 + "\n",
     )
     r = ingest(tmp_path)
     _balanced(r)
@@ -2532,6 +2534,7 @@ def test_json_nested_past_the_stack_is_a_line_of_junk_not_a_failed_run(tmp_path)
         ("app.log", 1, "app", "INFO"),
         ("app.log", 2, "unknown", None),
         ("app.log", 3, "app", "ERROR"),
+        ("app.log", 4, "unknown", None),
         ("junk.log", 1, "unknown", None),
     ]
 
