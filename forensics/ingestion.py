@@ -1224,18 +1224,21 @@ def _infer_year(refs: dict[int, datetime], fallback_year: dict[int, int], tz: st
 
 
 def _local_to_utc(year: pl.Expr, tz: str) -> pl.Expr:
-    """Naive local date-time from time parts and `year`, interpreted in `tz`, as UTC."""
+    """Naive local date-time from time parts and `year`, interpreted in `tz`, as UTC; null where
+    that year has no such day (Feb 29 of 2025: of the candidate years, a leap one is chosen)."""
+    month = pl.col("_mo").clip(1, 12)
+    month_days = pl.date(year, month, 1).dt.month_end().dt.day().cast(pl.Int32)
     naive = pl.datetime(
         year,
-        pl.col("_mo").clip(1, 12),
-        pl.col("_d").clip(1, 31),
+        month,
+        pl.min_horizontal(pl.col("_d").clip(1, 31), month_days),  # (polars raises on a day the month lacks)
         pl.col("_H").fill_null(0).clip(0, 23),
         pl.col("_M").fill_null(0).clip(0, 59),
         pl.col("_S").fill_null(0).clip(0, 59),
         pl.col("_us").fill_null(0),
         time_unit="us",
     )
-    valid = year.is_not_null() & pl.col("_mo").is_between(1, 12) & pl.col("_d").is_between(1, 31)
+    valid = year.is_not_null() & pl.col("_mo").is_between(1, 12) & pl.col("_d").is_between(1, month_days)
     out = naive.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC")
     return pl.when(valid).then(out)
 

@@ -784,6 +784,31 @@ def test_year_rolls_over_from_december_to_january_with_a_reference(tmp_path):
     assert set(ev[s.TS_QUALITY]) == {"inferred-year"}
 
 
+@pytest.mark.parametrize("dated", [True, False])
+def test_a_day_the_years_month_lacks_is_no_time_not_a_failed_run(tmp_path, dated):
+    # Feb 29 beside a 2025 reference (or under --year 2025) was a polars error that ended the
+    # run. Of the years around a reference, the leap one is the day's; `--year` is the year,
+    # which has no such day. Apr 31 is no day in any year.
+    if dated:
+        write(tmp_path / "a.log", "2025-03-02T08:00:00.100Z INFO 03-02 08:00:00 [a.py:1] dated\n")
+    write(
+        tmp_path / "b.log",
+        "INFO 02-29 12:00:00 [x.py:1] leap day\n"
+        "INFO 04-31 12:00:00 [x.py:1] no such day\n"
+        "INFO 03-01 12:00:00 [x.py:1] next\n",
+    )
+    r = ingest(tmp_path, year=None if dated else 2025)
+    _balanced(r)
+    ev = r.events.filter(pl.col(s.FILE) == "b.log").sort(s.LINE)
+    leap, march = datetime(2024, 2, 29, 12, tzinfo=UTC), datetime(2025, 3, 1, 12, tzinfo=UTC)
+    if dated:
+        assert ev[s.TS].to_list() == [leap, leap, march]
+        assert ev[s.TS_QUALITY].to_list() == ["inferred-year", "inherited", "inferred-year"]
+    else:
+        assert ev[s.TS].to_list() == [None, None, march]
+        assert ev[s.TS_QUALITY].to_list() == ["none", "none", "inferred-year"]
+
+
 def test_year_rolls_over_within_a_file_with_only_year_option(tmp_path):
     write(tmp_path / "b.log", "INFO 12-31 23:59:50 [x.py:1] before\nINFO 01-01 00:00:10 [x.py:1] after\n")
     ev = ingest(tmp_path, year=2024).events
