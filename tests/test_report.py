@@ -184,6 +184,32 @@ def test_alerts_format_prometheus_writes_a_plain_rules_file(tmp_path):
     assert "groups" in doc and "kind" not in doc
 
 
+def test_the_alert_tests_expect_only_the_rules_written_for_the_incident():
+    # A KV-cache hypothesis that is only an impact (no tell) writes no KV-cache rule; its
+    # test was still written and looked the rule up: a KeyError that failed the report.
+    import yaml
+
+    from forensics import alerts
+
+    hyp = {"category": "kv-cache", "role": "impact", "label": "KV cache usage", "status": "supported"}
+    analysis = {
+        "incidents": [
+            {
+                "root_cause": {"category": "gpu-fault", "label": "GPU / CUDA fault"},
+                "hypotheses": [hyp],
+                "tell": None,
+                "baseline_tokens_per_s": 1800.0,
+            }
+        ]
+    }
+    written = {r.alert for r in alerts.rules_for(analysis)}
+    tested = {
+        t["alertname"] for t in yaml.safe_load(alerts.promtool_test("r.yaml", analysis))["tests"][0]["alert_rule_test"]
+    }
+    assert "VLLMKVCacheFullWithoutQueueing" not in written
+    assert tested and tested <= written
+
+
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package `prometheus`; CI installs it)")
 @pytest.mark.parametrize(
     "name", ["cache-corruption", "nccl-network", "gpu-oom", "node-failure", "kv-pressure", "pd-transfer"]
