@@ -1254,16 +1254,19 @@ def _count(ev: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     ev = ev.select(c for c in COUNTED if c in ev.columns)
     present = set(ev.columns)
 
+    head = ~pl.col("_extra").fill_null(False)  # (a record glued onto a line's first is no line of its own)
+
     def marked(c: str) -> pl.Expr:
-        return (pl.col(c).is_not_null().sum() if c in present else pl.lit(0)).cast(pl.Int64).alias(c)
+        return ((pl.col(c).is_not_null() & head).sum() if c in present else pl.lit(0)).cast(pl.Int64).alias(c)
 
     kept = ~pl.col("_drop").fill_null(False)
-    heads = ev.filter(~pl.col("_extra").fill_null(False))
-    per_file = heads.group_by("_fid").agg(
-        ((pl.col(s.SOURCE) != "unknown") & kept).sum().cast(pl.Int64).alias("parsed"),
-        ((pl.col(s.SOURCE) == "unknown") & kept).sum().cast(pl.Int64).alias("unparsed"),
+    heads = ev.filter(head)
+    per_file = ev.group_by("_fid").agg(
+        ((pl.col(s.SOURCE) != "unknown") & kept & head).sum().cast(pl.Int64).alias("parsed"),
+        ((pl.col(s.SOURCE) == "unknown") & kept & head).sum().cast(pl.Int64).alias("unparsed"),
+        # (every event's folded lines: the traceback under a glued record folds into that one)
         pl.col("_nfold").fill_null(0).sum().cast(pl.Int64).alias("folded"),
-        pl.len().cast(pl.Int64).alias("rows"),
+        head.sum().cast(pl.Int64).alias("rows"),
         *(marked(c) for c in ("_outer_ts", s.STREAM, "_syslog", "_journal")),
     )
     by_source = ev.filter(kept).group_by("_fid", s.SOURCE).len()

@@ -593,6 +593,21 @@ def test_glued_vllm_records_on_one_line_are_split(tmp_path):
     assert r.metrics.filter(pl.col(s.METRIC) == "prompt_tokens_per_s")[s.VALUE].to_list() == [0.0, 9.0]
 
 
+def test_a_traceback_under_a_glued_record_folds_into_it_and_is_counted(tmp_path):
+    # The traceback's lines fold into the second of two records glued on one line; their count
+    # was taken from each line's first record alone, and the file's accounting failed the run.
+    lines = [
+        "ERROR 03-02 08:00:00 [a.py:1] doneERROR 03-02 08:00:01 [core.py:9] EngineCore failed:",
+        "Traceback (most recent call last):",
+        '  File "core.py", line 9, in run',
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "INFO 03-02 08:00:02 [a.py:1] next",
+    ]
+    ev = _events_of(tmp_path / "glued.log", lines)
+    assert ev.select(s.LINE, s.RAW_LINES).rows() == [(1, 1), (1, 4), (5, 1)]
+    assert ev[s.MESSAGE][1].endswith("RuntimeError: CUDA error: an illegal memory access was encountered")
+
+
 def test_an_operators_vllm_logging_prefix_is_peeled_and_kept_as_the_process(tmp_path):
     # VLLM_LOGGING_PREFIX="(VLLM) " (log-formats 1.1): before every line, continuation lines of a
     # traceback included (NewLineFormatter repeats the whole header).
