@@ -285,6 +285,9 @@ def _split_glued(df: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
             parts = parts[: GLUE_STRIDE - 1] + ["".join(parts[GLUE_STRIDE - 1 :])]
         base = row["_row"] * GLUE_STRIDE
         rows += [row | {"body": part, "_extra": i > 0, "_row": base + i} for i, part in enumerate(parts)]
+        if "_pfold" in row:  # (a CRI line's pieces joined once: counted on its first record, not on each)
+            for extra in rows[len(rows) - len(parts) + 1 :]:
+                extra["_pfold"] = 0
     return pl.concat([rest, pl.DataFrame(rows, schema=rest.schema)], how="diagonal_relaxed"), True
 
 

@@ -608,6 +608,19 @@ def test_a_traceback_under_a_glued_record_folds_into_it_and_is_counted(tmp_path)
     assert ev[s.MESSAGE][1].endswith("RuntimeError: CUDA error: an illegal memory access was encountered")
 
 
+def test_a_cri_line_of_pieces_holding_glued_records_counts_its_pieces_once(tmp_path):
+    # The runtime's pieces of one line are joined, then the glued records split: each record
+    # carried the pieces' count, and the accounting counted them once a record.
+    stamp = "2025-03-02T08:00:00.000000000Z stdout "
+    lines = [
+        stamp + "P INFO 03-02 08:00:00 [a.py:1] doneINFO 03-02 08:00:01 [b.py:2] glued",
+        stamp + "F  on, in a second piece",
+        stamp + "F INFO 03-02 08:00:02 [a.py:1] next",
+    ]
+    ev = _events_of(tmp_path / "0.log", lines)
+    assert ev[s.MESSAGE].to_list() == ["done", "glued on, in a second piece", "next"]
+
+
 def test_an_operators_vllm_logging_prefix_is_peeled_and_kept_as_the_process(tmp_path):
     # VLLM_LOGGING_PREFIX="(VLLM) " (log-formats 1.1): before every line, continuation lines of a
     # traceback included (NewLineFormatter repeats the whole header).
