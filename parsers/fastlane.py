@@ -21,8 +21,8 @@ parser) filters and concatenates the whole frame at every layer it tries, ~4 µs
 pass reads each line's bytes in place (`forensics.arrow_text`) and takes a line only when it
 is sure the general path would read it exactly so: an RFC3339 stamp with a `Z` or `±hh:mm`
 zone (not journald's `+hhmm`), optionally a CRI `stdout F ` head outside a run of partial
-`P` pieces, a process prefix of plain ASCII, then vLLM's positional layout (`vllm.FAST`), a
-uvicorn line, `nccl.FAST`, `pylog.FAST_KV` (`_lmcache`) or a c10d line (`_c10d`; its
+`P` pieces, a process prefix of plain ASCII (or nested ones, `wrappers.NESTED_PROCESSES`,
+the innermost kept), then vLLM's positional layout (`vllm.FAST`), a uvicorn line, `nccl.FAST`, `pylog.FAST_KV` (`_lmcache`) or a c10d line (`_c10d`; its
 watchdog and PG-prefix fields by `_collectives`, the regexes reading the lines it is unsure
 of); or, without a stamp, a syslog head of plain ASCII names and a klog line
 (`_syslog_klog`); and nothing any other layer reacts to (`\\r`, ANSI colour or its residue,
@@ -1347,8 +1347,8 @@ def _cri_tag(d, at):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _process_prefix(d, at):  # pragma: no cover - compiled
-    """`(Name[ rank=N] pid=N[, ip=a.b.c.d])` and one space at `d[at]`: the name's and the pid's
-    spans and where the rest begins, or that end -1 when it is no such prefix."""
+    """The prefix `(Name[ rank=N] pid=N[, ip=a.b.c.d])` at `d[at]`, with one space after it: the
+    name's and the pid's spans and where the rest of the line begins (-1: no such prefix)."""
     j = at + 1
     if not (j < len(d) and ((65 <= d[j] <= 90) or (97 <= d[j] <= 122))):
         return 0, 0, 0, 0, -1

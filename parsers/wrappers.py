@@ -105,7 +105,7 @@ ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 ANSI_RESIDUE = r"(^|[^\w\]])\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
 PROC_PROBE = r"^\s*\([A-Za-z]\w*(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\)"
 NESTED_PROCESSES = 4
-"""How many process prefixes one line's are read to: a worker forked from vLLM's engine core
+"""The most process prefixes read off one line: a worker forked from vLLM's engine core
 inherits its prefix and adds its own (`(EngineCore_DP0 pid=1026745) (Worker_TP0 pid=1026751)
 ERROR ...`; on Ray, `(EngineCore pid=676) (RayWorkerProc pid=918) (Worker_TP0 pid=918)`).
 More are left in the message (no writer nests deeper; a line of nothing but prefixes is junk)."""
