@@ -427,10 +427,13 @@ def _form_events(df: pl.DataFrame) -> pl.DataFrame:
     if multi.height:
         keep_text = ~kind.is_in(["blank", "fence", "k8s_header"])
         first_cols = [c for c in df.columns if c not in ("_ev", "_text", "_fold", "_pfold", s.MESSAGE)]
+        # A record glued onto a line that folds is no line of its own: its line is counted
+        # once, by the line's first record (`_split_glued`).
+        glued_in = pl.col("_fold") & pl.col("_extra").fill_null(False)
         multi = multi.group_by("_ev").agg(
             pl.col("_text").sort_by("_row").filter(keep_text.sort_by(pl.col("_row"))).str.join("\n").alias(s.MESSAGE),
-            (pl.len() + pl.col("_pfold").sum()).cast(pl.UInt32).alias(s.RAW_LINES),
-            (pl.col("_fold").sum() + pl.col("_pfold").sum()).cast(pl.UInt32).alias("_nfold"),
+            (pl.len() - glued_in.sum() + pl.col("_pfold").sum()).cast(pl.UInt32).alias(s.RAW_LINES),
+            ((pl.col("_fold") & ~glued_in).sum() + pl.col("_pfold").sum()).cast(pl.UInt32).alias("_nfold"),
             pl.col("_fold").sort_by("_row").first().alias("_orphan"),
             *[pl.col(c).sort_by("_row").first() for c in first_cols],
         )

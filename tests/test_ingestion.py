@@ -608,6 +608,21 @@ def test_a_traceback_under_a_glued_record_folds_into_it_and_is_counted(tmp_path)
     assert ev[s.MESSAGE][1].endswith("RuntimeError: CUDA error: an illegal memory access was encountered")
 
 
+def test_a_record_glued_onto_the_record_it_continues_is_one_line_of_one_event(tmp_path):
+    # The second record continues the first (its `\r` lost as well as its newline): it folds
+    # into it, and was counted as a folded line of its own, one more than the file has.
+    lines = [
+        "ERROR 03-02 08:00:00 [core.py:720] EngineCore failed:ERROR 03-02 08:00:00 [core.py:720] For debugging "
+        "consider passing CUDA_LAUNCH_BLOCKING=1",
+        "2025-03-02T08:00:00.2Z stdout P ERROR 03-02 08:00:01 [core.py:720] Thread 0x00007f3a1bfff640 (most recent "
+        "call first):",
+        "2025-03-02T08:00:00.3Z stdout F ERROR 03-02 08:00:01 [core.py:720] For debugging consider passing CUDA_",
+    ]
+    ev = _events_of(tmp_path / "0.log", lines)
+    assert ev.select(s.LINE, s.RAW_LINES).rows() == [(1, 1), (2, 2)]
+    assert ev[s.MESSAGE][0] == "EngineCore failed:\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1"
+
+
 def test_a_cri_line_of_pieces_holding_glued_records_counts_its_pieces_once(tmp_path):
     # The runtime's pieces of one line are joined, then the glued records split: each record
     # carried the pieces' count, and the accounting counted them once a record.
