@@ -1139,3 +1139,38 @@ def test_load_json_reads_what_the_standard_library_reads(value, ascii_only):
     # integers 64 bits hold, as logs write them; astral characters escaped as pairs too).
     text = json.dumps(value, ensure_ascii=ascii_only)
     assert load_json(text) == json.loads(text)
+
+
+SPLICED_PIECES = [
+    *FAST_BODIES,
+    *SYSLOG_KLOG_LINES[:6],
+    *LMCACHE_LINES[:4],
+    "Traceback (most recent call last):",
+    '  File "x.py", line 1, in f',
+    "RuntimeError: CUDA error: an illegal memory access was encountered",
+    "INFO 02-29 12:00:00 [x.py:1] a leap day",
+    "INFO 04-31 12:00:00 [x.py:1] no such day",
+]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(FAST_STAMPS),
+            st.sampled_from(SPLICED_PIECES),
+            st.sampled_from(SPLICED_PIECES),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_real_line_shapes_glued_and_in_pieces_keep_accounting_balanced(parts):
+    # What fuzzing `analyze` with real shapes broke: records glued onto a line (the second
+    # continuing the first, or a traceback under it), CRI pieces holding glued records, days a
+    # year lacks (`--year 2025`, Feb 29).
+    lines = [stamp + (a + b if glue else a) for stamp, a, b, glue in parts]
+    r = _ingest_beside_a_good_log("spliced.log", "\n".join(lines) + "\n")
+    f = next(f for f in r.files if f.file == "spliced.log")
+    assert f.lines == len(lines) == f.parsed + f.folded + f.unparsed
