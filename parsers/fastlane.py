@@ -873,7 +873,7 @@ def _is_space(c):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _request_id(d, m, verbs):  # pragma: no cover - compiled
-    """For a message at `d[m:]`: (start, end) of the id `vllm._request_id` takes; (-1, -1) when the
+    """For a message at `d[m:]`: (start, end) of the id `vllm.request_id` takes; (-1, -1) when the
     message is no request line (`vllm.REQUEST_PROBE`), (-3, -3) when it is one without an id, (-2, -2)
     when a non-ASCII byte leaves it unsure."""
     w = _word_at(d, m, verbs)

@@ -58,7 +58,7 @@ from parsers import (
     vllm,
     wrappers,
 )
-from parsers._common import SYSLOG_LEVEL_WORDS, TIME_PARTS, ensure, level_from_word, no_time
+from parsers._common import SYSLOG_LEVEL_WORDS, TIME_PARTS, apply, ensure, level_from_word, no_time
 
 FENCE = r"^\s*(?:(?:```|~~~)[\w+\-. ]*|</?details>|<summary>.*</summary>)\s*$"
 """A Markdown code fence (```` ```text ````) or a `<details>` fold around a log pasted into an
@@ -209,6 +209,10 @@ def _general_path(df: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
                 )
             )
             pending = pending.filter(~event)
+        producer = pending.select(pl.col("_jsrc").is_in(RECORD_PARSERS)).to_series().fill_null(False)
+        if producer.any():
+            parts.append(_producer_records(pending.filter(producer)))
+            pending = pending.filter(~producer)
     for kind, detect in KINDS:
         if pending.is_empty():
             break
@@ -254,7 +258,42 @@ def _general_path(df: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
             )
         )
     parts.append(pending.with_columns(pl.lit("other").alias("_kind")))
-    return pl.concat(parts, how="diagonal_relaxed").sort("_row"), spaced
+    return _record_times(pl.concat(parts, how="diagonal_relaxed").sort("_row")), spaced
+
+
+RECORD_PARSERS = {
+    "vllm": lambda d: apply(d, pl.col(s.MESSAGE).str.contains(vllm.REQUEST_PROBE), vllm.request_id),
+    "uvicorn": lambda d: apply(d, pl.col(s.MESSAGE).str.contains(uvicorn.ACCESS_PROBE), uvicorn.access),
+    "kv-store": lambda d: d,
+}
+"""What a producer's JSON record (`wrappers.LOGGER_SOURCES`) still needs of its producer's
+parser: its level, logger and time came with it, its message is the text line's message."""
+
+
+def _producer_records(d: pl.DataFrame) -> pl.DataFrame:
+    """Records of a Python logger whose producer is known (`_jsrc`: `wrappers.LOGGER_SOURCES`)
+    as that producer's events. Their message is offered to no other producer's regexes: a vLLM
+    logger's message is vLLM's, even where it reads like another format's line."""
+    d = d.with_columns(
+        pl.col("_jsrc").alias(s.SOURCE), pl.col("body").alias(s.MESSAGE), pl.lit("record").alias("_kind"), *no_time()
+    )
+    return pl.concat(
+        [fn(d.filter(pl.col(s.SOURCE) == src)) for src, fn in RECORD_PARSERS.items()], how="diagonal_relaxed"
+    )
+
+
+def _record_times(df: pl.DataFrame) -> pl.DataFrame:
+    """A JSON record's local time (`wrappers.RECORD_TIME_PARTS`) as the line's time parts,
+    over the producer's: the record's time is the line's, as a wrapper's is (a record of an
+    NCCL line has no time in the line at all)."""
+    jparts = wrappers.RECORD_TIME_PARTS
+    if jparts["_mo"] not in df.columns:
+        return df
+    df = ensure(df, {p: pl.Int32 for p in TIME_PARTS})
+    given = pl.col(jparts["_mo"]).is_not_null()
+    return df.with_columns(
+        pl.when(given).then(pl.col(j)).otherwise(pl.col(p)).alias(p) for p, j in jparts.items()
+    ).drop(jparts.values())
 
 
 GLUE_STRIDE = 1024

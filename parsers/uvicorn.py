@@ -32,10 +32,10 @@ def parse(df: pl.DataFrame) -> pl.DataFrame:
         body.str.slice(colon + 1).str.strip_chars_start(" ").alias(s.MESSAGE),
         *no_time(),
     )
-    return apply(df, pl.col(s.MESSAGE).str.contains(ACCESS_PROBE), _access)
+    return apply(df, pl.col(s.MESSAGE).str.contains(ACCESS_PROBE), access)
 
 
-def _access(d: pl.DataFrame) -> pl.DataFrame:
+def access(d: pl.DataFrame) -> pl.DataFrame:
     msg = pl.col(s.MESSAGE)
     # Split at the quotes rather than slice at `str.find` offsets: find counts bytes and slice
     # characters, and a path or client name may hold non-ASCII text.

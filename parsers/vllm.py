@@ -54,10 +54,10 @@ def parse(df: pl.DataFrame, custom: bool = False) -> pl.DataFrame:
         out = _parse_regex(df, PATTERN)
     else:
         out = pl.concat([_parse_fast(df.filter(fast)), _parse_regex(df.filter(~fast), PATTERN)], how="diagonal_relaxed")
-    return apply(out, pl.col(s.MESSAGE).str.contains(REQUEST_PROBE), _request_id)
+    return apply(out, pl.col(s.MESSAGE).str.contains(REQUEST_PROBE), request_id)
 
 
-def _request_id(d: pl.DataFrame) -> pl.DataFrame:
+def request_id(d: pl.DataFrame) -> pl.DataFrame:
     """`Received request chatcmpl-...: params ...`, `Added request cmpl-....` -> the request id."""
     msg = pl.col(s.MESSAGE)
     start = msg.str.find(" ", literal=True) + 9

@@ -22,7 +22,7 @@ import polars as pl
 
 from forensics import schema as s
 from parsers import k8s
-from parsers._common import APP_LEVEL_WORDS, apply, extract_head, load_json
+from parsers._common import APP_LEVEL_WORDS, TIME_PARTS, apply, extract_head, frac_to_us, load_json, to_i32
 
 RFC3339_PROBE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}) "
 SYSLOG = (
@@ -400,6 +400,10 @@ def _peel_producer_prefixes(df: pl.DataFrame) -> pl.DataFrame:
         lambda d: d.with_columns(body.str.replace(RAY_REPEAT, "")),
     )
     df = apply(df, body.str.contains(RANK_PROBE), _peel_rank)
+    # vLLM prefixes whatever its engine and workers write, JSON log records too:
+    # `(EngineCore_DP0 pid=114) {"asctime": ..., "name": "vllm.v1.engine.core", ...}`.
+    inner_json = body.str.starts_with('{"') & (pl.col(s.PROCESS).is_not_null() | pl.col("_rank").is_not_null())
+    df = apply(df, inner_json, _json_record)
     # Last: what is left before a vLLM level is the operator's prefix (a process, rank or
     # host layer above would have been peeled), kept as the line's process when it has none.
     prefixed = body.str.contains(LOGGING_PREFIX_PROBE) & ~body.str.contains(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
@@ -572,11 +576,27 @@ def _peel_rank(d: pl.DataFrame) -> pl.DataFrame:
 
 
 JSON_MESSAGE_KEYS = ("log", "message", "msg")
-JSON_TIME_KEYS = ("time", "@timestamp", "timestamp", "date", "ts")
+JSON_TIME_KEYS = ("time", "@timestamp", "timestamp", "date", "ts", "created", "asctime")
+"""Where a record's time is, first found first: python-json-logger's `created` (seconds since
+the epoch) before its `asctime` (the local time the formatter wrote, no zone: `LOCAL_TIME`)."""
 JSON_LEVEL_KEYS = ("level", "severity", "lvl", "levelname", "log.level", "loglevel")
 JSON_LOGGER_KEYS = ("logger", "logger_name", "name", "caller")
 JSON_ERROR_KEYS = ("error", "err")
 JSON_TRACE_KEYS = ("exc_info", "exception", "stacktrace", "stack_trace")
+LOGGER_SOURCES = {"vllm": "vllm", "uvicorn": "uvicorn", "lmcache": "kv-store"}
+"""Python loggers, by their top-level name, whose JSON records are their producer's events:
+vLLM's JSON formatter (`--logging-config.formatter json`, or python-json-logger in a
+`VLLM_LOGGING_CONFIG_PATH` dictConfig) writes one record per vLLM and uvicorn log record
+(`name`, `levelname`, `message`, `asctime`, `process`, `vllm_process_name`), and LMCache logs
+through Python's logging in the engine's process. Their messages are what the text lines'
+messages are (metrics, request ids, access lines), so they are read as those producers'."""
+LOCAL_TIME = (
+    r"^(?:(?P<Y>\d{4})-)?(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})"
+    r"(?:[.,](?P<frac>\d{1,9}))?$"
+)
+"""A record's time written without a zone: Python logging's `asctime` (`2025-03-02 08:07:00,123`,
+or vLLM's `%m-%d %H:%M:%S`, no year) or an ISO time without an offset. It is the local time of
+the writer: read as time parts (`--tz`, the year inferred where none), not as UTC."""
 JSON_RECORD_DTYPE = pl.Struct(
     {
         "m": STR,
@@ -589,6 +609,8 @@ JSON_RECORD_DTYPE = pl.Struct(
         "cont": STR,
         "level": STR,
         "comp": STR,
+        "proc": STR,
+        "pid": STR,
         "src": STR,
         "reason": STR,
         "etype": STR,
@@ -836,7 +858,7 @@ def _json_record(d: pl.DataFrame) -> pl.DataFrame:
             host, names = None, (None, None, None)
         event = obj.get(EVENT_KEY)
         if event is not None:  # (a Kubernetes event: its reporter and its type's level, as `-o json` gives them)
-            level, comp = event[s.LEVEL], event[s.COMPONENT]
+            level, comp, proc, pid = event[s.LEVEL], event[s.COMPONENT], None, None
             kinds = (
                 "k8s-event",
                 event.get(s.K8S_REASON),
@@ -846,7 +868,8 @@ def _json_record(d: pl.DataFrame) -> pl.DataFrame:
             )
         else:
             msg, level, comp = _application_fields(obj, msg.removesuffix("\n"))
-            kinds = ("app" if level is not None else None, None, None, None, None)
+            src, comp, proc, pid = _python_logger(obj, comp)
+            kinds = (src or ("app" if level is not None else None), None, None, None, None)
         stream = obj.get("stream")
         rows.append(
             (
@@ -858,16 +881,40 @@ def _json_record(d: pl.DataFrame) -> pl.DataFrame:
                 *names,
                 level,
                 comp,
+                proc,
+                pid,
                 *kinds,
             )
         )
     return _record_columns(d.with_columns(_record_series(rows)))
 
 
+def _python_logger(obj: dict, comp: str | None) -> tuple[str | None, str | None, str | None, str | None]:
+    """(source, component, process, pid) of a Python logger's record (`LOGGER_SOURCES`): the
+    file it was logged from where the record says (`filename`), else the logger; the process
+    by vLLM's name for it (`EngineCore_DP0`, as the text lines' prefix names it) or Python's,
+    not `MainProcess` (the text lines of a main process have no prefix either). Another
+    logger's record: no source, the component as it was."""
+    src = LOGGER_SOURCES.get(comp.split(".", 1)[0]) if comp is not None else None
+    if src is None:
+        return None, comp, None, None
+    filename = obj.get("filename")
+    proc = obj.get("vllm_process_name")
+    if type(proc) is not str or not proc:
+        proc = obj.get("processName")
+    pid = obj.get("process")
+    return (
+        src,
+        filename if type(filename) is str and filename else comp,
+        proc if type(proc) is str and proc and proc != "MainProcess" else None,
+        str(pid) if type(pid) is int else None,
+    )
+
+
 _RECORD_NAMES = tuple(f.name for f in JSON_RECORD_DTYPE.fields)
 assert _RECORD_NAMES == (
     *("m", "iso", "epoch", "stream", "host", "pod", "ns", "cont"),
-    *("level", "comp", "src", "reason", "etype", "object", "count"),
+    *("level", "comp", "proc", "pid", "src", "reason", "etype", "object", "count"),
 ), "the tuples `_json_record` builds are in this order"
 
 
@@ -881,31 +928,62 @@ def _record_series(rows: list[tuple | None]) -> pl.Series:
 
 
 def _record_columns(d: pl.DataFrame) -> pl.DataFrame:
-    """The line and its wrapper's columns from `_m` (`JSON_RECORD_DTYPE`, null where no record was read)."""
+    """The line and its wrapper's columns from `_m` (`JSON_RECORD_DTYPE`, null where no record
+    was read). A line that is no record keeps what it had; a record keeps what the layers
+    outside it gave where it says nothing itself (the time of `kubectl logs --timestamps`
+    before a record without one, or with only a local time; the pod of `--prefix`)."""
     m = pl.col("_m").struct.field
     ok = m("m").is_not_null()
     when = pl.coalesce(
         parse_rfc3339(m("iso")),
         pl.from_epoch((m("epoch") * 1e6).cast(pl.Int64, strict=False), time_unit="us").dt.replace_time_zone("UTC"),
     )
+
+    dtypes = {f.name: f.dtype for f in JSON_RECORD_DTYPE.fields}
+
+    def record(column: str, field: str, over: bool = False) -> pl.Expr:
+        """`field` where the line is a record (over what the line had when `over`), else what it had."""
+        had = pl.col(column) if column in d.columns else pl.lit(None, dtypes[field])
+        return pl.when(ok).then(pl.coalesce(m(field), had) if over else m(field)).otherwise(had).alias(column)
+
     return d.with_columns(
         pl.when(ok).then(m("m")).otherwise(pl.col("body")).alias("body"),
         pl.when(ok).then(m("stream")).otherwise(pl.col(s.STREAM)).alias(s.STREAM),
-        pl.when(ok).then(when).otherwise(pl.col("_outer_ts")).alias("_outer_ts"),
+        pl.coalesce(pl.when(ok).then(when), pl.col("_outer_ts")).alias("_outer_ts"),
         pl.when(ok).then(m("host")).otherwise(pl.col(s.HOST)).alias(s.HOST),
-        pl.when(ok).then(m("pod")).alias("_wpod"),
-        pl.when(ok).then(m("ns")).alias("_wns"),
-        pl.when(ok).then(m("cont")).alias("_wcont"),
+        record("_wpod", "pod", over=True),
+        record("_wns", "ns", over=True),
+        record("_wcont", "cont", over=True),
         # (a producer the line turns out to be sets its own; a line of no known producer keeps these)
-        pl.when(ok).then(m("level")).alias(s.LEVEL),
-        pl.when(ok).then(m("comp")).alias(s.COMPONENT),
-        pl.when(ok).then(m("src")).alias("_jsrc"),
+        record(s.LEVEL, "level"),
+        record(s.COMPONENT, "comp"),
+        record(s.PROCESS, "proc", over=True),
+        record("_pid", "pid", over=True),
+        record("_jsrc", "src"),
+        *_local_time_parts(m("iso"), ok & when.is_null()),
         # (a Kubernetes event's own fields; null on every other record)
-        pl.when(ok).then(m("reason")).alias(s.K8S_REASON),
-        pl.when(ok).then(m("etype")).alias(s.K8S_TYPE),
-        pl.when(ok).then(m("object")).alias(s.K8S_OBJECT),
-        pl.when(ok).then(m("count")).alias(s.K8S_COUNT),
+        record(s.K8S_REASON, "reason"),
+        record(s.K8S_TYPE, "etype"),
+        record(s.K8S_OBJECT, "object"),
+        record(s.K8S_COUNT, "count"),
     ).drop("_m")
+
+
+RECORD_TIME_PARTS = {part: "_j" + part.removeprefix("_") for part in TIME_PARTS}
+"""A record's local time (`LOCAL_TIME`) as time parts, beside the producer's: the record's
+time is the line's, as a wrapper's is (`lines._record_times`)."""
+
+
+def _local_time_parts(iso: pl.Expr, where: pl.Expr) -> list[pl.Expr]:
+    """`RECORD_TIME_PARTS` of the records (`where`) whose time has no zone (`LOCAL_TIME`)."""
+    local = iso.str.extract_groups(LOCAL_TIME).struct.field
+    parts = {"_Y": "Y", "_mo": "mo", "_d": "d", "_H": "H", "_M": "M", "_S": "S"}
+    return [
+        *(pl.when(where).then(to_i32(local(g))).alias(RECORD_TIME_PARTS[p]) for p, g in parts.items()),
+        pl.when(where & local("mo").is_not_null())
+        .then(frac_to_us(local("frac")).fill_null(0))
+        .alias(RECORD_TIME_PARTS["_us"]),
+    ]
 
 
 def _peel_stern(d: pl.DataFrame) -> pl.DataFrame:

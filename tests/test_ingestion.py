@@ -2858,6 +2858,150 @@ def test_an_applications_json_records_keep_their_level_logger_and_the_error_besi
     assert r.unparsed == 1  # (only the line of no producer)
 
 
+def _json_lines(*records: dict) -> str:
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def test_vllms_json_log_records_are_vllm_and_uvicorn_events_with_metrics_and_request_ids(tmp_path):
+    # `vllm serve --logging-config.formatter json` (or python-json-logger in a dictConfig): one
+    # record per vLLM and uvicorn log record; the time is the formatter's local `asctime`, no zone.
+    def rec(t, level, name, message, proc="EngineCore_DP0", pid=311, **extra):
+        return (
+            {"asctime": t, "levelname": level, "name": name, "processName": proc, "process": pid}
+            | {
+                "message": message,
+                "vllm_process_name": proc,
+            }
+            | extra
+        )
+
+    write(
+        tmp_path / "vllm-0.log",
+        _json_lines(
+            rec(
+                "2025-03-02 08:06:50,120",
+                "INFO",
+                "vllm.entrypoints.openai.api_server",
+                "Received request chatcmpl-9f2c: params: SamplingParams(n=1)",
+                proc="APIServer",
+                pid=1,
+            ),
+            rec(
+                "2025-03-02 08:06:50,500",
+                "INFO",
+                "uvicorn.access",
+                '10.0.0.7:51234 - "POST /v1/chat/completions HTTP/1.1" 503',
+                proc="MainProcess",
+                pid=1,
+            ),
+            rec(
+                "2025-03-02 08:07:00,123",
+                "INFO",
+                "vllm.v1.metrics.loggers",
+                "Engine 000: Avg prompt throughput: "
+                "120.5 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 12 reqs, "
+                "GPU KV cache usage: 99.5%, Prefix cache hit rate: 0.0%",
+            ),
+            rec(
+                "2025-03-02 08:07:01,004",
+                "ERROR",
+                "vllm.v1.engine.core",
+                "EngineCore encountered a fatal error.",
+                exc_info='Traceback (most recent call last):\n  File "core.py", line 7, in run\nRuntimeError: '
+                "Cache corruption detected in block 7",
+            ),
+            rec(
+                "2025-03-02 08:07:01,010",
+                "ERROR",
+                "lmcache.v1.cache_engine",
+                "Cache corruption detected in block 7",
+                filename="cache_engine.py",
+            ),
+        ),
+    )
+    r = ingest(tmp_path, tz="Europe/Berlin")
+    _balanced(r)
+    assert r.unparsed == 0
+    ev = r.events.sort(s.LINE)
+    assert ev.select(s.SOURCE, s.LEVEL, s.PROCESS, s.PID, s.COMPONENT).rows() == [
+        ("vllm", "INFO", "APIServer", 1, "vllm.entrypoints.openai.api_server"),
+        ("uvicorn", "INFO", None, 1, "access"),
+        ("vllm", "INFO", "EngineCore_DP0", 311, "vllm.v1.metrics.loggers"),
+        ("vllm", "ERROR", "EngineCore_DP0", 311, "vllm.v1.engine.core"),
+        ("kv-store", "ERROR", "EngineCore_DP0", 311, "cache_engine.py"),
+    ]
+    assert ev[s.REQUEST_ID][0] == "chatcmpl-9f2c"
+    assert (ev[s.HTTP_STATUS][1], ev[s.HTTP_PATH][1]) == (503, "/v1/chat/completions")
+    assert ev[s.MESSAGE][3].startswith("EngineCore encountered a fatal error.\nTraceback")
+    # The local times, in the zone asked for (Berlin is UTC+1 in March).
+    assert ev[s.TS][2] == datetime(2025, 3, 2, 7, 7, 0, 123000, tzinfo=UTC)
+    metrics = dict(r.metrics.select(s.METRIC, s.VALUE).rows())
+    assert metrics["gpu_kv_cache_usage"] == pytest.approx(0.995) and metrics["waiting"] == 12
+    assert set(r.metrics[s.ENGINE]) == {"000"}
+
+
+def test_vllms_json_records_behind_its_process_prefix_and_kubectls_stamp_keep_both(tmp_path):
+    # vLLM prefixes all its engine and workers write, JSON records too; kubectl's exact stamp is
+    # the time (the record's `asctime` is local and to the second); a dict a process prints is no record.
+    def rec(level, name, message):
+        return json.dumps({"asctime": "2025-03-02 09:06:39,000", "levelname": level, "name": name, "message": message})
+
+    write(
+        tmp_path / "llama-70b-0.log",
+        "2025-03-02T08:06:39.418000794Z (EngineCore_DP0 pid=114) "
+        + rec("ERROR", "vllm.v1.engine.core", "EngineCore encountered a fatal error.")
+        + "\n2025-03-02T08:06:39.418001690Z (EngineCore_DP0 pid=114) Traceback (most recent call last):\n"
+        "2025-03-02T08:06:39.418002755Z (EngineCore_DP0 pid=114) RuntimeError: Cache corruption detected in block 7\n"
+        '2025-03-02T08:06:40.000000000Z (Worker_TP1 pid=241) {"rank": 1, "world_size": 2}\n'
+        "2025-03-02T08:06:41.500000000Z (APIServer pid=60) "
+        + rec(
+            "INFO",
+            "vllm.v1.metrics.loggers",
+            "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+            "throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 31 reqs, GPU KV cache usage: 0.0%",
+        )
+        + "\n",
+    )
+    r = ingest(tmp_path, tz="Asia/Tokyo")
+    _balanced(r)
+    ev = r.events.sort(s.LINE)
+    assert ev.select(s.LINE, s.SOURCE, s.LEVEL, s.PROCESS, s.PID, s.RAW_LINES).rows() == [
+        (1, "vllm", "ERROR", "EngineCore_DP0", 114, 3),
+        (4, "unknown", None, "Worker_TP1", 241, 1),
+        (5, "vllm", "INFO", "APIServer", 60, 1),
+    ]
+    assert ev[s.MESSAGE][0].endswith("RuntimeError: Cache corruption detected in block 7")
+    assert ev[s.MESSAGE][1] == '{"rank": 1, "world_size": 2}'
+    assert ev[s.TS][0] == datetime(2025, 3, 2, 8, 6, 39, 418000, tzinfo=UTC)
+    assert ev[s.TS_QUALITY][0] == "exact"
+    assert r.metrics.filter(pl.col(s.METRIC) == "waiting")[s.VALUE].to_list() == [31.0]
+
+
+def test_a_json_records_zoneless_time_is_local_and_a_yearless_one_takes_the_directorys_year(tmp_path):
+    # vLLM's own date format (`%m-%d %H:%M:%S`) in a record, beside a pod log with exact times;
+    # python-json-logger's `created` (epoch seconds) is preferred to its `asctime`.
+    write(tmp_path / "other.log", "2025-12-31T23:59:00.000000000Z INFO 12-31 23:59:00 [core.py:1] start\n")
+    write(
+        tmp_path / "vllm-json.log",
+        _json_lines(
+            {"asctime": "12-31 23:59:30", "levelname": "WARNING", "name": "vllm.v1.core", "message": "late"},
+            {"asctime": "01-01 00:00:10", "levelname": "INFO", "name": "vllm.v1.core", "message": "new year"},
+            {"created": 1767225620.5, "asctime": "nonsense", "levelname": "INFO", "name": "vllm", "message": "epoch"},
+            {"asctime": "2026-01-01T00:00:30.25", "levelname": "INFO", "name": "vllm", "message": "iso, no zone"},
+        ),
+    )
+    r = ingest(tmp_path)
+    _balanced(r)
+    ev = r.events.filter(pl.col(s.FILE) == "vllm-json.log").sort(s.LINE)
+    assert ev[s.TS].to_list() == [
+        datetime(2025, 12, 31, 23, 59, 30, tzinfo=UTC),
+        datetime(2026, 1, 1, 0, 0, 10, tzinfo=UTC),
+        datetime(2026, 1, 1, 0, 0, 20, 500000, tzinfo=UTC),
+        datetime(2026, 1, 1, 0, 0, 30, 250000, tzinfo=UTC),
+    ]
+    assert ev[s.TS_QUALITY].to_list() == ["inferred-year", "inferred-year", "exact", "exact"]
+
+
 def test_logfmt_records_of_go_services_are_timed_levelled_events(tmp_path):
     # dcgm-exporter / containerd (logrus), slog, go-kit (Prometheus family): time with its offset.
     write(

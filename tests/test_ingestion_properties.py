@@ -161,6 +161,14 @@ _JSON_KEYS = st.sampled_from(
         "_PID",
         "_HOSTNAME",
         "SYSLOG_IDENTIFIER",
+        # (python-json-logger's, vLLM's JSON formatter's)
+        "levelname",
+        "asctime",
+        "created",
+        "process",
+        "processName",
+        "vllm_process_name",
+        "filename",
     ]
 )
 _JSON_VALUES = st.recursive(
@@ -168,7 +176,10 @@ _JSON_VALUES = st.recursive(
     | st.booleans()
     | st.integers(min_value=-(10**25), max_value=10**25)
     | st.floats(allow_nan=True, allow_infinity=False)
-    | st.text(max_size=30),
+    | st.text(max_size=30)
+    | st.sampled_from(
+        ["vllm.v1.engine.core", "uvicorn.access", "lmcache.v1", "12-31 23:59:30", "2025-02-29 08:07:00,123", "ERROR"]
+    ),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_JSON_KEYS, inner, max_size=4),
     max_leaves=12,
 )
