@@ -293,6 +293,57 @@ def test_describe_pod_last_state_oomkilled_is_the_cause_of_the_crash_loop(tmp_pa
     assert roles["NodeNotReady"] != "root_cause"  # another node, not where the pod ran
 
 
+_VLLM_TEXT = re.compile(
+    r"^(?P<ts>\S+) (?P<pre>\((?P<proc>\w+) pid=(?P<pid>\d+)\) )?(?P<hdr>(?P<level>INFO|WARNING|ERROR) "
+    r"\d\d-\d\d (?P<t>\d\d:\d\d:\d\d) \[(?P<file>[\w./]+)\.py:\d+\]) (?P<msg>.*)$"
+)
+
+
+def _as_vllm_json_logs(text: str) -> str:
+    """kubectl-stamped vLLM text lines as vLLM's JSON formatter writes them: one record per log
+    record (the lines of a message, which repeat its header, in one), behind the process
+    prefix, the time local and to the second; any other line as it was."""
+    out: list[str | list] = []
+    for line in text.splitlines():
+        m = _VLLM_TEXT.match(line)
+        if m is None:
+            out.append(line)
+            continue
+        last = out[-1] if out else None
+        if isinstance(last, list) and last[0] == (m["pre"], m["hdr"]):
+            last[2]["message"] += "\n" + m["msg"]
+            continue
+        record = {
+            "asctime": f"{m['ts'][:10]} {m['t']},000",
+            "levelname": m["level"],
+            "name": "vllm." + m["file"].replace("/", "."),
+            "process": int(m["pid"] or 1),
+            "message": m["msg"],
+            "vllm_process_name": m["proc"] or "MainProcess",
+        }
+        out.append([(m["pre"], m["hdr"]), f"{m['ts']} {m['pre'] or ''}", record])
+    return "".join((e if isinstance(e, str) else e[1] + json.dumps(e[2])) + "\n" for e in out)
+
+
+def test_a_deployment_logging_json_gets_the_root_cause_and_window_its_text_logs_give(tmp_path, analyses):
+    # The same outage, its engines logging with `--logging-config.formatter json`: the metrics,
+    # the corruption and the symptoms come from the records, and the verdict is the text logs'.
+    import shutil
+
+    shutil.copytree(SAMPLES / "cache-corruption", tmp_path / "logs")
+    for f in (tmp_path / "logs" / "kubectl-logs").glob("*.log"):
+        f.write_text(_as_vllm_json_logs(f.read_text()))
+    assert '{"asctime"' in (tmp_path / "logs" / "kubectl-logs" / "llama-70b-7d9c5b8f6-t2q8j.previous-0.log").read_text()
+    got = analyze(tmp_path / "logs").to_json()
+    want = analyses["cache-corruption"]
+    assert got["input"]["unparsed"] == want["input"]["unparsed"] == 0
+    assert len(got["incidents"]) == 1
+    inc, text = got["incidents"][0], want["incidents"][0]
+    assert (inc["start"], inc["baseline_tokens_per_s"]) == (text["start"], text["baseline_tokens_per_s"])
+    keys = ("status", "category", "template", "hosts", "first_seen")
+    assert {k: inc["root_cause"][k] for k in keys} == {k: text["root_cause"][k] for k in keys}
+
+
 def test_a_cluster_info_dumps_pods_json_names_the_oom_kill_behind_a_replicas_silence(tmp_path):
     """`kubectl cluster-info dump`: the pods' logs and `pods.json`. One replica's engine stops
     reporting; its container's last state in pods.json says the kernel killed it for memory."""
