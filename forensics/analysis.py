@@ -501,13 +501,13 @@ def _drop_startup_noise(signals: pl.DataFrame, events: pl.DataFrame) -> pl.DataF
 def _active(
     events: pl.DataFrame, inc: ser.Incident, signals: pl.DataFrame, pod_node: dict[str, str]
 ) -> tuple[int, int]:
-    """Pods serving (vLLM/uvicorn lines) and nodes seen around the incident: the peer group."""
+    """Pods serving (vLLM, SGLang or uvicorn lines) and nodes seen around the incident: the peer group."""
     lo = inc.start - rootcause.LOOKBACK
     hi = inc.end or events[s.TS].max()
     pods = set(
         events.lazy()
         .select(s.TS, s.SOURCE, s.POD)
-        .filter((pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi) & pl.col(s.SOURCE).is_in(["vllm", "uvicorn"]))
+        .filter((pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi) & pl.col(s.SOURCE).is_in(["vllm", "sglang", "uvicorn"]))
         .select(pl.col(s.POD).drop_nulls().unique())
         .collect()[s.POD]
         .to_list()

@@ -34,7 +34,7 @@ from forensics import schema as s
 from forensics._malloc import release_free_memory
 from forensics.arrow_text import categories_as_arrow, count_lines, lines_column
 from forensics.errors import NoInputError
-from parsers import csv_export, flight_dump, k8s, nvidia_smi, prometheus, ras_json, vllm
+from parsers import csv_export, flight_dump, k8s, nvidia_smi, prometheus, ras_json, sglang, vllm
 from parsers._common import TIME_PARTS, load_json, node_of
 from parsers.lines import parse_lines
 from parsers.wrappers import log_entries_document, syslog_time_parts
@@ -886,7 +886,7 @@ class _Tail:
         ev, dump = _finish(ev, self.metas, self.carry)
         self.carry = _Carry(**time_state, dump=dump)
         if metrics is None:
-            metrics = vllm.metrics(ev, scan=speed_passes)
+            metrics = _engine_metrics(ev, speed_passes)
         if self.sinks is not None:
             self.sinks[0].write(ev)
             self.sinks[1].write(metrics)
@@ -903,6 +903,13 @@ class _Tail:
 
     def accounting(self, lines_read: dict[int, int], notes: dict, doc_files: dict) -> list[FileReport]:
         return _account(self.counts, self.metas, lines_read, notes, doc_files)
+
+
+def _engine_metrics(ev: pl.DataFrame, speed_passes: bool) -> pl.DataFrame:
+    """A batch's rows of the metrics table: vLLM's metrics lines' (read by the compiled scan
+    with `speed_passes`), then SGLang's batch lines'."""
+    parts = [m for m in (vllm.metrics(ev, scan=speed_passes), sglang.metrics(ev)) if m.height]
+    return pl.concat(parts) if len(parts) > 1 else parts[0] if parts else s.empty_metrics()
 
 
 class _ParquetSink:

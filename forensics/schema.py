@@ -141,6 +141,7 @@ trying a dictionary on them cost a fifth of the writing time for nothing."""
 # --- vocabularies -----------------------------------------------------------
 Source = Literal[
     "vllm",
+    "sglang",
     "uvicorn",
     "envoy",
     "nginx",

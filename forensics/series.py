@@ -1,7 +1,7 @@
 """Throughput and health series, and the incidents found in them.
 
-Series come from vLLM metrics lines (generation tokens/s, running, waiting, KV usage,
-preemptions) per pod/engine, binned and summed over the cluster. Where no metrics lines
+Series come from vLLM metrics lines and SGLang's batch lines (generation tokens/s, running,
+waiting, KV usage, preemptions) per pod/engine, binned and summed over the cluster. Where no metrics lines
 exist they come from access lines (completed requests/s and 5xx/s).
 
 An incident is a *critical failure* in Datadog's sense: a significant, sustained drop of

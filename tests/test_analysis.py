@@ -344,6 +344,45 @@ def test_a_deployment_logging_json_gets_the_root_cause_and_window_its_text_logs_
     assert {k: inc["root_cause"][k] for k in keys} == {k: text["root_cause"][k] for k in keys}
 
 
+def _sglang_replica(dies_at: datetime | None, until: datetime) -> str:
+    """An SGLang server's log: its scheduler's decode batches every 2 s (~1,500 tokens/s) and
+    uvicorn's access lines, until a CUDA fault on TP1 at `dies_at` ends them, or `until`."""
+    t, lines = datetime(2025, 3, 2, 8, 0), ["[2025-03-02 07:59:50] The server is fired up and ready to roll!"]
+    while t < (dies_at or until):
+        stamp = f"{t:%Y-%m-%d %H:%M:%S}"
+        lines.append(
+            f"[{stamp} TP0] Decode batch. #running-req: 32, #token: 41000, token usage: 0.31, "
+            f"gen throughput (token/s): {1500 + t.second % 7 * 10:.2f}, #queue-req: 0"
+        )
+        lines.append(f'[{stamp}] INFO:     10.0.0.9:{40000 + t.second} - "POST /v1/chat/completions HTTP/1.1" 200 OK')
+        t += timedelta(seconds=2)
+    if dies_at is not None:
+        lines += [
+            f"[{dies_at:%Y-%m-%d %H:%M:%S} TP1] Scheduler hit an exception: Traceback (most recent call last):",
+            '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1999, in event_loop',
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            f"[{dies_at:%Y-%m-%d %H:%M:%S}] Received sigquit from a child process. It usually means the child failed.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def test_an_sglang_replicas_cuda_fault_is_the_root_cause_of_the_throughput_it_took_away(tmp_path):
+    # Two SGLang replicas; one's scheduler dies of a CUDA fault and its batches stop: the drop is
+    # measured from SGLang's batch lines, and the fault is the root cause, on that replica.
+    fault, end = datetime(2025, 3, 2, 8, 10), datetime(2025, 3, 2, 8, 20)
+    write_file(tmp_path / "sglang-llama-6d5f8-a1.log", _sglang_replica(fault, end))
+    write_file(tmp_path / "sglang-llama-6d5f8-b2.log", _sglang_replica(None, end))
+    rep = analyze(tmp_path).to_json()
+    assert rep["throughput"]["unit"] == "generation tokens/s"
+    (inc,) = rep["incidents"]
+    assert abs(datetime.fromisoformat(inc["start"]) - fault.replace(tzinfo=UTC)) <= timedelta(seconds=30)
+    assert inc["baseline_tokens_per_s"] == pytest.approx(3060, rel=0.05)
+    rc = inc["root_cause"]
+    assert (rc["status"], rc["category"]) == ("supported", "gpu-fault")
+    assert rc["hosts"][0] == "sglang-llama-6d5f8-a1"
+    assert "illegal memory access" in rc["template"]
+
+
 def test_a_cluster_info_dumps_pods_json_names_the_oom_kill_behind_a_replicas_silence(tmp_path):
     """`kubectl cluster-info dump`: the pods' logs and `pods.json`. One replica's engine stops
     reporting; its container's last state in pods.json says the kernel killed it for memory."""

@@ -3002,6 +3002,70 @@ def test_a_json_records_zoneless_time_is_local_and_a_yearless_one_takes_the_dire
     assert ev[s.TS_QUALITY].to_list() == ["inferred-year", "inferred-year", "exact", "exact"]
 
 
+def test_sglangs_lines_are_events_of_its_ranks_with_batch_metrics_and_uvicorns_access_lines(tmp_path):
+    # `[%(asctime)s{prefix}] %(message)s`: the ranks in the prefix, no level, a local time; uvicorn's
+    # lines through the same format; a traceback's lines raw below the line that logged it.
+    write(
+        tmp_path / "sglang-llama-0.log",
+        "[2025-03-02 08:00:00] The server is fired up and ready to roll!\n"
+        "[2025-03-02 08:00:01 TP0] Prefill batch. #new-seq: 1, #new-token: 23, #cached-token: 0, token usage: 0.05, "
+        "#running-req: 0, #queue-req: 4\n"
+        "[2025-03-02 08:00:02 TP0] Decode batch. #running-req: 8, #token: 62531, token usage: 0.12, "
+        "gen throughput (token/s): 186.64, #queue-req: 0\n"
+        '[2025-03-02 08:00:02] INFO:     127.0.0.1:40052 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+        "[2026-04-05 20:02:51 DP1 TP0] Decode batch, #running-req: 32, #token: 11179, full token usage: 0.08, "
+        "swa token usage: 0.02, cuda graph: True, gen throughput (token/s): 1635.11, #queue-req: 0\n"
+        "[2026-04-05 20:02:52 DP1 TP0] Prefill batch, #new-seq: 1, #new-token: 158, #cached-token: 0, token usage: "
+        "0.08, #running-req: 31, #queue-req: 0, cuda graph: True, input throughput (token/s): 559.53\n"
+        "[2026-04-05 20:02:53 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1999, in run_scheduler_process\n'
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "[20:02:54 TP0] Decode batch. #running-req: 1, #token: 56, token usage: 0.00, gen throughput (token/s): 28.23, "
+        "#queue-req: 0\n",
+    )
+    r = ingest(tmp_path, tz="Europe/Berlin")
+    _balanced(r)
+    assert r.unparsed == 0
+    ev = r.events.sort(s.LINE)
+    assert ev.select(s.LINE, s.SOURCE, s.LEVEL, s.PROCESS, s.RANK, s.RAW_LINES).rows() == [
+        (1, "python", None, None, None, 1),  # (no rank, no batch: the generic Python-logging line it is)
+        (2, "sglang", None, "TP0", 0, 1),
+        (3, "sglang", None, "TP0", 0, 1),
+        (4, "uvicorn", "INFO", None, None, 1),
+        (5, "sglang", None, "DP1 TP0", None, 1),
+        (6, "sglang", None, "DP1 TP0", None, 1),
+        (7, "sglang", None, "TP1", 1, 3),
+        (10, "sglang", None, "TP0", 0, 1),
+    ]
+    assert ev[s.HTTP_STATUS][3] == 200 and ev[s.MESSAGE][6].endswith("an illegal memory access was encountered")
+    # Local times in the zone asked for; a line without its date has no time of its own.
+    assert ev[s.TS][2] == datetime(2025, 3, 2, 7, 0, 2, tzinfo=UTC) and ev[s.TS][3] == ev[s.TS][2]
+    assert ev[s.TS_QUALITY].to_list()[6:] == ["exact", "inherited"]
+    got = {(row[s.LINE], row[s.METRIC]): row[s.VALUE] for row in r.metrics.iter_rows(named=True)}
+    assert got == {
+        (2, "gpu_kv_cache_usage"): 0.05,
+        (2, "running"): 0,
+        (2, "waiting"): 4,
+        (3, "generation_tokens_per_s"): 186.64,
+        (3, "gpu_kv_cache_usage"): 0.12,
+        (3, "running"): 8,
+        (3, "waiting"): 0,
+        (5, "generation_tokens_per_s"): 1635.11,
+        (5, "gpu_kv_cache_usage"): 0.08,
+        (5, "running"): 32,
+        (5, "waiting"): 0,
+        (6, "prompt_tokens_per_s"): 559.53,
+        (6, "gpu_kv_cache_usage"): 0.08,
+        (6, "running"): 31,
+        (6, "waiting"): 0,
+        (10, "generation_tokens_per_s"): 28.23,
+        (10, "gpu_kv_cache_usage"): 0.0,
+        (10, "running"): 1,
+        (10, "waiting"): 0,
+    }
+    assert dict(r.metrics.select(s.LINE, s.ENGINE).unique().rows())[5] == "DP1 TP0"
+
+
 def test_logfmt_records_of_go_services_are_timed_levelled_events(tmp_path):
     # dcgm-exporter / containerd (logrus), slog, go-kit (Prometheus family): time with its offset.
     write(

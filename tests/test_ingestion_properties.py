@@ -83,6 +83,16 @@ VALID_LINES = [
     "```",
     "<details>",
     "<summary>Full log</summary>",
+    "[2025-02-27 04:46:39 TP0] Decode batch. #running-req: 8, #token: 62531, token usage: 0.12, gen throughput "
+    "(token/s): 186.64, #queue-req: 0",
+    "[2026-04-05 20:02:52 DP1 TP0] Prefill batch, #new-seq: 1, #new-token: 290, #cached-token: 0, token usage: 0.08, "
+    "#running-req: 31, #queue-req: 0, cuda graph: True, input throughput (token/s): 1670.03",
+    '[2026-04-05 20:02:51] INFO:     127.0.0.1:40052 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    "[04:40:55 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+    '(EngineCore_DP0 pid=114) {"asctime": "03-02 08:06:39", "levelname": "ERROR", "name": "vllm.v1.engine.core", '
+    '"message": "EngineCore encountered a fatal error.", "process": 114, "vllm_process_name": "EngineCore_DP0"}',
+    '{"asctime": "2025-03-02 08:06:39,120", "levelname": "INFO", "name": "uvicorn.access", "message": '
+    '"10.0.0.7:51234 - \\"POST /v1/chat/completions HTTP/1.1\\" 200"}',
 ]
 
 
