@@ -144,7 +144,8 @@ def _from_metrics(m: pl.DataFrame, events: pl.DataFrame) -> Series:
     key = pl.concat_str([REPLICA, pl.col(s.ENGINE).fill_null("")], separator="/")
     m, left_out = _covered(m.with_columns(key.alias("_src")), "metrics samples")
     lo = m[s.TS].min().replace(second=0, microsecond=0)
-    hi = m[s.TS].max()
+    answered = served(events)[0]
+    hi = _failing_after(answered, m[s.TS].max())
     grid = _grid(lo, hi)
     n = len(grid)
     mb = _binned(m, lo)
@@ -197,7 +198,7 @@ def _from_metrics(m: pl.DataFrame, events: pl.DataFrame) -> Series:
         waiting=summed("waiting"),
         kv_usage=kv_mean,
         preemptions=summed("preemptions", "sum"),
-        errors=_errors(served(events)[0], lo, n),
+        errors=_errors(answered, lo, n),
         prompt=summed("prompt_tokens_per_s"),
         left_out=left_out,
     )
@@ -222,6 +223,29 @@ def served(events: pl.DataFrame) -> tuple[pl.DataFrame, str]:
         return answered, "access log"
     inference = gateway.filter(pl.col(s.HTTP_PATH).str.contains(SERVING_PATHS).fill_null(False))
     return (inference if inference.height else gateway), "gateway access log"
+
+
+FAILING_MIN = 10
+"""Failed requests after the last metrics sample from which the series goes on to the last of them..."""
+FAILING_TAIL = timedelta(hours=6)
+"""...within this long of it: the engines stopped reporting because they stopped serving."""
+
+
+def _failing_after(answered: pl.DataFrame, last: datetime) -> datetime:
+    """Where the series ends: at the last metrics sample, or later while requests kept
+    failing after it (`FAILING_MIN` 5xx or more, most of what was answered then).
+
+    A dead engine logs no metrics, and the series, which ends with its last sample, would
+    end before the outage: the only replica's crash showed no drop at all. Requests that
+    kept arriving and failing say the service was wanted and down (an idle engine's silence
+    comes with no requests, or only probes: GETs are not counted)."""
+    after = answered.filter(
+        (pl.col(s.TS) > last) & (pl.col(s.TS) <= last + FAILING_TAIL) & (pl.col(s.HTTP_METHOD) != "GET")
+    )
+    failed = after.filter(pl.col(s.HTTP_STATUS) >= 500)
+    if failed.height < FAILING_MIN or 2 * failed.height <= after.height:
+        return last
+    return failed[s.TS].max()
 
 
 def _errors(answered: pl.DataFrame, lo: datetime, n: int) -> np.ndarray:

@@ -344,9 +344,10 @@ def test_a_deployment_logging_json_gets_the_root_cause_and_window_its_text_logs_
     assert {k: inc["root_cause"][k] for k in keys} == {k: text["root_cause"][k] for k in keys}
 
 
-def _sglang_replica(dies_at: datetime | None, until: datetime) -> str:
+def _sglang_replica(dies_at: datetime | None, until: datetime, after: list[tuple[str, int]] = ()) -> str:
     """An SGLang server's log: its scheduler's decode batches every 2 s (~1,500 tokens/s) and
-    uvicorn's access lines, until a CUDA fault on TP1 at `dies_at` ends them, or `until`."""
+    uvicorn's access lines, until a CUDA fault on TP1 at `dies_at` ends them, or `until`; then
+    the requests `after` it (method, status), one every 5 s."""
     t, lines = datetime(2025, 3, 2, 8, 0), ["[2025-03-02 07:59:50] The server is fired up and ready to roll!"]
     while t < (dies_at or until):
         stamp = f"{t:%Y-%m-%d %H:%M:%S}"
@@ -363,7 +364,33 @@ def _sglang_replica(dies_at: datetime | None, until: datetime) -> str:
             "RuntimeError: CUDA error: an illegal memory access was encountered",
             f"[{dies_at:%Y-%m-%d %H:%M:%S}] Received sigquit from a child process. It usually means the child failed.",
         ]
+    for method, status in after:
+        t += timedelta(seconds=5)
+        path = "/health" if method == "GET" else "/v1/chat/completions"
+        lines.append(
+            f'[{t:%Y-%m-%d %H:%M:%S}] INFO:     10.0.0.9:{41000 + t.second} - "{method} {path} HTTP/1.1" {status}'
+        )
     return "\n".join(lines) + "\n"
+
+
+def test_the_only_replicas_crash_is_an_outage_while_requests_keep_failing_after_its_last_metrics(tmp_path):
+    # One replica: its batches stop with the fault, so its metrics end there; the 503s it kept
+    # answering say the service was wanted and down, and the series runs on to the last of them.
+    fault = datetime(2025, 3, 2, 8, 10)
+    write_file(tmp_path / "sglang-llama-0.log", _sglang_replica(fault, fault, after=[("POST", 503)] * 60))
+    (inc,) = analyze(tmp_path).to_json()["incidents"]
+    assert abs(datetime.fromisoformat(inc["start"]) - fault.replace(tzinfo=UTC)) <= timedelta(seconds=30)
+    assert inc["end"] is None and inc["min_tokens_per_s"] == 0
+    assert (inc["root_cause"]["category"], inc["root_cause"]["hosts"][0]) == ("gpu-fault", "sglang-llama-0")
+
+
+def test_an_engine_gone_quiet_with_only_probes_and_a_few_failures_after_is_no_outage(tmp_path):
+    # Traffic ended: readiness probes (GETs) and a stray failure or two are no demand left unserved.
+    end = datetime(2025, 3, 2, 8, 10)
+    write_file(
+        tmp_path / "sglang-llama-0.log", _sglang_replica(None, end, after=[("GET", 200)] * 60 + [("POST", 500)] * 3)
+    )
+    assert analyze(tmp_path).to_json()["incidents"] == []
 
 
 def test_an_sglang_replicas_cuda_fault_is_the_root_cause_of_the_throughput_it_took_away(tmp_path):
