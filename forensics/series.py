@@ -216,8 +216,11 @@ def served(events: pl.DataFrame) -> tuple[pl.DataFrame, str]:
     A gateway's lines when there are any: it answers what the pods cannot (a 503 when none
     is left), and the pods' own lines are the same requests again, so the two are never
     added up; of a gateway that also fronts other services, only its inference API paths.
-    Else the servers' (uvicorn) lines."""
+    Else the servers' (uvicorn) lines. A request logged twice under its id (by Ray Serve's
+    proxy and by the replica that served it) is counted once."""
     answered = events.filter(pl.col(s.HTTP_STATUS).is_not_null())
+    if answered[s.REQUEST_ID].null_count() < answered.height:
+        answered = answered.filter(pl.col(s.REQUEST_ID).is_null() | pl.col(s.REQUEST_ID).is_first_distinct())
     gateway = answered.filter(pl.col(s.SOURCE).is_in(GATEWAY_SOURCES))
     if not gateway.height:
         return answered, "access log"

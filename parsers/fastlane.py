@@ -1348,11 +1348,12 @@ def _cri_tag(d, at):  # pragma: no cover - compiled
 @njit(cache=True)
 def _process_prefix(d, at):  # pragma: no cover - compiled
     """The prefix `(Name[ rank=N] pid=N[, ip=a.b.c.d])` at `d[at]`, with one space after it: the
-    name's and the pid's spans and where the rest of the line begins (-1: no such prefix)."""
+    name's and the pid's spans and where the rest of the line begins (-1: no such prefix). The
+    name as `wrappers.PROCESS_NAME` has it: a letter, then word bytes, `.`, `:` or `-`."""
     j = at + 1
     if not (j < len(d) and ((65 <= d[j] <= 90) or (97 <= d[j] <= 122))):
         return 0, 0, 0, 0, -1
-    while j < len(d) and _is_word_byte(d[j]):
+    while j < len(d) and (_is_word_byte(d[j]) or d[j] == 46 or d[j] == 58 or d[j] == 45):
         j += 1
     ok = True
     if j + 6 < len(d) and d[j] == 32 and d[j + 1] == 114:  # ` rank=N`

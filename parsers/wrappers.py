@@ -45,7 +45,11 @@ MPI_PROBE = r"^\[\d+,\d+\]<(?:stdout|stderr)>: ?"
 # Copy/paste artefacts from issue threads and terminals (log-formats §6.15).
 BOX_PROBE = r"^│ ?"
 """k9s and other TUI panes: `│ INFO 07-28 ... │`."""
-_PRODUCER_START = r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} |\([A-Za-z]\w*(?: rank=\d+)? pid=|\[\d{4}-\d{2}-\d{2} |[IWEF]\d{4} |\[?rank\d+\]:)"
+PROCESS_NAME = r"[A-Za-z][\w.:\-]*"
+"""The name in a process prefix: vLLM's (`APIServer`, `EngineCore_DP0`, `Worker_TP1`), Ray's
+actors' (`RayWorkerWrapper`), and Ray Serve's replicas' (`ServeReplica:default:VLLMDeployment`,
+the application and deployment after colons; names may hold `-` and `.`)."""
+_PRODUCER_START = rf"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{{2}}-\d{{2}} |\({PROCESS_NAME}(?: rank=\d+)? pid=|\[\d{{4}}-\d{{2}}-\d{{2}} |[IWEF]\d{{4}} |\[?rank\d+\]:)"
 LINENO_PROBE = r"^\[\d{1,7}\] " + _PRODUCER_START
 """Pasted line numbers before a known producer: `[80746] INFO 07-28 ...`."""
 QUOTE_PROBE = r"^>(?: |$)"
@@ -92,7 +96,7 @@ STERN_NAMES = (
 )
 STERN = (
     STERN_NAMES + r"(?:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} "
-    r"|\([A-Za-z]\w*(?: rank=\d+)? pid=|\[?rank\d+\]:|(?:INFO|WARNING|ERROR):  )"
+    rf"|\({PROCESS_NAME}(?: rank=\d+)? pid=|\[?rank\d+\]:|(?:INFO|WARNING|ERROR):  )"
 )
 """`stern <query>` (optionally `--timestamps`): `<pod> <container> <line>`, the names coloured on a
 TTY; only taken when a known producer or a timestamp follows, so a plain line is never mistaken."""
@@ -103,7 +107,7 @@ JOURNAL_JSON_PROBE = '"__REALTIME_TIMESTAMP"'
 """`journalctl -o json` (and `-o json-seq` without its RS byte): one JSON object per entry."""
 ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 ANSI_RESIDUE = r"(^|[^\w\]])\[[0-9]{1,2}(?:;[0-9]{1,2})*m"
-PROC_PROBE = r"^\s*\([A-Za-z]\w*(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\)"
+PROC_PROBE = rf"^\s*\({PROCESS_NAME}(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\)"
 NESTED_PROCESSES = 4
 """The most process prefixes read off one line: a worker forked from vLLM's engine core
 inherits its prefix and adds its own (`(EngineCore_DP0 pid=1026745) (Worker_TP0 pid=1026751)

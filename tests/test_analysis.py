@@ -410,6 +410,27 @@ def test_an_sglang_replicas_cuda_fault_is_the_root_cause_of_the_throughput_it_to
     assert "illegal memory access" in rc["template"]
 
 
+def test_a_request_ray_serves_proxy_and_replica_both_logged_counts_once(tmp_path):
+    # Serve's proxy and the replica behind it each write an access line under the request's id.
+    t0, proxy, replica = datetime(2025, 3, 2, 8, 0), [], []
+    for i in range(900):
+        t, status, rid = t0 + timedelta(seconds=i), 200 if i < 600 else 500, f"{i:08x}-9fd8-4a68-9e9a-c9ed20b091f4"
+        stamp = f"{t:%Y-%m-%d %H:%M:%S},{i % 1000:03d}"
+        proxy.append(f"INFO {stamp} proxy 10.0.0.3 {rid} -- POST /v1/chat/completions {status} 812.5ms")
+        replica.append(f"INFO {stamp} default_LLM zosusx8c {rid} -- POST /v1/chat/completions {status} 810.1ms")
+    replica.insert(
+        600,
+        "ERROR 2025-03-02 08:10:00,000 default_LLM zosusx8c -- RuntimeError: CUDA error: an illegal memory access was encountered",
+    )
+    write_file(tmp_path / "proxy_10.0.0.3.log", "\n".join(proxy) + "\n")
+    write_file(tmp_path / "replica_default_LLM_zosusx8c.log", "\n".join(replica) + "\n")
+    (inc,) = analyze(tmp_path).to_json()["incidents"]
+    impact = inc["impact"]
+    assert (impact["unit"], impact["baseline_per_s"]) == ("completed requests/s", 1.0)
+    assert (impact["http_requests"], impact["http_5xx"]) == (300, 300)
+    assert inc["root_cause"]["category"] == "gpu-fault"
+
+
 def test_a_cluster_info_dumps_pods_json_names_the_oom_kill_behind_a_replicas_silence(tmp_path):
     """`kubectl cluster-info dump`: the pods' logs and `pods.json`. One replica's engine stops
     reporting; its container's last state in pods.json says the kernel killed it for memory."""

@@ -3066,6 +3066,42 @@ def test_sglangs_lines_are_events_of_its_ranks_with_batch_metrics_and_uvicorns_a
     assert dict(r.metrics.select(s.LINE, s.ENGINE).unique().rows())[5] == "DP1 TP0"
 
 
+def test_ray_serve_replicas_vllm_lines_and_serves_own_lines_are_read(tmp_path):
+    # vLLM inside a Ray Serve replica writes behind Ray's actor prefix (the application and
+    # deployment after colons); Serve's controller, proxy and replicas write their own format.
+    write(
+        tmp_path / "ray-serve-llm.log",
+        "(ServeReplica:default:VLLMDeployment pid=1234) INFO 03-02 08:00:02 [loggers.py:123] Engine 000: Avg "
+        "prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 "
+        "reqs, GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%\n"
+        "(ServeReplica:llm-app:LLMServer:meta-llama--Llama-3.1-8B pid=77, ip=10.0.0.9) ERROR 03-02 08:00:03 "
+        "[core.py:720] EngineCore encountered a fatal error.\n"
+        "INFO 2025-03-02 08:00:04,197 default_VLLMDeployment zosusx8c 26891433-a91a-4d27-b543-0936feb5f5c1 -- "
+        "POST /v1/chat/completions 500 4.1ms\n"
+        "INFO 2025-03-02 08:00:04,803 default_D lswbv98w d0cadb74-9fd8-4a68-9e9a-c9ed20b091f4 -- CALL method OK 1.3ms\n"
+        "WARNING 2025-03-02 08:00:05,187 controller 979 deployment_state.py:1506 - Replica D#DYFbUC of deployment "
+        "D failed health check, stopping it.\n",
+    )
+    r = ingest(tmp_path, year=2025)
+    _balanced(r)
+    assert r.unparsed == 0
+    ev = r.events.sort(s.LINE)
+    assert ev.select(s.SOURCE, s.LEVEL, s.PROCESS, s.PID, s.COMPONENT).rows() == [
+        ("vllm", "INFO", "ServeReplica:default:VLLMDeployment", 1234, "loggers.py"),
+        ("vllm", "ERROR", "ServeReplica:llm-app:LLMServer:meta-llama--Llama-3.1-8B", 77, "core.py"),
+        ("ray", "INFO", "zosusx8c", None, "default_VLLMDeployment"),
+        ("ray", "INFO", "lswbv98w", None, "default_D"),
+        ("ray", "WARNING", None, 979, "controller"),
+    ]
+    access = ev.row(2, named=True)
+    assert (access[s.HTTP_METHOD], access[s.HTTP_PATH], access[s.HTTP_STATUS]) == ("POST", "/v1/chat/completions", 500)
+    assert access[s.REQUEST_ID] == "26891433-a91a-4d27-b543-0936feb5f5c1"
+    assert access[s.TS] == datetime(2025, 3, 2, 8, 0, 4, 197000, tzinfo=UTC)
+    assert ev[s.HTTP_STATUS][3] is None  # (a handle call is no HTTP request)
+    assert ev[s.MESSAGE][4].startswith("Replica D#DYFbUC")
+    assert r.metrics.filter(pl.col(s.METRIC) == "generation_tokens_per_s")[s.VALUE].to_list() == [2.0]
+
+
 def test_logfmt_records_of_go_services_are_timed_levelled_events(tmp_path):
     # dcgm-exporter / containerd (logrus), slog, go-kit (Prometheus family): time with its offset.
     write(

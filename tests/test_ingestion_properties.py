@@ -91,6 +91,9 @@ VALID_LINES = [
     "[04:40:55 TP1] Scheduler hit an exception: Traceback (most recent call last):",
     '(EngineCore_DP0 pid=114) {"asctime": "03-02 08:06:39", "levelname": "ERROR", "name": "vllm.v1.engine.core", '
     '"message": "EngineCore encountered a fatal error.", "process": 114, "vllm_process_name": "EngineCore_DP0"}',
+    "INFO 2024-11-20 13:53:00,197 default_A zosusx8c 26891433-a91a-4d27-b543-0936feb5f5c1 -- POST /v1/x 200 4.1ms",
+    "WARNING 2023-03-10 09:14:57,187 controller 979 deployment_state.py:1506 - Replica D#DYFbUC failed health check",
+    "(ServeReplica:default:VLLMDeployment pid=1234) ERROR 03-02 08:00:11 [core.py:720] Traceback (most recent call last):",
     '{"asctime": "2025-03-02 08:06:39,120", "levelname": "INFO", "name": "uvicorn.access", "message": '
     '"10.0.0.7:51234 - \\"POST /v1/chat/completions HTTP/1.1\\" 200"}',
 ]
@@ -339,6 +342,11 @@ FAST_PREFIXES = [
     "(EngineCore_DP0 pid=120)(Worker_TP1 pid=121)",
     "(EngineCore_DP0 pid=120)  (Worker_TP1 pid=121) ",
     "(APIServer pid=1) (not a prefix) ",
+    # Ray Serve's replicas: the application and deployment after colons
+    "(ServeReplica:default:VLLMDeployment pid=1234) ",
+    "(ServeReplica:llm-app:LLMServer:meta-llama--Llama-3.1-8B pid=77, ip=10.0.0.9) ",
+    "(ServeReplica:default:A pid=1) (_RayWorkerWrapper pid=2) ",
+    "(Serve:: pid=3) ",
 ]
 FAST_BODIES = [
     "INFO 03-02 08:00:00 [logger.py:41] Received request chatcmpl-6f1c: params: SamplingParams(n=1).",
