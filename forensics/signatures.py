@@ -889,6 +889,9 @@ SIGNATURES: tuple[Signature, ...] = (
         r"EngineCore encountered a fatal error|EngineDeadError|AsyncLLM output_handler failed|Engine background task failed|AsyncEngineDeadError|Engine loop has died|Worker \S+ pid \d+ died|failed \(exitcode: -?\d+\) local_rank: \d+|ChildFailedError|WorkerProc hit an exception|Engine core initialization failed|EngineCore failed to start|Engine iteration timed out|RPC call to \w+ timed out|Parent process exited, terminating worker|Killing local vLLM worker processes|RayActorError|ActorDiedError|The actor died unexpectedly|A worker died or was killed while executing a task"
         r"|Engine core proc \S+ died unexpectedly|Worker proc \S+ died unexpectedly|WorkerProc failed to start"
         r"|EngineCore encountered an issue|RuntimeError: Executor failed"
+        # SGLang's scheduler, its TP worker, DP controller and detokenizer, and its server's word for their death
+        r"|^(?:Scheduler|TpModelWorkerClient|DataParallelController|DetokenizerManager|Detokenizer) hit an exception"
+        r"|Received sigquit from a child process\. It usually means the child failed"
         # the interpreter's and absl's crash handlers: a crash in native code, said on stderr
         r"|^Fatal Python error: (?:Segmentation fault|Aborted|Bus error)|^Segmentation fault \(core dumped\)"
         r"|^\*\*\* SIG(?:SEGV|ABRT|BUS) received at time=",

@@ -1153,6 +1153,15 @@ def test_a_lost_peer_logged_just_before_the_kernels_oom_kill_of_that_peer_is_its
             "fault",
         ),
         ("Fatal Python error: Segmentation fault", None, "engine", "symptom"),
+        # SGLang: its scheduler's death, and the server's word for it; the exception below is the fault
+        ("Scheduler hit an exception: Traceback (most recent call last):", None, "engine", "symptom"),
+        ("Received sigquit from a child process. It usually means the child failed.", None, "engine", "symptom"),
+        (
+            "Scheduler hit an exception: Traceback (most recent call last):",
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            "gpu-fault",
+            "fault",
+        ),
         ("*** SIGSEGV received at time=1700000000 on cpu 3 ***", None, "engine", "symptom"),
         (  # the store's server end: the other ranks never connected
             "Traceback (most recent call last):",
