@@ -1150,6 +1150,71 @@ def test_docker_json_records_read_by_polars_give_the_events_json_loads_gives(rec
     assert polars_read.select(cols).equals(python_read.select(cols))
 
 
+_PY_TEXT = st.lists(
+    st.sampled_from(["vllm", "vllm.v1.engine.core", "uvicorn.access", "lmcache", "MainProcess", "EngineCore_DP0"])
+    | st.sampled_from(["INFO", " error ", "Warning", "CRITICAL", "12-31 23:59:30", "2025-03-02 08:07:00,123", ""])
+    | st.sampled_from(["2025-03-02T08:07:00Z", "Traceback (most recent call last):\n  File", "\n", " ", "\x1c", "."])
+    | st.text(max_size=8),
+    max_size=3,
+).map("".join)
+
+
+def _py_field(*likely: str) -> st.SearchStrategy:
+    """A record's string field: mostly what its key holds in real records, else anything."""
+    return st.none() | st.sampled_from(likely) | _PY_TEXT
+
+
+_PY_RECORD = st.fixed_dictionaries(
+    {},
+    optional={
+        "asctime": _py_field("2025-03-02 08:07:00,123", "12-31 23:59:30", "2025-03-02T08:07:00.5", "03-02 08:07"),
+        "timestamp": _py_field("2025-03-02T08:07:00.123456+00:00", "2025-03-02T08:07:00Z"),
+        "levelname": _py_field(
+            "INFO", " error ", "Warning", "CRITICAL\n", "DEBUG", "fatal", "dpanic", "trace", "\x1cINFO"
+        ),
+        "name": _py_field(
+            "vllm", "vllm.v1.engine.core", "uvicorn.access", "lmcache.v1", "worker", "vllm.", "", "lmcache"
+        ),
+        "message": _py_field(
+            "Engine 000: Avg prompt throughput: 1.0 tokens/s", "boom\n", "", "Received request x-1: p"
+        ),
+        "exc_info": _py_field("Traceback (most recent call last):\nRuntimeError: boom\n", "boom", " \n", "\x1c"),
+        "processName": _py_field("MainProcess", "APIServer", ""),
+        "vllm_process_name": _py_field("EngineCore_DP0", "MainProcess", ""),
+        "filename": _py_field("core.py", ""),
+        "process": st.none() | st.integers(min_value=-(10**20), max_value=10**20),
+        "lineno": st.none() | st.integers(min_value=0, max_value=10**6),
+        "created": st.none() | st.floats(allow_nan=False, allow_infinity=False) | st.integers(0, 2 * 10**12),
+        "msecs": st.floats(allow_nan=False, allow_infinity=False),
+    },
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_PY_RECORD, st.booleans(), st.booleans(), st.integers(0, 9)), min_size=1, max_size=12))
+def test_python_logging_records_read_by_polars_give_the_events_json_loads_gives(records):
+    """`wrappers._python_records` (polars' decoder on `PYTHON_RECORD` lines) against
+    `_json_record_each` (`json.loads` and a dict a line) for every record."""
+    from parsers import wrappers
+
+    lines = []
+    for rec, ascii_only, compact, other in records:
+        rec = rec | ({"extra": other} if other == 0 else {})  # (another key: `json.loads`' way)
+        ascii_only = ascii_only or any(0xD800 <= ord(c) < 0xE000 for v in rec.values() if isinstance(v, str) for c in v)
+        lines.append(json.dumps(rec, ensure_ascii=ascii_only, separators=(",", ":") if compact else None))
+    frame = _lines_frame(lines)
+    polars_read = parse_lines(frame)
+    shape = wrappers.PYTHON_RECORD
+    try:
+        wrappers.PYTHON_RECORD = r"^\b\B"  # (matches nothing)
+        python_read = parse_lines(frame)
+    finally:
+        wrappers.PYTHON_RECORD = shape
+    cols = sorted(python_read.columns)
+    assert sorted(polars_read.columns) == cols
+    assert polars_read.select(cols).equals(python_read.select(cols))
+
+
 JSON_VALUES = st.recursive(
     st.none()
     | st.booleans()
