@@ -3,10 +3,10 @@
 Serve's text format is `%(levelname)s %(asctime)s`, then its context, then the message after
 ` -- ` (Ray 2.40 and later) or after the file and line (`file.py:N - `, before)::
 
-    INFO 2024-11-20 13:53:00,197 default_A zosusx8c 26891433-a91a-4d27-b543-0936feb5f5c1 -- GET / 200 4.1ms
-    INFO 2024-11-20 13:51:44,803 default_D lswbv98w d0cadb74-9fd8-4a68-9e9a-c9ed20b091f4 -- CALL method OK 1.3ms
-    INFO 2024-12-11 20:57:19,397 controller 62696 -- Replica(id='a1mjqmdq', deployment='api', app='default') started ...
-    WARNING 2023-03-10 09:14:57,187 controller 979 deployment_state.py:1506 - Replica D#DYFbUC ... failed health check
+    INFO 2024-11-21 09:14:27,318 default_A k2m9q4tz 5b0e7c21-3d4f-4a1b-9c2e-7f6a8d9e0b13 -- GET / 200 4.1ms
+    INFO 2024-11-21 09:14:26,902 default_D p7d3x1rw 8e2f4a61-0c3b-47d9-a5e8-2b1c9d7f3e05 -- CALL method OK 1.3ms
+    INFO 2024-12-12 07:41:03,556 controller 51834 -- Replica(id='r8t2wq5n', deployment='api', app='default') started ...
+    WARNING 2023-03-11 16:22:40,715 controller 812 deployment_state.py:1498 - Replica D#Kq3VzN ... failed health check
 
 The context's first word is the component (`controller`, `proxy`, `serve` for a handle's router,
 or an application's deployment, `default_A`), the next the process (a pid, or the replica's id),

@@ -3,11 +3,11 @@
 SGLang logs with `[%(asctime)s{prefix}] %(message)s` (`datefmt="%Y-%m-%d %H:%M:%S"`), the prefix
 naming the scheduler's ranks (` TP0`, ` DP1 TP0`, ` PP0 TP1`; none in the main process)::
 
-    [2025-02-27 04:46:39 TP0] Decode batch. #running-req: 8, #token: 62531, token usage: 0.12, gen throughput (token/s): 186.64, #queue-req: 0
-    [2026-04-05 20:02:51 TP0] Prefill batch, #new-seq: 1, #new-token: 158, #cached-token: 0, token usage: 0.08, #running-req: 31, #queue-req: 0, cuda graph: True, input throughput (token/s): 559.53
-    [2026-04-05 20:02:51] INFO:     127.0.0.1:40052 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+    [2025-03-01 06:21:44 TP0] Decode batch. #running-req: 8, #token: 48211, token usage: 0.12, gen throughput (token/s): 171.25, #queue-req: 0
+    [2026-01-14 11:40:11 TP0] Prefill batch, #new-seq: 1, #new-token: 214, #cached-token: 0, token usage: 0.08, #running-req: 31, #queue-req: 0, cuda graph: True, input throughput (token/s): 611.04
+    [2026-01-14 11:40:11] INFO:     127.0.0.1:38411 - "POST /v1/chat/completions HTTP/1.1" 200 OK
     [2025-03-02 08:07:03 TP1] Scheduler hit an exception: Traceback (most recent call last):
-    [04:40:55 TP0] Decode batch. #running-req: 2, ...                   # 2024 releases: no date
+    [05:12:07 TP0] Decode batch. #running-req: 2, ...                   # 2024 releases: no date
 
 The format has no level (an SGLang line has none: null, not a guess) and no zone (`--tz`); a line
 without its date has no time of its own (it inherits one, as an untimed line does). uvicorn's

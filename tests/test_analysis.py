@@ -414,16 +414,16 @@ def test_a_request_ray_serves_proxy_and_replica_both_logged_counts_once(tmp_path
     # Serve's proxy and the replica behind it each write an access line under the request's id.
     t0, proxy, replica = datetime(2025, 3, 2, 8, 0), [], []
     for i in range(900):
-        t, status, rid = t0 + timedelta(seconds=i), 200 if i < 600 else 500, f"{i:08x}-9fd8-4a68-9e9a-c9ed20b091f4"
+        t, status, rid = t0 + timedelta(seconds=i), 200 if i < 600 else 500, f"{i:08x}-6c1d-4e2a-8b3f-a0d4e7c19f52"
         stamp = f"{t:%Y-%m-%d %H:%M:%S},{i % 1000:03d}"
         proxy.append(f"INFO {stamp} proxy 10.0.0.3 {rid} -- POST /v1/chat/completions {status} 812.5ms")
-        replica.append(f"INFO {stamp} default_LLM zosusx8c {rid} -- POST /v1/chat/completions {status} 810.1ms")
+        replica.append(f"INFO {stamp} default_LLM k2m9q4tz {rid} -- POST /v1/chat/completions {status} 810.1ms")
     replica.insert(
         600,
-        "ERROR 2025-03-02 08:10:00,000 default_LLM zosusx8c -- RuntimeError: CUDA error: an illegal memory access was encountered",
+        "ERROR 2025-03-02 08:10:00,000 default_LLM k2m9q4tz -- RuntimeError: CUDA error: an illegal memory access was encountered",
     )
     write_file(tmp_path / "proxy_10.0.0.3.log", "\n".join(proxy) + "\n")
-    write_file(tmp_path / "replica_default_LLM_zosusx8c.log", "\n".join(replica) + "\n")
+    write_file(tmp_path / "replica_default_LLM_k2m9q4tz.log", "\n".join(replica) + "\n")
     (inc,) = analyze(tmp_path).to_json()["incidents"]
     impact = inc["impact"]
     assert (impact["unit"], impact["baseline_per_s"]) == ("completed requests/s", 1.0)

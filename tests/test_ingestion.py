@@ -3010,14 +3010,14 @@ def test_sglangs_lines_are_events_of_its_ranks_with_batch_metrics_and_uvicorns_a
         "[2025-03-02 08:00:00] The server is fired up and ready to roll!\n"
         "[2025-03-02 08:00:01 TP0] Prefill batch. #new-seq: 1, #new-token: 23, #cached-token: 0, token usage: 0.05, "
         "#running-req: 0, #queue-req: 4\n"
-        "[2025-03-02 08:00:02 TP0] Decode batch. #running-req: 8, #token: 62531, token usage: 0.12, "
-        "gen throughput (token/s): 186.64, #queue-req: 0\n"
-        '[2025-03-02 08:00:02] INFO:     127.0.0.1:40052 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
-        "[2026-04-05 20:02:51 DP1 TP0] Decode batch, #running-req: 32, #token: 11179, full token usage: 0.08, "
-        "swa token usage: 0.02, cuda graph: True, gen throughput (token/s): 1635.11, #queue-req: 0\n"
-        "[2026-04-05 20:02:52 DP1 TP0] Prefill batch, #new-seq: 1, #new-token: 158, #cached-token: 0, token usage: "
-        "0.08, #running-req: 31, #queue-req: 0, cuda graph: True, input throughput (token/s): 559.53\n"
-        "[2026-04-05 20:02:53 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+        "[2025-03-02 08:00:02 TP0] Decode batch. #running-req: 8, #token: 48211, token usage: 0.12, "
+        "gen throughput (token/s): 171.25, #queue-req: 0\n"
+        '[2025-03-02 08:00:02] INFO:     127.0.0.1:38411 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+        "[2026-01-14 11:40:11 DP1 TP0] Decode batch, #running-req: 32, #token: 9342, full token usage: 0.08, "
+        "swa token usage: 0.02, cuda graph: True, gen throughput (token/s): 1402.87, #queue-req: 0\n"
+        "[2026-01-14 11:40:12 DP1 TP0] Prefill batch, #new-seq: 1, #new-token: 214, #cached-token: 0, token usage: "
+        "0.08, #running-req: 31, #queue-req: 0, cuda graph: True, input throughput (token/s): 611.04\n"
+        "[2026-01-14 11:40:13 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
         '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1999, in run_scheduler_process\n'
         "RuntimeError: CUDA error: an illegal memory access was encountered\n"
         "[20:02:54 TP0] Decode batch. #running-req: 1, #token: 56, token usage: 0.00, gen throughput (token/s): 28.23, "
@@ -3046,15 +3046,15 @@ def test_sglangs_lines_are_events_of_its_ranks_with_batch_metrics_and_uvicorns_a
         (2, "gpu_kv_cache_usage"): 0.05,
         (2, "running"): 0,
         (2, "waiting"): 4,
-        (3, "generation_tokens_per_s"): 186.64,
+        (3, "generation_tokens_per_s"): 171.25,
         (3, "gpu_kv_cache_usage"): 0.12,
         (3, "running"): 8,
         (3, "waiting"): 0,
-        (5, "generation_tokens_per_s"): 1635.11,
+        (5, "generation_tokens_per_s"): 1402.87,
         (5, "gpu_kv_cache_usage"): 0.08,
         (5, "running"): 32,
         (5, "waiting"): 0,
-        (6, "prompt_tokens_per_s"): 559.53,
+        (6, "prompt_tokens_per_s"): 611.04,
         (6, "gpu_kv_cache_usage"): 0.08,
         (6, "running"): 31,
         (6, "waiting"): 0,
@@ -3076,10 +3076,10 @@ def test_ray_serve_replicas_vllm_lines_and_serves_own_lines_are_read(tmp_path):
         "reqs, GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%\n"
         "(ServeReplica:llm-app:LLMServer:meta-llama--Llama-3.1-8B pid=77, ip=10.0.0.9) ERROR 03-02 08:00:03 "
         "[core.py:720] EngineCore encountered a fatal error.\n"
-        "INFO 2025-03-02 08:00:04,197 default_VLLMDeployment zosusx8c 26891433-a91a-4d27-b543-0936feb5f5c1 -- "
+        "INFO 2025-03-02 08:00:04,197 default_VLLMDeployment k2m9q4tz 5b0e7c21-3d4f-4a1b-9c2e-7f6a8d9e0b13 -- "
         "POST /v1/chat/completions 500 4.1ms\n"
-        "INFO 2025-03-02 08:00:04,803 default_D lswbv98w d0cadb74-9fd8-4a68-9e9a-c9ed20b091f4 -- CALL method OK 1.3ms\n"
-        "WARNING 2025-03-02 08:00:05,187 controller 979 deployment_state.py:1506 - Replica D#DYFbUC of deployment "
+        "INFO 2025-03-02 08:00:04,803 default_D p7d3x1rw 8e2f4a61-0c3b-47d9-a5e8-2b1c9d7f3e05 -- CALL method OK 1.3ms\n"
+        "WARNING 2025-03-02 08:00:05,409 controller 812 deployment_state.py:1498 - Replica D#Kq3VzN of deployment "
         "D failed health check, stopping it.\n",
     )
     r = ingest(tmp_path, year=2025)
@@ -3089,16 +3089,16 @@ def test_ray_serve_replicas_vllm_lines_and_serves_own_lines_are_read(tmp_path):
     assert ev.select(s.SOURCE, s.LEVEL, s.PROCESS, s.PID, s.COMPONENT).rows() == [
         ("vllm", "INFO", "ServeReplica:default:VLLMDeployment", 1234, "loggers.py"),
         ("vllm", "ERROR", "ServeReplica:llm-app:LLMServer:meta-llama--Llama-3.1-8B", 77, "core.py"),
-        ("ray", "INFO", "zosusx8c", None, "default_VLLMDeployment"),
-        ("ray", "INFO", "lswbv98w", None, "default_D"),
-        ("ray", "WARNING", None, 979, "controller"),
+        ("ray", "INFO", "k2m9q4tz", None, "default_VLLMDeployment"),
+        ("ray", "INFO", "p7d3x1rw", None, "default_D"),
+        ("ray", "WARNING", None, 812, "controller"),
     ]
     access = ev.row(2, named=True)
     assert (access[s.HTTP_METHOD], access[s.HTTP_PATH], access[s.HTTP_STATUS]) == ("POST", "/v1/chat/completions", 500)
-    assert access[s.REQUEST_ID] == "26891433-a91a-4d27-b543-0936feb5f5c1"
+    assert access[s.REQUEST_ID] == "5b0e7c21-3d4f-4a1b-9c2e-7f6a8d9e0b13"
     assert access[s.TS] == datetime(2025, 3, 2, 8, 0, 4, 197000, tzinfo=UTC)
     assert ev[s.HTTP_STATUS][3] is None  # (a handle call is no HTTP request)
-    assert ev[s.MESSAGE][4].startswith("Replica D#DYFbUC")
+    assert ev[s.MESSAGE][4].startswith("Replica D#Kq3VzN")
     assert r.metrics.filter(pl.col(s.METRIC) == "generation_tokens_per_s")[s.VALUE].to_list() == [2.0]
 
 

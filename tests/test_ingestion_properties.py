@@ -83,16 +83,16 @@ VALID_LINES = [
     "```",
     "<details>",
     "<summary>Full log</summary>",
-    "[2025-02-27 04:46:39 TP0] Decode batch. #running-req: 8, #token: 62531, token usage: 0.12, gen throughput "
-    "(token/s): 186.64, #queue-req: 0",
-    "[2026-04-05 20:02:52 DP1 TP0] Prefill batch, #new-seq: 1, #new-token: 290, #cached-token: 0, token usage: 0.08, "
-    "#running-req: 31, #queue-req: 0, cuda graph: True, input throughput (token/s): 1670.03",
-    '[2026-04-05 20:02:51] INFO:     127.0.0.1:40052 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
-    "[04:40:55 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+    "[2025-03-01 06:21:44 TP0] Decode batch. #running-req: 8, #token: 48211, token usage: 0.12, gen throughput "
+    "(token/s): 171.25, #queue-req: 0",
+    "[2026-01-14 11:40:12 DP1 TP0] Prefill batch, #new-seq: 1, #new-token: 377, #cached-token: 0, token usage: 0.08, "
+    "#running-req: 31, #queue-req: 0, cuda graph: True, input throughput (token/s): 1288.40",
+    '[2026-01-14 11:40:11] INFO:     127.0.0.1:38411 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    "[05:12:07 TP1] Scheduler hit an exception: Traceback (most recent call last):",
     '(EngineCore_DP0 pid=114) {"asctime": "03-02 08:06:39", "levelname": "ERROR", "name": "vllm.v1.engine.core", '
     '"message": "EngineCore encountered a fatal error.", "process": 114, "vllm_process_name": "EngineCore_DP0"}',
-    "INFO 2024-11-20 13:53:00,197 default_A zosusx8c 26891433-a91a-4d27-b543-0936feb5f5c1 -- POST /v1/x 200 4.1ms",
-    "WARNING 2023-03-10 09:14:57,187 controller 979 deployment_state.py:1506 - Replica D#DYFbUC failed health check",
+    "INFO 2024-11-21 09:14:27,318 default_A k2m9q4tz 5b0e7c21-3d4f-4a1b-9c2e-7f6a8d9e0b13 -- POST /v1/x 200 4.1ms",
+    "WARNING 2023-03-11 16:22:40,715 controller 812 deployment_state.py:1498 - Replica D#Kq3VzN failed health check",
     "(ServeReplica:default:VLLMDeployment pid=1234) ERROR 03-02 08:00:11 [core.py:720] Traceback (most recent call last):",
     '{"asctime": "2025-03-02 08:06:39,120", "levelname": "INFO", "name": "uvicorn.access", "message": '
     '"10.0.0.7:51234 - \\"POST /v1/chat/completions HTTP/1.1\\" 200"}',
