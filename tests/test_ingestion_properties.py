@@ -1128,23 +1128,29 @@ _DOCKER_TEXT = st.lists(
 )
 def test_docker_json_records_read_by_polars_give_the_events_json_loads_gives(records):
     """`wrappers._docker_json` (polars' decoder on the daemon's exact shape) against
-    `_json_record` (`json.loads` and a dict a line) for every record."""
-    from parsers import wrappers
-
+    `_json_record_each` (`json.loads` and a dict a line) for every record."""
     lines = []
     for log, stream, time, ascii_only, newline in records:
         rec = {"log": log + ("\n" if newline else ""), "stream": stream, "time": time}
         # (a lone surrogate has no UTF-8: a file holds it only escaped)
         ascii_only = ascii_only or any(0xD800 <= ord(c) < 0xE000 for c in log)
         lines.append(json.dumps(rec, ensure_ascii=ascii_only, separators=(",", ":")))
+    _assert_polars_reads_as_json_loads(lines, "DOCKER_JSON")
+
+
+def _assert_polars_reads_as_json_loads(lines: list[str], shape: str) -> None:
+    """`lines` parse to the same events with the `wrappers` record shape `shape` (the lines
+    polars decodes) as with it matching nothing (every line through `json.loads`)."""
+    from parsers import wrappers
+
     frame = _lines_frame(lines)
     polars_read = parse_lines(frame)
-    shape = wrappers.DOCKER_JSON
+    pattern = getattr(wrappers, shape)
     try:
-        wrappers.DOCKER_JSON = r"^\b\B"  # (matches nothing)
+        setattr(wrappers, shape, r"^\b\B")  # (matches nothing)
         python_read = parse_lines(frame)
     finally:
-        wrappers.DOCKER_JSON = shape
+        setattr(wrappers, shape, pattern)
     cols = sorted(python_read.columns)
     assert sorted(polars_read.columns) == cols
     assert polars_read.select(cols).equals(python_read.select(cols))
@@ -1195,24 +1201,12 @@ _PY_RECORD = st.fixed_dictionaries(
 def test_python_logging_records_read_by_polars_give_the_events_json_loads_gives(records):
     """`wrappers._python_records` (polars' decoder on `PYTHON_RECORD` lines) against
     `_json_record_each` (`json.loads` and a dict a line) for every record."""
-    from parsers import wrappers
-
     lines = []
     for rec, ascii_only, compact, other in records:
         rec = rec | ({"extra": other} if other == 0 else {})  # (another key: `json.loads`' way)
         ascii_only = ascii_only or any(0xD800 <= ord(c) < 0xE000 for v in rec.values() if isinstance(v, str) for c in v)
         lines.append(json.dumps(rec, ensure_ascii=ascii_only, separators=(",", ":") if compact else None))
-    frame = _lines_frame(lines)
-    polars_read = parse_lines(frame)
-    shape = wrappers.PYTHON_RECORD
-    try:
-        wrappers.PYTHON_RECORD = r"^\b\B"  # (matches nothing)
-        python_read = parse_lines(frame)
-    finally:
-        wrappers.PYTHON_RECORD = shape
-    cols = sorted(python_read.columns)
-    assert sorted(polars_read.columns) == cols
-    assert polars_read.select(cols).equals(python_read.select(cols))
+    _assert_polars_reads_as_json_loads(lines, "PYTHON_RECORD")
 
 
 JSON_VALUES = st.recursive(
