@@ -3,7 +3,7 @@ findings of the flight recorder's analyser (`torchfrtrace` / `fr_trace.py`).
 
     [rank3]:[E1012 22:31:22.267261276 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught ...
     [E ProcessGroupNCCL.cpp:475] [Rank 4] Watchdog caught ...                 # torch <= 2.3
-    [I ProcessGroupNCCL.cpp:850] [Rank 1] NCCL watchdog thread started!
+    [I ProcessGroupNCCL.cpp:850] [Rank 5] NCCL watchdog thread started!
     Not all ranks joining collective 5 at entry 4                             # torchfrtrace
     missing ranks: {1}
 

@@ -1,6 +1,6 @@
 """uvicorn lines inside vLLM's API server: access lines and its own status lines.
 
-    INFO:     127.0.0.1:41774 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+    INFO:     127.0.0.1:50312 - "POST /v1/chat/completions HTTP/1.1" 200 OK
     INFO:     Application startup complete.
 
 Neither carries a timestamp or pid; the time is inherited from the previous timed line.
