@@ -826,7 +826,10 @@ def _json_record(d: pl.DataFrame) -> pl.DataFrame:
     shaped = d.select(pl.col("body").str.contains(PYTHON_RECORD)).to_series()
     if not shaped.any():
         return _json_record_each(d)
-    fast = _python_records(d.filter(shaped))
+    try:
+        fast = _python_records(d.filter(shaped))
+    except pl.exceptions.ComputeError:  # (a line `PYTHON_RECORD` let through that polars cannot decode)
+        return _json_record_each(d)
     read = fast.select(pl.col("_m").struct.field("m").is_not_null()).to_series()
     rest = pl.concat([d.filter(~shaped), fast.filter(~read).drop("_m")], how="diagonal_relaxed")
     parts = [_record_columns(fast.filter(read))] + ([_json_record_each(rest)] if rest.height else [])
@@ -943,9 +946,11 @@ PYTHON_RECORD_INTEGERS = ("process", "lineno", "thread", "levelno")
 PYTHON_RECORD_FLOATS = ("created", "msecs", "relativeCreated")
 _PYTHON_MEMBER = (
     rf'"(?:{"|".join(PYTHON_RECORD_STRINGS)})": ?(?:{_JSON_STRING}|null)'
-    rf'|"(?:{"|".join(PYTHON_RECORD_INTEGERS)})": ?(?:-?\d{{1,18}}|null)'
-    rf'|"(?:{"|".join(PYTHON_RECORD_FLOATS)})": ?(?:-?\d{{1,18}}(?:\.\d{{1,18}})?(?:[eE][+-]?\d{{1,3}})?|null)'
+    rf'|"(?:{"|".join(PYTHON_RECORD_INTEGERS)})": ?(?:-?(?:0|[1-9]\d{{0,17}})|null)'
+    rf'|"(?:{"|".join(PYTHON_RECORD_FLOATS)})": ?(?:-?(?:0|[1-9]\d{{0,17}})(?:\.\d{{1,18}})?(?:[eE][+-]?\d{{1,2}})?|null)'
 )
+"""(Numbers as JSON writes them, no leading zero, no more digits than 64 bits hold, exponents
+within a double's range.)"""
 PYTHON_RECORD = rf"^\{{(?:{_PYTHON_MEMBER})(?:, ?(?:{_PYTHON_MEMBER}))*\}}$"
 """A Python logging record as python-json-logger (and vLLM's JSON formatter) writes it: only
 LogRecord's own attributes and vLLM's `vllm_process_name`, each of its type, `", "` between

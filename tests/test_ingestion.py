@@ -2542,11 +2542,16 @@ def test_hostile_json_lines_never_crash_the_collector_wrappers(tmp_path):
         '{"__REALTIME_TIMESTAMP": "99999999999999999999999", "_PID": 4242, "MESSAGE": "a 23-digit journal time"}\n'
         '{"__REALTIME_TIMESTAMP": "abc", "MESSAGE": [300, -1, "x", 104, 105]}\n'
         "[1, 2, 3]\n"
-        '{"unterminated": \n',
+        '{"unterminated": \n'
+        # Python logging's shape with numbers JSON has no word for (leading zeros, past a double)
+        '{"message": "leading zero", "name": "vllm", "lineno": 00012}\n'
+        '{"message": "huge", "name": "vllm", "created": 1e999}\n'
+        '{"message": "a good record", "name": "vllm", "created": 1741000000.5}\n',
     )
     r = ingest(tmp_path)
     f = r.files[0]
-    assert f.lines == 9 and f.parsed + f.folded + f.unparsed == 9
+    assert f.lines == 12 and f.parsed + f.folded + f.unparsed == 12
+    assert r.events.filter(pl.col(s.LINE) == 12)[s.SOURCE].to_list() == ["vllm"]
     by_line = {row[s.LINE]: row for row in r.events.iter_rows(named=True)}
     assert by_line[1][s.MESSAGE] == "an epoch past any log" and by_line[1][s.TS] is None
     assert by_line[6][s.MESSAGE] == "a 23-digit journal time" and by_line[6][s.PID] == 4242
