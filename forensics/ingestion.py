@@ -1014,7 +1014,8 @@ def _resolve_time(ev: pl.DataFrame, clock: _Clock, carry: _Carry) -> tuple[pl.Da
     # Syslog/journald time where the line itself has none.
     ev = _set_rows(ev, pl.col("_mo").is_null() & pl.col("_syslog").is_not_null(), syslog_time_parts())
     ev = _set_rows(ev, pl.col("_outer_ts").is_null() & pl.col("_Y").is_not_null(), [_exact_time(tz).alias("_outer_ts")])
-    yearless = pl.col("_outer_ts").is_null() & pl.col("_mo").is_not_null()
+    # (a line whose full date does not exist, `2025-02-29`, is untimed: its year is no guess to redo)
+    yearless = pl.col("_outer_ts").is_null() & pl.col("_mo").is_not_null() & pl.col("_Y").is_null()
     refs: dict[int, datetime] = {}
     fallback_year: dict[int, int] = {}
     # Each file's first line without a year, in this batch (its first such line in the file
@@ -1156,7 +1157,7 @@ def _time_carry(carry: _Carry, ev: pl.DataFrame) -> dict:
     same = last == carry.fid
     ts = rows[s.TS].drop_nulls()
     out = {"fid": last, "ts": ts[-1] if len(ts) else (carry.ts if same else None), "mo": None, "rolls": 0}
-    yearless = rows.filter(pl.col("_outer_ts").is_null() & pl.col("_mo").is_not_null())
+    yearless = rows.filter(pl.col("_outer_ts").is_null() & pl.col("_mo").is_not_null() & pl.col("_Y").is_null())
     if yearless.height:
         out["mo"] = int(yearless["_mo"][-1])
         out["rolls"] = int(yearless["_rolls"][-1]) if "_rolls" in yearless.columns else 0

@@ -852,6 +852,23 @@ def test_a_day_the_years_month_lacks_is_no_time_not_a_failed_run(tmp_path, dated
         assert ev[s.TS_QUALITY].to_list() == ["none", "none", "inferred-year"]
 
 
+def test_a_full_date_that_does_not_exist_is_untimed_not_moved_to_another_year(tmp_path):
+    # `2025-02-29` says its year: it is no day, not the leap day of 2024 (a year-less `02-29` may be).
+    write(
+        tmp_path / "a.log",
+        "2025-02-28 10:00:00,123 - worker - INFO - fine\n"
+        "2025-02-29 10:00:01,000 - worker - ERROR - no such day\n"
+        "[2025-02-29 10:00:02 TP0] Decode batch. #running-req: 1, token usage: 0.10, gen throughput (token/s): 5.0\n"
+        "2025-03-01 10:00:03,000 - worker - INFO - next\n",
+    )
+    r = ingest(tmp_path)
+    _balanced(r)
+    ev = r.events.sort(s.LINE)
+    fine = datetime(2025, 2, 28, 10, 0, 0, 123000, tzinfo=UTC)
+    assert ev[s.TS].to_list() == [fine, fine, fine, datetime(2025, 3, 1, 10, 0, 3, tzinfo=UTC)]
+    assert ev[s.TS_QUALITY].to_list() == ["exact", "inherited", "inherited", "exact"]
+
+
 def test_year_rolls_over_within_a_file_with_only_year_option(tmp_path):
     write(tmp_path / "b.log", "INFO 12-31 23:59:50 [x.py:1] before\nINFO 01-01 00:00:10 [x.py:1] after\n")
     ev = ingest(tmp_path, year=2024).events
