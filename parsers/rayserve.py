@@ -20,12 +20,12 @@ from __future__ import annotations
 import polars as pl
 
 from forensics import schema as s
-from parsers._common import extract_head, frac_to_us, level_from_word, to_i32
+from parsers._common import extract_head, level_from_word, time_parts, to_i32
 
 DETECT = r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} \S+ "
 PATTERN = (
     r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<Y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2}) "
-    r"(?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2}),(?P<ms>\d{3}) (?P<ctx>\S+(?: \S+)*?) "
+    r"(?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2}),(?P<frac>\d{3}) (?P<ctx>\S+(?: \S+)*?) "
     r"(?:-- |(?P<file>[\w./\-]+\.py):\d+ - )(?P<msg>.*)$"
 )
 ACCESS = r"^(?P<method>GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) (?P<path>\S+) (?P<status>\d{3}) [\d.]+ms$"
@@ -43,8 +43,7 @@ def parse(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(
         pl.when(m("msg").is_not_null()).then(pl.lit("ray")).alias(s.SOURCE),
         level_from_word(m("level")).alias(s.LEVEL),
-        *(to_i32(m(g)).alias(f"_{g}") for g in ("Y", "mo", "d", "H", "M", "S")),
-        frac_to_us(m("ms")).alias("_us"),
+        *time_parts(m),
         ctx.list.get(0, null_on_oob=True).alias(s.COMPONENT),
         pl.when(second.str.contains(r"^\d+$")).then(second).otherwise(pl.col("_pid")).alias("_pid"),
         pl.when(~second.str.contains(r"^\d+$")).then(second).otherwise(pl.col(s.PROCESS)).alias(s.PROCESS),

@@ -22,7 +22,7 @@ import polars as pl
 
 from forensics import schema as s
 from parsers import uvicorn
-from parsers._common import TIME_PARTS, apply, extract_head, to_i32
+from parsers._common import TIME_PARTS, apply, extract_head, time_parts
 
 RANKS = r"(?: (?:DP|TP|PP|EP|CP)\d+)"
 BATCH = r"(?:Decode|Prefill) batch[.,] "
@@ -47,11 +47,8 @@ def parse(df: pl.DataFrame) -> pl.DataFrame:
         m("msg").alias(s.MESSAGE),
         pl.when(ranks != "").then(ranks).otherwise(pl.col(s.PROCESS)).alias(s.PROCESS),
         pl.coalesce(ranks.str.extract(r"^TP(\d+)$", 1), pl.col("_rank")).alias("_rank"),
-        *(
-            pl.when(dated).then(to_i32(m(g))).alias(f"_{g}")
-            for g in ("Y", "mo", "d", "H", "M", "S")  # (`TIME_PARTS` but `_us`: to the second)
-        ),
-        pl.lit(None, pl.Int32).alias("_us"),
+        # (to the second: no fraction; a line without its date has no time of its own)
+        *time_parts(lambda g: pl.when(dated).then(m(g)) if g != "frac" else pl.lit(None, pl.String)),
     ).drop("_m")
     return apply(df, pl.col(s.MESSAGE).str.contains(uvicorn.DETECT), _uvicorn)
 
@@ -79,8 +76,9 @@ usage`), `#queue-req` the requests waiting. `#token` (tokens held) has no vLLM c
 def metrics(events: pl.DataFrame) -> pl.DataFrame:
     """Rows of the metrics table from SGLang's batch lines among `events`, keyed by pod and by
     the scheduler's ranks (the engine: `TP0`, `DP1 TP0`), in (file, line, metric) order."""
+    # Narrow first: a filter copies every column it is given, and the events are wide.
     columns = (s.TS, s.TS_QUALITY, s.HOST, s.POD, s.FILE, s.LINE, s.PROCESS, s.MESSAGE)
-    lines = events.filter(pl.col(s.SOURCE) == "sglang").select(columns)  # (narrow before the text search)
+    lines = events.select(*columns, s.SOURCE).filter(pl.col(s.SOURCE) == "sglang").drop(s.SOURCE)
     lines = lines.filter(pl.col(s.MESSAGE).str.contains(f"^{BATCH}"))
     if lines.is_empty():
         return s.empty_metrics()

@@ -22,7 +22,7 @@ import polars as pl
 
 from forensics import schema as s
 from parsers import k8s
-from parsers._common import APP_LEVEL_WORDS, TIME_PARTS, apply, extract_head, frac_to_us, load_json, to_i32
+from parsers._common import APP_LEVEL_WORDS, TIME_PARTS, apply, extract_head, load_json, time_parts
 
 RFC3339_PROBE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}) "
 SYSLOG = (
@@ -1037,10 +1037,10 @@ def _record_columns(d: pl.DataFrame) -> pl.DataFrame:
         return pl.when(ok).then(pl.coalesce(m(field), had) if over else m(field)).otherwise(had).alias(column)
 
     return d.with_columns(
-        pl.when(ok).then(m("m")).otherwise(pl.col("body")).alias("body"),
-        pl.when(ok).then(m("stream")).otherwise(pl.col(s.STREAM)).alias(s.STREAM),
+        record("body", "m"),
+        record(s.STREAM, "stream"),
         pl.coalesce(pl.when(ok).then(when), pl.col("_outer_ts")).alias("_outer_ts"),
-        pl.when(ok).then(m("host")).otherwise(pl.col(s.HOST)).alias(s.HOST),
+        record(s.HOST, "host"),
         record("_wpod", "pod", over=True),
         record("_wns", "ns", over=True),
         record("_wcont", "cont", over=True),
@@ -1067,13 +1067,8 @@ time is the line's, as a wrapper's is (`lines._record_times`)."""
 def _local_time_parts(iso: pl.Expr, where: pl.Expr) -> list[pl.Expr]:
     """`RECORD_TIME_PARTS` of the records (`where`) whose time has no zone (`LOCAL_TIME`)."""
     local = iso.str.extract_groups(LOCAL_TIME).struct.field
-    parts = {"_Y": "Y", "_mo": "mo", "_d": "d", "_H": "H", "_M": "M", "_S": "S"}
-    return [
-        *(pl.when(where).then(to_i32(local(g))).alias(RECORD_TIME_PARTS[p]) for p, g in parts.items()),
-        pl.when(where & local("mo").is_not_null())
-        .then(frac_to_us(local("frac")).fill_null(0))
-        .alias(RECORD_TIME_PARTS["_us"]),
-    ]
+    parts = time_parts(lambda g: pl.when(where).then(local(g)))
+    return [e.alias(RECORD_TIME_PARTS[part]) for e, part in zip(parts, TIME_PARTS, strict=True)]
 
 
 def _peel_stern(d: pl.DataFrame) -> pl.DataFrame:
