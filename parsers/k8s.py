@@ -6,6 +6,7 @@ container states, source `k8s-state`).
     E0413 10:53:52.844381    3263 kubelet.go:2055] "Skipping pod synchronization" err="PLEG ..."
       Warning  Unhealthy  2m (x12 over 3m)  kubelet  Liveness probe failed: ...      # describe
     29m   Warning   FailedScheduling   pod/x   0/1 nodes are available: ...          # get events
+    2m (x12 over 14m)   Warning   BackOff   Pod/x   Back-off restarting failed ...    # kubectl events
     ==== START logs for container vllm of pod default/vllm-0 ====                     # dump
 
 Event documents (`kubectl get events -o json|yaml`) are whole-file JSON/YAML and are
@@ -54,11 +55,19 @@ DESCRIBE = (
     r"^\s{2,}(?P<type>Normal|Warning)\s+(?P<reason>\w+)\s+"
     r"(?P<age>\S+(?: \(x(?P<count>\d+) over (?P<first>\S+)\))?)\s+(?P<src>\S+(?:, \S+)?)\s{2,}(?P<msg>.+)$"
 )
-DETECT_TABLE = r"^(?:[a-z0-9][\w.\-]*\s+)?(?:\d+[smhd]\S*|<unknown>)\s+(?:Normal|Warning)\s+\w+\s+[a-z][\w.]*/"
-TABLE = (
-    r"^(?:(?P<ns>[a-z0-9][\w.\-]*)\s+)?(?P<age>\d+[smhd]\S*|<unknown>)\s+(?P<type>Normal|Warning)\s+"
-    r"(?P<reason>\w+)\s+(?P<obj>[a-z][\w.]*/\S+)\s+(?P<msg>.*)$"
+_AGE = r"\d+[smhdy]\S*|<unknown>|<invalid>"
+"""A listing's age: kubectl's `HumanDuration` (`45s`, `5m2s`, `3h`, `2d4h`, `400d`, `2y3d`), or
+what it prints for no time or one in the future."""
+DETECT_TABLE = (
+    rf"^(?:[a-z0-9][\w.\-]*\s+)?(?:{_AGE})(?: \(x\d+ over \S+\))?\s+(?:Normal|Warning)\s+\w+\s+[A-Za-z][\w.]*/"
 )
+TABLE = (
+    rf"^(?:(?P<ns>[a-z0-9][\w.\-]*)\s+)?(?P<age>{_AGE})(?: \(x(?P<count>\d+) over (?P<first>\S+)\))?\s+"
+    r"(?P<type>Normal|Warning)\s+(?P<reason>\w+)\s+(?P<obj>[A-Za-z][\w.]*/\S+)\s+(?P<msg>.*)$"
+)
+"""`kubectl get events` rows (OBJECT `pod/x`: the kind in lower case), and `kubectl events` rows
+(kubectl >= 1.26: OBJECT `Pod/x`, and LAST SEEN `2m (x12 over 14m)` for an event seen 12 times,
+first 14 minutes before capture); both with NAMESPACE first under `-A`."""
 WIDE_TAIL = (
     r"^(?:(?P<sub>\S*\{\S+\}|spec\.\S+)\s{2,})?(?P<comp>[a-z][\w.\-]*)(?:, (?P<node>[\w.\-]+))?\s{2,}(?P<msg>.+?)"
     r"\s{2,}(?P<first>\d+[smhd]\S*|<unknown>)\s+(?P<count>\d+)\s+(?P<name>\S+)\s*$"
@@ -177,22 +186,36 @@ def parse_describe(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def parse_table(df: pl.DataFrame) -> pl.DataFrame:
-    """`kubectl get events` table rows (LAST SEEN TYPE REASON OBJECT MESSAGE)."""
+    """`kubectl get events` and `kubectl events` table rows (LAST SEEN TYPE REASON OBJECT MESSAGE).
+
+    The object is named as an event document's row names it (`event_row`: the kind in lower
+    case), so `Pod/x` of `kubectl events` is the pod's event as `pod/x` of `get events` is."""
     m = pl.col("_m").struct.field
     w = pl.col("_w").struct.field
     df = extract_head(df, TABLE, "_m")
     df = df.with_columns(m("msg").str.extract_groups(WIDE_TAIL).alias("_w"))
     wide = w("name").is_not_null()
+    kind, name = (
+        m("obj").str.splitn("/", 2).struct.field("field_0"),
+        m("obj").str.splitn("/", 2).struct.field("field_1"),
+    )
+    obj = pl.concat_str(kind.str.to_lowercase(), pl.lit("/"), name)
     return df.with_columns(
         pl.when(m("msg").is_not_null()).then(pl.lit("k8s-event")).alias(s.SOURCE),
-        pl.when(wide).then(w("node")).otherwise(pl.col(s.HOST)).alias(s.HOST),
+        # (a node's event is on that node, as an event document's row is)
+        pl.when(wide)
+        .then(w("node"))
+        .when(obj.str.starts_with("node/"))
+        .then(name)
+        .otherwise(pl.col(s.HOST))
+        .alias(s.HOST),
         pl.when(wide).then(w("comp")).alias(s.COMPONENT),
-        pl.when(wide).then(w("count").cast(pl.Int64, strict=False)).alias(s.K8S_COUNT),
+        pl.when(wide).then(w("count")).otherwise(m("count")).cast(pl.Int64, strict=False).alias(s.K8S_COUNT),
         pl.when(m("type") == "Warning").then(pl.lit("WARNING")).otherwise(pl.lit("INFO")).alias(s.LEVEL),
         m("type").alias(s.K8S_TYPE),
         m("reason").alias(s.K8S_REASON),
-        m("obj").alias(s.K8S_OBJECT),
-        pl.when(m("obj").str.starts_with("pod/")).then(m("obj").str.slice(4)).alias(s.POD),  # (as a document's)
+        obj.alias(s.K8S_OBJECT),
+        pl.when(obj.str.starts_with("pod/")).then(name).alias(s.POD),  # (as a document's)
         pl.coalesce(m("ns"), pl.col(s.NAMESPACE) if s.NAMESPACE in df.columns else None).alias(s.NAMESPACE),
         _reason_message(m("reason"), pl.when(wide).then(w("msg")).otherwise(m("msg"))).alias(s.MESSAGE),
         age_seconds(m("age")).alias("_age_s"),

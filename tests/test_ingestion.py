@@ -754,6 +754,46 @@ def test_kubectl_get_events_table_rows_are_events(tmp_path):
     assert row[s.POD] == "vllm-2"  # (the pod's event, as an event document's is)
 
 
+def test_kubectl_events_rows_give_their_pod_count_and_last_time_as_get_events_rows_do(tmp_path):
+    # `kubectl events -A` (kubectl >= 1.26): the object as `Kind/name`, and an event seen more than
+    # once as `LAST SEEN (xN over FIRST)`; before, neither row shape was read and both were unknown.
+    write(
+        tmp_path / "kubectl-events.txt",
+        "NAMESPACE   LAST SEEN           TYPE      REASON      OBJECT                         MESSAGE\n"
+        "serving     14m                 Normal    Scheduled   Pod/llama-70b-5f7d9c-q2w4e     Successfully assigned serving/llama-70b-5f7d9c-q2w4e to h100-node-2\n"
+        "serving     2m (x12 over 13m)   Warning   BackOff     Pod/llama-70b-5f7d9c-q2w4e     Back-off restarting failed container vllm in pod llama-70b-5f7d9c-q2w4e_serving(7c1d)\n"
+        "serving     40s                 Warning   NodeNotReady   Node/h100-node-2            Node h100-node-2 status is now: NodeNotReady\n",
+    )
+    cap = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+    r = ingest(tmp_path, captured_at=cap)
+    assert r.unparsed == 0
+    ev = r.events.filter(pl.col(s.SOURCE) == "k8s-event").sort(s.LINE)
+    assert ev.select(s.NAMESPACE, s.POD, s.K8S_OBJECT, s.K8S_REASON, s.K8S_COUNT, s.LEVEL, s.TS).rows() == [
+        (
+            "serving",
+            "llama-70b-5f7d9c-q2w4e",
+            "pod/llama-70b-5f7d9c-q2w4e",
+            "Scheduled",
+            None,
+            "INFO",
+            cap - timedelta(minutes=14),
+        ),
+        (
+            "serving",
+            "llama-70b-5f7d9c-q2w4e",
+            "pod/llama-70b-5f7d9c-q2w4e",
+            "BackOff",
+            12,
+            "WARNING",
+            cap - timedelta(minutes=2),
+        ),
+        ("serving", None, "node/h100-node-2", "NodeNotReady", None, "WARNING", cap - timedelta(seconds=40)),
+    ]
+    assert set(ev[s.TS_QUALITY]) == {"relative"}
+    assert ev[s.MESSAGE][1].startswith("BackOff: Back-off restarting failed container vllm")
+    assert ev[s.HOST][2] == "h100-node-2"  # (a node's event is on that node, as in `-o json`)
+
+
 def test_cluster_info_dump_markers_set_pod_and_container(tmp_path):
     write(
         tmp_path / "dump/default/vllm-0/logs.txt",
@@ -2724,6 +2764,11 @@ EVENT_LISTINGS = {
         "LAST SEEN   TYPE      REASON              OBJECT                  MESSAGE\n"
         "2m          Normal    ScalingReplicaSet   deployment/llama        Scaled up replica set llama-7d9f to 1\n"
         "1m          Normal    Killing             pod/llama-0             Container vllm failed startup probe, will be restarted\n"
+    ),
+    "kubectl-events.txt": (  # (`kubectl events`, kubectl >= 1.26: the object's kind as the API spells it)
+        "LAST SEEN   TYPE      REASON              OBJECT                  MESSAGE\n"
+        "2m          Normal    ScalingReplicaSet   Deployment/llama        Scaled up replica set llama-7d9f to 1\n"
+        "1m          Normal    Killing             Pod/llama-0             Container vllm failed startup probe, will be restarted\n"
     ),
     "describe.txt": (
         "Name:         llama-0\n"
