@@ -7,7 +7,7 @@ in the files' metadata, a fixed SVG hash salt, series drawn in sorted order. Dra
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 METADATA_PNG = {"Software": None}
@@ -30,6 +30,33 @@ def _t(x: str) -> datetime:
     return datetime.fromisoformat(x.replace("Z", "+00:00"))
 
 
+class _Window:
+    """The time axis of a plot: the series' span, and the marks (incident spans, first sightings)
+    near enough to it to draw.
+
+    A mark far from the series (a line of a badly set clock in 1970, or in year 9999, a symptom a
+    fortnight later) would stretch the axis until the series is a sliver, or past the years
+    matplotlib can draw; an incident the logs could not time has no place on it at all. Those are
+    left out of the plot (the report and analysis.json still give them). Near is within the
+    series' span (10 minutes at least) of either end.
+    """
+
+    def __init__(self, t: list[datetime]) -> None:
+        pad = max(t[-1] - t[0], timedelta(minutes=10))
+        self.lo, self.hi, self._near = t[0], t[-1], (t[0] - pad, t[-1] + pad)
+
+    def has(self, x: datetime) -> bool:
+        return self._near[0] <= x <= self._near[1]
+
+    def span(self, start: str | None, end: str | None) -> tuple[datetime, datetime] | None:
+        """An incident's (start, end) on the axis (an open end: the series' last point); None
+        when it was not timed or lies beyond the marks drawn."""
+        if not start:
+            return None
+        a, b = _t(start), _t(end) if end else self.hi
+        return (a, b) if self.has(a) and self.has(b) else None
+
+
 def throughput(analysis: dict, out: Path) -> list[Path]:
     """throughput.png and .svg: cluster line, per-pod lines, incident shaded, root cause and symptoms marked."""
     th = analysis["throughput"]
@@ -37,26 +64,30 @@ def throughput(analysis: dict, out: Path) -> list[Path]:
         return []
     plt, mdates = _mpl()
     t = [_t(x) for x in th["t"]]
+    window = _Window(t)
     fig, ax = plt.subplots(figsize=(11, 4.2), dpi=110)
     for name, ys in th["per_pod"].items():
         ax.plot(t, [float("nan") if y is None else y for y in ys], lw=0.8, alpha=0.55, label=name[-24:])
     ax.plot(t, [float("nan") if y is None else y for y in th["total"]], color="black", lw=2.0, label="cluster")
-    for n, inc in enumerate(analysis["incidents"], 1):
-        a = _t(inc["start"])
-        b = _t(inc["end"]) if inc["end"] else t[-1]
-        ax.axvspan(a, b, color="tab:red", alpha=0.10, label="incident" if n == 1 else None)
+    drawn = 0
+    for inc in analysis["incidents"]:
+        span = window.span(inc["start"], inc["end"])
+        if span is None:
+            continue
+        drawn += 1
+        ax.axvspan(*span, color="tab:red", alpha=0.10, label="incident" if drawn == 1 else None)
         rc = inc["root_cause"]
-        if rc.get("first_seen"):
-            x = _t(rc["first_seen"])
-            ax.axvline(x, color="tab:red", lw=1.4, ls="--", label="root cause first seen" if n == 1 else None)
+        if rc.get("first_seen") and window.has(x := _t(rc["first_seen"])):
+            ax.axvline(x, color="tab:red", lw=1.4, ls="--", label="root cause first seen" if drawn == 1 else None)
             ax.annotate(
                 f"{rc['category']}", (x, ax.get_ylim()[1] * 0.92), color="tab:red", fontsize=8, rotation=90, ha="right"
             )
         seen = set()
         for h in inc["hypotheses"]:
             if h["role"] == "symptom" and h["first_seen"] and h["category"] not in seen and len(seen) < 3:
+                if not window.has(x := _t(h["first_seen"])):
+                    continue
                 seen.add(h["category"])
-                x = _t(h["first_seen"])
                 ax.axvline(x, color="tab:orange", lw=0.9, ls=":")
                 ax.annotate(
                     h["category"], (x, ax.get_ylim()[1] * 0.6), color="tab:orange", fontsize=7, rotation=90, ha="right"
@@ -86,6 +117,7 @@ def kv_usage(analysis: dict, out: Path) -> list[Path]:
         return []
     plt, mdates = _mpl()
     t = [_t(x) for x in th["t"]]
+    window = _Window(t)
     fig, ax = plt.subplots(figsize=(11, 3.2), dpi=110)
     ax.plot(
         t,
@@ -101,9 +133,13 @@ def kv_usage(analysis: dict, out: Path) -> list[Path]:
     ax2.plot(t, [float("nan") if v is None else v for v in w], color="tab:green", lw=1.0, label="waiting requests")
     ax2.set_ylabel("waiting requests")
     for inc in analysis["incidents"]:
-        ax.axvspan(_t(inc["start"]), _t(inc["end"]) if inc["end"] else t[-1], color="tab:red", alpha=0.10)
-        if inc.get("tell"):
-            ax.axvspan(_t(inc["tell"]["start"]), _t(inc["tell"]["end"]), color="tab:purple", alpha=0.12)
+        span = window.span(inc["start"], inc["end"])
+        if span is None:
+            continue
+        ax.axvspan(*span, color="tab:red", alpha=0.10)
+        tell = inc.get("tell") and window.span(inc["tell"]["start"], inc["tell"]["end"])
+        if tell:
+            ax.axvspan(*tell, color="tab:purple", alpha=0.12)
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
     ax.set_title("KV cache usage and queue (UTC)")
     ax.grid(alpha=0.3)

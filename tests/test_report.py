@@ -140,6 +140,35 @@ def test_plots_are_written_and_deterministic(outputs, tmp_path):
         assert (again / name).read_bytes() == (d / name).read_bytes(), name
 
 
+def test_plots_leave_out_what_has_no_place_on_the_time_axis_and_are_still_written(outputs, tmp_path):
+    # An incident the logs could not time (its files had no timestamps), beside a series from
+    # files that had them; a symptom first seen on a line whose clock said year 9999; a root
+    # cause of another incident in 1970. Before, the first failed the report on `None` and the
+    # second on the years matplotlib can draw; now they are left out of the plots, which are
+    # otherwise the plots of the same analysis without them.
+    import json
+
+    from forensics import plots
+
+    analysis = json.loads((outputs["cache-corruption"] / "analysis.json").read_text())
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    written = plots.throughput(analysis, plain) + plots.kv_usage(analysis, plain)
+    first = analysis["incidents"][0]
+    far = dict(first["hypotheses"][-1], role="symptom", category="far-future", first_seen="9999-03-02T08:08:21Z")
+    first["hypotheses"].append(far)
+    untimed = dict(first, start=None, end=None, tell=None)
+    old = dict(first, root_cause=dict(first["root_cause"], first_seen="1970-01-01T00:00:05Z"))
+    old.update(start="1970-01-01T00:00:00Z", end="1970-01-01T00:10:00Z")
+    analysis["incidents"] += [untimed, old]
+    marked = tmp_path / "marked"
+    marked.mkdir()
+    again = plots.throughput(analysis, marked) + plots.kv_usage(analysis, marked)
+    assert [p.name for p in again] == [p.name for p in written] == ["throughput.png", "throughput.svg", "kv_usage.png"]
+    for p in written:
+        assert (marked / p.name).read_bytes() == p.read_bytes(), p.name
+
+
 def test_html_report_is_self_contained(outputs):
     html = (outputs["cache-corruption"] / "postmortem.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and "data:image/png;base64," in html
