@@ -142,6 +142,7 @@ trying a dictionary on them cost a fifth of the writing time for nothing."""
 Source = Literal[
     "vllm",
     "sglang",
+    "trtllm",
     "uvicorn",
     "envoy",
     "nginx",

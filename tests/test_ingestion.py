@@ -3069,6 +3069,40 @@ def test_a_json_records_zoneless_time_is_local_and_a_yearless_one_takes_the_dire
     assert ev[s.TS_QUALITY].to_list() == ["inferred-year", "inferred-year", "exact", "exact"]
 
 
+def test_tensorrt_llm_lines_are_trtllm_events_with_their_level_rank_and_local_time(tmp_path):
+    # Its Python logger (`[%m/%d/%Y-%H:%M:%S] [TRT-LLM] [RANK n] [X]`, local time) and its C++
+    # runtime (`[TensorRT-LLM][LEVEL][rank]`, no time): before, every line was an unknown one,
+    # so the engine's ERROR lines counted for nothing.
+    write(
+        tmp_path / "trtllm-worker-0.log",
+        "[TensorRT-LLM] TensorRT-LLM version: 0.17.0\n"
+        "[11/02/2025-14:05:01] [TRT] [W] Unused input: position_ids\n"
+        "[11/02/2025-14:05:09] [TRT-LLM] [I] Load engine takes: 41.2 sec\n"
+        "[TensorRT-LLM][INFO] Allocated 18.25 GiB for max tokens in paged KV cache (59840).\n"
+        "[TensorRT-LLM][ERROR][3] Assertion failed: free blocks left (/src/kvCacheManager.cpp:512)\n"
+        "[11/02/2025-14:06:30] [TRT-LLM] [RANK 1] [E] Error in event loop: Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/tensorrt_llm/_torch/pyexecutor/py_executor.py", line 901\n'
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n",
+    )
+    r = ingest(tmp_path, tz="Europe/Berlin")
+    _balanced(r)
+    assert r.unparsed == 0
+    ev = r.events.sort(s.LINE)
+    assert ev.select(s.LINE, s.SOURCE, s.LEVEL, s.COMPONENT, s.RANK, s.RAW_LINES).rows() == [
+        (1, "trtllm", None, "TensorRT-LLM", None, 1),
+        (2, "trtllm", "WARNING", "TRT", None, 1),
+        (3, "trtllm", "INFO", "TRT-LLM", None, 1),
+        (4, "trtllm", "INFO", "TensorRT-LLM", None, 1),
+        (5, "trtllm", "ERROR", "TensorRT-LLM", 3, 1),
+        (6, "trtllm", "ERROR", "TRT-LLM", 1, 3),
+    ]
+    assert ev[s.MESSAGE][4] == "Assertion failed: free blocks left (/src/kvCacheManager.cpp:512)"
+    assert ev[s.MESSAGE][5].endswith("an illegal memory access was encountered")
+    # Local times in the zone asked for; the C++ runtime's lines inherit the line above's.
+    assert ev[s.TS][2] == datetime(2025, 11, 2, 13, 5, 9, tzinfo=UTC)
+    assert ev[s.TS_QUALITY].to_list() == ["none", "exact", "exact", "inherited", "inherited", "exact"]
+
+
 def test_sglangs_lines_are_events_of_its_ranks_with_batch_metrics_and_uvicorns_access_lines(tmp_path):
     # `[%(asctime)s{prefix}] %(message)s`: the ranks in the prefix, no level, a local time; uvicorn's
     # lines through the same format; a traceback's lines raw below the line that logged it.

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from forensics import ingest
 from forensics import schema as s
-from parsers import continuation, k8s, nccl, pylog, torch, vllm, wrappers
+from parsers import continuation, k8s, nccl, pylog, torch, trtllm, vllm, wrappers
 from parsers._common import extract_head, load_json
 from parsers.lines import parse_lines
 
@@ -96,6 +96,9 @@ VALID_LINES = [
     "(ServeReplica:default:VLLMDeployment pid=1234) ERROR 03-02 08:00:11 [core.py:720] Traceback (most recent call last):",
     '{"asctime": "2025-03-02 08:06:39,120", "levelname": "INFO", "name": "uvicorn.access", "message": '
     '"10.0.0.7:51234 - \\"POST /v1/chat/completions HTTP/1.1\\" 200"}',
+    "[11/02/2025-14:06:30] [TRT-LLM] [RANK 1] [E] Error in event loop: CUDA error: an illegal memory access",
+    "[TensorRT-LLM][ERROR][3] Assertion failed: free blocks left (/src/kvCacheManager.cpp:512)",
+    "[TensorRT-LLM] TensorRT-LLM version: 0.17.0",
 ]
 
 
@@ -729,6 +732,7 @@ HEAD_PATTERNS = {
     "rank": wrappers.RANK,
     "python-logging": pylog.STAMP,
     "events-table": k8s.TABLE,
+    "trtllm": trtllm.PATTERN,
 }
 HEAD_TEXT = st.lists(
     st.one_of(
@@ -750,10 +754,14 @@ HEAD_TEXT = st.lists(
                 "gpu-node-3 systemd[1]: ",
                 "[rank0]:",
                 " rank12]: ",
+                "[11/02/2025-14:06:30] [TRT-LLM] [RANK 1] [E] ",
+                "[TensorRT-LLM][ERROR][3] ",
+                "[TensorRT-LLM] ",
                 "[2023-12-07 06:56:42,105 E 409240 409362] ",
                 "2024-06-01 10:00:00.123456 - ",
                 "default   ",
                 "5m (x3 over 10m)  Warning   BackOff   pod/vllm-0   ",
+                "2m (x12 over 14m)   Warning   BackOff   Pod/vllm-0   ",
                 "<unknown>  Normal  Pulled  node/gpu-node-3 \n ",
                 "message ",
                 "a:b] ",
