@@ -1001,7 +1001,7 @@ def _resolve_time(ev: pl.DataFrame, clock: _Clock, carry: _Carry) -> tuple[pl.Da
     Requires `ev` in file order (`_fid`, `_seg`, `line`), as batches are built.
     """
     tz = clock.tz
-    if ev["_outer_ts"].null_count() == 0:
+    if ev["_outer_ts"].null_count() == 0 and ev.select(_plausible(pl.col("_outer_ts")).null_count()).item() == 0:
         # Every line has its wrapper's exact time (kubectl --timestamps, CRI): nothing to
         # infer, inherit or convert, the common case of pod logs.
         times = _time_columns(ev).with_columns(pl.col("_outer_ts").alias(s.TS))
@@ -1052,15 +1052,17 @@ def _resolve_time(ev: pl.DataFrame, clock: _Clock, carry: _Carry) -> tuple[pl.Da
             ev = ev.with_columns(pl.lit(None, t).alias(c))
     if "_uptime_s" in full.columns:
         ev = _since_boot(ev, full[s.MESSAGE], carry)
+    # (a time that cannot be, `schema.TS_RANGE`, is none: the line is untimed)
+    exact, inferred, relative = (_plausible(pl.col(c)) for c in ("_outer_ts", "_inf", "_rel"))
     quality = (
-        pl.when(pl.col("_outer_ts").is_not_null())
+        pl.when(exact.is_not_null())
         .then(_quality("exact"))
-        .when(pl.col("_inf").is_not_null())
+        .when(inferred.is_not_null())
         .then(_quality("inferred-year"))
-        .when(pl.col("_rel").is_not_null())
+        .when(relative.is_not_null())
         .then(_quality("relative"))
     )
-    ev = ev.with_columns(pl.coalesce("_outer_ts", "_inf", "_rel").alias(s.TS), quality.alias(s.TS_QUALITY))
+    ev = ev.with_columns(pl.coalesce(exact, inferred, relative).alias(s.TS), quality.alias(s.TS_QUALITY))
     # A row with a relative age (`5m` in a describe Events table) is not a continuation of
     # the line above it: without --captured-at it stays untimed rather than borrow a time;
     # nor is a document's row (`_standalone`).
@@ -1208,8 +1210,15 @@ def _time_columns(ev: pl.DataFrame) -> pl.DataFrame:
 
 
 def _exact_time(tz: str) -> pl.Expr:
-    """A line's exact UTC time: the wrapper's, else a full local date-time read in `tz`."""
-    return pl.coalesce(pl.col("_outer_ts"), _local_to_utc(pl.col("_Y"), tz))
+    """A line's exact UTC time: the wrapper's, else a full local date-time read in `tz`; none
+    where that is no time an event may have (`schema.TS_RANGE`)."""
+    return _plausible(pl.coalesce(pl.col("_outer_ts"), _local_to_utc(pl.col("_Y"), tz)))
+
+
+def _plausible(ts: pl.Expr) -> pl.Expr:
+    """`ts` where it lies in `schema.TS_RANGE`, else null."""
+    start, end = (pl.lit(t).cast(pl.Datetime("us", "UTC")) for t in s.TS_RANGE)
+    return pl.when((ts >= start) & (ts < end)).then(ts)
 
 
 def _infer_year(refs: dict[int, datetime], fallback_year: dict[int, int], tz: str, rolls: pl.Expr) -> pl.Expr:

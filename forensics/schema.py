@@ -8,6 +8,7 @@ the continuation lines folded into it); the metrics table has one row per
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Final, Literal
 
 import polars as pl
@@ -20,6 +21,12 @@ TS: Final = "ts"
 """UTC timestamp, microseconds. Null when the line had no time and nothing to inherit from."""
 TS_QUALITY: Final = "ts_quality"
 """How `ts` was obtained: one of `TsQuality`."""
+TS_RANGE: Final = (datetime(1970, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC))
+"""The times an event may have, `[start, end)`. A stamp outside is no time (a Go zero time
+`0001-01-01T00:00:00Z`, a clock set to year 9999, a mangled line): the line inherits its
+neighbour's, as an untimed line does. Python's datetime ends with year 9999, and a median or an
+offset of a time near it overflowed: one such line failed a whole run. (A node whose clock
+was reset says 1970, which is kept: that is evidence.)"""
 SOURCE: Final = "source"
 """Producer of the line: one of `Source`."""
 LEVEL: Final = "level"

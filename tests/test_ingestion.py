@@ -892,6 +892,36 @@ def test_a_day_the_years_month_lacks_is_no_time_not_a_failed_run(tmp_path, dated
         assert ev[s.TS_QUALITY].to_list() == ["none", "none", "inferred-year"]
 
 
+def test_a_time_outside_the_years_an_event_may_have_is_no_time_and_fails_no_run(tmp_path):
+    # A clock set to year 9999 and a Go zero time (`0001-01-01T00:00:00Z`, a field never set):
+    # no time an event had. Before, a file's reference time, the median of its one line stamped
+    # 9999-12-31T23:59:59.999999Z, rounded past year 9999 and failed the whole run once a
+    # year-less line asked for it; the others stood in the tables in year 1 and 9999.
+    write(tmp_path / "odd.log", "9999-12-31T23:59:59.999999Z lone line\n")
+    write(
+        tmp_path / "vllm-0.log",
+        "2025-03-02T08:00:00.000000Z INFO 03-02 08:00:00 [api_server.py:1] started\n"
+        "9999-12-31T23:59:59.999999Z ERROR 03-02 08:00:01 [core.py:1] clock gone mad\n"
+        "2025-03-02T08:00:02.000000Z INFO 03-02 08:00:02 [api_server.py:1] still here\n",
+    )
+    write(
+        tmp_path / "router.log",
+        '{"level":"info","ts":"2025-03-02T08:00:00Z","msg":"router up"}\n'
+        '{"level":"error","ts":"0001-01-01T00:00:00Z","msg":"upstream unset"}\n',
+    )
+    write(tmp_path / "vllm-1.log", "INFO 03-02 08:00:05 [api_server.py:1] a line without its year\n")
+    r = ingest(tmp_path)
+    _balanced(r)
+    ev = r.events.sort(s.FILE, s.LINE)
+    start, end = s.TS_RANGE
+    assert ev.filter(pl.col(s.TS).is_not_null() & ~pl.col(s.TS).is_between(start, end, closed="left")).is_empty()
+    got = {m: (ts, q) for m, ts, q in ev.select(s.MESSAGE, s.TS, s.TS_QUALITY).iter_rows()}
+    at = datetime(2025, 3, 2, 8, 0, tzinfo=UTC)
+    assert got["lone line"] == (None, "none")
+    assert got["clock gone mad"] == (at, "inherited") and got["upstream unset"] == (at, "inherited")
+    assert got["a line without its year"] == (at + timedelta(seconds=5), "inferred-year")
+
+
 def test_a_full_date_that_does_not_exist_is_untimed_not_moved_to_another_year(tmp_path):
     # `2025-02-29` says its year: it is no day, not the leap day of 2024 (a year-less `02-29` may be).
     write(
