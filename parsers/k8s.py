@@ -70,7 +70,7 @@ TABLE = (
 first 14 minutes before capture); both with NAMESPACE first under `-A`."""
 WIDE_TAIL = (
     r"^(?:(?P<sub>\S*\{\S+\}|spec\.\S+)\s{2,})?(?P<comp>[a-z][\w.\-]*)(?:, (?P<node>[\w.\-]+))?\s{2,}(?P<msg>.+?)"
-    r"\s{2,}(?P<first>\d+[smhd]\S*|<unknown>)\s+(?P<count>\d+)\s+(?P<name>\S+)\s*$"
+    rf"\s{{2,}}(?P<first>{_AGE})\s+(?P<count>\d+)\s+(?P<name>\S+)\s*$"
 )
 """`kubectl get events -o wide`: after OBJECT come SUBOBJECT (may be empty), SOURCE (`kubelet, node`),
 MESSAGE, FIRST SEEN, COUNT and NAME."""
@@ -195,10 +195,8 @@ def parse_table(df: pl.DataFrame) -> pl.DataFrame:
     df = extract_head(df, TABLE, "_m")
     df = df.with_columns(m("msg").str.extract_groups(WIDE_TAIL).alias("_w"))
     wide = w("name").is_not_null()
-    kind, name = (
-        m("obj").str.splitn("/", 2).struct.field("field_0"),
-        m("obj").str.splitn("/", 2).struct.field("field_1"),
-    )
+    parts = m("obj").str.splitn("/", 2)
+    kind, name = parts.struct.field("field_0"), parts.struct.field("field_1")
     obj = pl.concat_str(kind.str.to_lowercase(), pl.lit("/"), name)
     return df.with_columns(
         pl.when(m("msg").is_not_null()).then(pl.lit("k8s-event")).alias(s.SOURCE),
