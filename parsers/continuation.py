@@ -61,7 +61,13 @@ _ALTERNATIVES = (
     + "|".join(re.escape(h) + rest for h, rest in PATTERNS.items())
 )
 
-LINE = rf"^(?:{_ALTERNATIVES})"
+FRAME_LINE = r"[0-9]+ +0x[0-9a-f]+ "
+"""A frame of a native backtrace printed under the error line that threw it, with no header of
+its own: TensorRT-LLM's `TllmException` (`2       0x7f3a74a01c2e tensorrt_llm::...`), UCX's
+handler (`1 0x00000000010d475f createInferRuntime_INTERNAL()  ???:0`). Physical lines only: no
+logger starts a message so, and the fast lane, which reads messages, need not know it."""
+
+LINE = rf"^(?:{_ALTERNATIVES}|{FRAME_LINE})"
 """A physical line (its producer's prefix peeled) that continues the record above it."""
 
 MESSAGE = rf"^(?:$|{_ALTERNATIVES})"

@@ -3110,6 +3110,10 @@ def test_tensorrt_llm_lines_are_trtllm_events_with_their_level_rank_and_local_ti
         "[11/02/2025-14:05:09] [TRT-LLM] [I] Load engine takes: 41.2 sec\n"
         "[TensorRT-LLM][INFO] Allocated 18.25 GiB for max tokens in paged KV cache (59840).\n"
         "[TensorRT-LLM][ERROR][3] Assertion failed: free blocks left (/src/kvCacheManager.cpp:512)\n"
+        "[TensorRT-LLM][ERROR] tensorrt_llm::common::TllmException: [TensorRT-LLM][ERROR] Assertion failed: "
+        "free blocks left (/src/kvCacheManager.cpp:512)\n"
+        "1       0x7f3a740272b5 tensorrt_llm::common::throwRuntimeError(char const*, int, std::string const&) + 82\n"
+        "2       0x7f3a74a01c2e /usr/lib/python3/dist-packages/tensorrt_llm/libs/libtensorrt_llm.so(+0xa01c2e) [0x7f3a74a01c2e]\n"
         "[11/02/2025-14:06:30] [TRT-LLM] [RANK 1] [E] Error in event loop: Traceback (most recent call last):\n"
         '  File "/usr/local/lib/python3.12/dist-packages/tensorrt_llm/_torch/pyexecutor/py_executor.py", line 901\n'
         "RuntimeError: CUDA error: an illegal memory access was encountered\n",
@@ -3124,13 +3128,15 @@ def test_tensorrt_llm_lines_are_trtllm_events_with_their_level_rank_and_local_ti
         (3, "trtllm", "INFO", "TRT-LLM", None, 1),
         (4, "trtllm", "INFO", "TensorRT-LLM", None, 1),
         (5, "trtllm", "ERROR", "TensorRT-LLM", 3, 1),
-        (6, "trtllm", "ERROR", "TRT-LLM", 1, 3),
+        (6, "trtllm", "ERROR", "TensorRT-LLM", None, 3),  # (its exception's native backtrace folded in)
+        (9, "trtllm", "ERROR", "TRT-LLM", 1, 3),
     ]
     assert ev[s.MESSAGE][4] == "Assertion failed: free blocks left (/src/kvCacheManager.cpp:512)"
-    assert ev[s.MESSAGE][5].endswith("an illegal memory access was encountered")
+    assert ev[s.MESSAGE][5].endswith("[0x7f3a74a01c2e]")
+    assert ev[s.MESSAGE][6].endswith("an illegal memory access was encountered")
     # Local times in the zone asked for; the C++ runtime's lines inherit the line above's.
     assert ev[s.TS][2] == datetime(2025, 11, 2, 13, 5, 9, tzinfo=UTC)
-    assert ev[s.TS_QUALITY].to_list() == ["none", "exact", "exact", "inherited", "inherited", "exact"]
+    assert ev[s.TS_QUALITY].to_list() == ["none", "exact", "exact", "inherited", "inherited", "inherited", "exact"]
 
 
 def test_sglangs_lines_are_events_of_its_ranks_with_batch_metrics_and_uvicorns_access_lines(tmp_path):

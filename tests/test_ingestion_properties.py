@@ -99,6 +99,7 @@ VALID_LINES = [
     "[11/02/2025-14:06:30] [TRT-LLM] [RANK 1] [E] Error in event loop: CUDA error: an illegal memory access",
     "[TensorRT-LLM][ERROR][3] Assertion failed: free blocks left (/src/kvCacheManager.cpp:512)",
     "[TensorRT-LLM] TensorRT-LLM version: 0.17.0",
+    "2       0x7f3a74a01c2e /usr/lib/libtensorrt_llm.so(+0xa01c2e) [0x7f3a74a01c2e]",
 ]
 
 
