@@ -117,7 +117,9 @@ SIGNATURES: tuple[Signature, ...] = (
         2,
         r"No free blocks available|out of sync with the free list|The block already has a hash|Double free!|remove\(\) called on an invalid block|Cannot get \d+ free blocks"
         r"|NoFreeBlocksError|assert curr_block is not None|assert total_num_scheduled_tokens > 0"
-        r"|Invalid block found in popleft\(\)",
+        r"|Invalid block found in popleft\(\)"
+        # TensorRT-LLM's KV block manager and its eviction policy (TLLM_CHECK: `Assertion failed: cond (file:line)`)
+        r"|Assertion failed: .*\((?:[^()]*/)?(?:kvCacheManager|evictionPolicy)\.cpp:\d+\)",
         "KV block-pool invariant violated",
     ),
     # LMCache's vLLM adapter checks what the store returned against what its lookup promised:
@@ -200,7 +202,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "fault",
         2,
         r"OutOfMemoryError|CUDA out of memory|CUDA (?:driver )?error: out of memory|Cuda failure (?:\d+ )?'?out of memory|Failed to CUDA calloc"
-        r"|No available memory for the cache blocks",
+        r"|No available memory for the cache blocks"
+        r"|CUDA runtime error in .*: out of memory",  # (TensorRT-LLM's check of a CUDA call)
         "GPU out of memory",
     ),
     # cuBLAS creating its handle or workspace: ALLOC_FAILED is an allocation; NOT_INITIALIZED is,
@@ -889,6 +892,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"EngineCore encountered a fatal error|EngineDeadError|AsyncLLM output_handler failed|Engine background task failed|AsyncEngineDeadError|Engine loop has died|Worker \S+ pid \d+ died|failed \(exitcode: -?\d+\) local_rank: \d+|ChildFailedError|WorkerProc hit an exception|Engine core initialization failed|EngineCore failed to start|Engine iteration timed out|RPC call to \w+ timed out|Parent process exited, terminating worker|Killing local vLLM worker processes|RayActorError|ActorDiedError|The actor died unexpectedly|A worker died or was killed while executing a task"
         r"|Engine core proc \S+ died unexpectedly|Worker proc \S+ died unexpectedly|WorkerProc failed to start"
         r"|EngineCore encountered an issue|RuntimeError: Executor failed"
+        # TensorRT-LLM's executor, failing the requests in flight for what its step raised
+        r"|Encountered an error in forwardAsync function"
         # SGLang's scheduler, its TP worker, DP controller and detokenizer, and its server's word for their death
         r"|^(?:Scheduler|TpModelWorkerClient|DataParallelController|DetokenizerManager|Detokenizer) hit an exception"
         r"|Received sigquit from a child process\. It usually means the child failed"

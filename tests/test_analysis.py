@@ -183,6 +183,48 @@ def test_one_pod_log_with_an_oom_traceback_names_gpu_memory_without_any_metrics(
     assert roles["engine"] == "symptom"
 
 
+def test_a_tensorrt_llm_kv_block_manager_check_is_the_root_cause_of_its_failed_steps_and_the_timeouts(tmp_path):
+    # TensorRT-LLM's executor: its KV block manager's check fails (a C++ line with no time of its
+    # own, its native backtrace under it), then each step fails the requests in flight with the
+    # same words, and another rank's collectives time out ten minutes later.
+    check = "Assertion failed: mNextBlocks.empty() (/src/tensorrt_llm/cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp:219)"
+    steps = [
+        f"[11/02/2025-14:0{m}:00] [TRT-LLM] [RANK 0] [I] iter = {m * 100}, host_step_time = 50.5ms" for m in range(1, 6)
+    ]
+    failed = [
+        f"[11/02/2025-14:06:{10 + k}] [TRT-LLM] [RANK 0] [E] request {k}: Encountered an error in forwardAsync "
+        f"function: [TensorRT-LLM][ERROR] {check}"
+        for k in range(8)
+    ]
+    write_file(
+        tmp_path / "trtllm-worker-0.log",
+        "\n".join(
+            [
+                "[11/02/2025-14:00:00] [TRT-LLM] [I] Load engine takes: 41.2 sec",
+                *steps,
+                f"[TensorRT-LLM][ERROR] tensorrt_llm::common::TllmException: [TensorRT-LLM][ERROR] {check}",
+                "1       0x7f3a740272b5 tensorrt_llm::common::throwRuntimeError(char const*, int, std::string const&) + 82",
+                *failed,
+            ]
+        )
+        + "\n",
+    )
+    write_file(
+        tmp_path / "trtllm-worker-1.log",
+        "".join(
+            f"[rank1]:[E1102 14:16:{31 + k}.267261276 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective "
+            f"operation timeout: WorkNCCL(SeqNum={5730 + k}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=600000) ran for 600009 milliseconds before timing out.\n"
+            for k in range(6)
+        ),
+    )
+    inc = analyze(tmp_path).to_json()["incidents"][0]
+    rc = inc["root_cause"]
+    assert (rc["status"], rc["category"], rc["label"]) == ("supported", "kv-cache", "KV block-pool invariant violated")
+    assert rc["evidence"][0]["file"] == "trtllm-worker-0.log" and rc["evidence"][0]["line"] == 7
+    assert {h["category"]: h["role"] for h in inc["hypotheses"]}["collective-timeout"] == "symptom"
+
+
 def test_a_bare_assertion_error_is_read_by_the_assert_above_it_as_a_block_pool_fault(tmp_path):
     # vLLM's block pool guards its free list with plain asserts: the traceback ends in a bare
     # `AssertionError`, and only the statement above it says which invariant broke.
@@ -1167,6 +1209,30 @@ def test_a_lost_peer_logged_just_before_the_kernels_oom_kill_of_that_peer_is_its
             "Traceback (most recent call last):",
             "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
             "network",
+            "fault",
+        ),
+        # TensorRT-LLM: its KV block manager's checks, a CUDA allocation it checked, its executor failing the
+        # requests in flight (the fault, where the error it says is one)
+        (
+            "tensorrt_llm::common::TllmException: [TensorRT-LLM][ERROR] Assertion failed: mNextBlocks.empty() "
+            "(/src/tensorrt_llm/cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp:219)",
+            None,
+            "kv-cache",
+            "fault",
+        ),
+        (
+            "[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): out of memory "
+            "(/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)",
+            None,
+            "gpu-memory",
+            "fault",
+        ),
+        ("Encountered an error in forwardAsync function: std::bad_alloc", None, "engine", "symptom"),
+        (
+            "Encountered an error in forwardAsync function: [TensorRT-LLM][ERROR] Assertion failed: block is free "
+            "(/src/tensorrt_llm/cpp/tensorrt_llm/batch_manager/evictionPolicy.cpp:88)",
+            None,
+            "kv-cache",
             "fault",
         ),
     ],
