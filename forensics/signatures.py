@@ -899,7 +899,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|Received sigquit from a child process\. It usually means the child failed"
         # the interpreter's and absl's crash handlers: a crash in native code, said on stderr
         r"|^Fatal Python error: (?:Segmentation fault|Aborted|Bus error)|^Segmentation fault \(core dumped\)"
-        r"|^\*\*\* SIG(?:SEGV|ABRT|BUS) received at time=",
+        r"|^\*\*\* SIG(?:SEGV|ABRT|BUS) received at time="
+        r"|(?:^|\] )Caught signal \d+ \((?:Segmentation fault|Bus error|Aborted|Illegal instruction)",  # UCX's handler
         "engine died",
     ),
     Signature(

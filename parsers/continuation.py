@@ -39,6 +39,7 @@ LITERALS = (
     "socket: <",
     "asyncgen: <",
     "Extension modules: ",  # faulthandler's dump after `Fatal Python error: ...`, its last line
+    "==== backtrace (tid:",  # UCX's handler, under `Caught signal 11 (...)`
 )
 """Texts a continuation line begins with."""
 

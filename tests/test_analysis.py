@@ -1228,6 +1228,8 @@ def test_a_lost_peer_logged_just_before_the_kernels_oom_kill_of_that_peer_is_its
             "fault",
         ),
         ("Encountered an error in forwardAsync function: std::bad_alloc", None, "engine", "symptom"),
+        # UCX's handler: a signal killed the process (NIXL's transfer under it, or anything in native code)
+        ("Caught signal 7 (Bus error: nonexistent physical address)", None, "engine", "symptom"),
         (
             "Encountered an error in forwardAsync function: [TensorRT-LLM][ERROR] Assertion failed: block is free "
             "(/src/tensorrt_llm/cpp/tensorrt_llm/batch_manager/evictionPolicy.cpp:88)",

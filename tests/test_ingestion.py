@@ -2895,7 +2895,13 @@ def test_ucx_lines_are_timed_by_their_epoch_stamp_and_named_by_their_host(tmp_pa
         "[1772618404.000001] [vllm-decode-0:41   :0]         parser.c:2045 UCX  WARN  unused environment variable: "
         "UCX_MEMTYPE_CACHE\n"
         "mm_posix.c:195  UCX  ERROR open(file_name=/proc/211766/fd/28 flags=0x0) failed: Permission denied\n"
-        "[cn0001:3639441:0:3639441] ib_mlx5_log.c:171  Transport retry count exceeded on mlx5_0:1/IB\n",
+        "[cn0001:3639441:0:3639441] ib_mlx5_log.c:171  Transport retry count exceeded on mlx5_0:1/IB\n"
+        # the handler's word of a signal that killed the process, with its backtrace below it
+        "[vllm-decode-0:41:0:57] Caught signal 11 (Segmentation fault: address not mapped to object at address (nil))\n"
+        "==== backtrace (tid:     57) ====\n"
+        " 0 0x0000000000042520 __sigaction()  ???:0\n"
+        " 1 0x00000000000a1b2c uct_ib_mlx5_completion_with_err()  ???:0\n"
+        "=================================\n",
     )
     write(
         tmp_path / "node-7" / "dmesg.txt",
@@ -2910,7 +2916,9 @@ def test_ucx_lines_are_timed_by_their_epoch_stamp_and_named_by_their_host(tmp_pa
         ("WARNING", "vllm-decode-0", 41, "parser.c"),
         ("ERROR", None, None, "mm_posix.c"),
         ("ERROR", "cn0001", 3639441, "ib_mlx5_log.c"),  # (the fatal-error handler names no level)
+        ("ERROR", "vllm-decode-0", 41, None),
     ]
+    assert ucx[s.RAW_LINES].to_list()[-1] == 5 and ucx[s.MESSAGE].to_list()[-1].startswith("Caught signal 11 (")
     assert (
         ucx[s.MESSAGE].to_list()[0] == "Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)"
     )

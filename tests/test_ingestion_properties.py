@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from forensics import ingest
 from forensics import schema as s
-from parsers import continuation, k8s, nccl, pylog, torch, trtllm, vllm, wrappers
+from parsers import continuation, k8s, nccl, pylog, torch, trtllm, ucx, vllm, wrappers
 from parsers._common import extract_head, load_json
 from parsers.lines import parse_lines
 
@@ -100,6 +100,8 @@ VALID_LINES = [
     "[TensorRT-LLM][ERROR][3] Assertion failed: free blocks left (/src/kvCacheManager.cpp:512)",
     "[TensorRT-LLM] TensorRT-LLM version: 0.17.0",
     "2       0x7f3a74a01c2e /usr/lib/libtensorrt_llm.so(+0xa01c2e) [0x7f3a74a01c2e]",
+    "[vllm-decode-0:41:0:57] Caught signal 11 (Segmentation fault: address not mapped to object at address (nil))",
+    "==== backtrace (tid:     57) ====",
 ]
 
 
@@ -734,6 +736,8 @@ HEAD_PATTERNS = {
     "python-logging": pylog.STAMP,
     "events-table": k8s.TABLE,
     "trtllm": trtllm.PATTERN,
+    "ucx": ucx.PATTERN,
+    "ucx-signal": ucx.SIGNAL,
 }
 HEAD_TEXT = st.lists(
     st.one_of(
@@ -758,6 +762,10 @@ HEAD_TEXT = st.lists(
                 "[11/02/2025-14:06:30] [TRT-LLM] [RANK 1] [E] ",
                 "[TensorRT-LLM][ERROR][3] ",
                 "[TensorRT-LLM] ",
+                "[vllm-decode-0:41:0:57] ",
+                "[1772618403.123456] [vllm-decode-0:41   :1]   ",
+                "ib_mlx5_log.c:171  UCX  ERROR   ",
+                "Caught signal 11 (",
                 "[2023-12-07 06:56:42,105 E 409240 409362] ",
                 "2024-06-01 10:00:00.123456 - ",
                 "default   ",
