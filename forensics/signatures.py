@@ -203,7 +203,8 @@ SIGNATURES: tuple[Signature, ...] = (
         2,
         r"OutOfMemoryError|CUDA out of memory|CUDA (?:driver )?error: out of memory|Cuda failure (?:\d+ )?'?out of memory|Failed to CUDA calloc"
         r"|No available memory for the cache blocks"
-        r"|CUDA runtime error in .*: out of memory",  # (TensorRT-LLM's check of a CUDA call)
+        r"|CUDA runtime error in .*: out of memory"  # (TensorRT-LLM's check of a CUDA call)
+        r"|Failed: Cuda error \S+:\d+ 'out of memory'",  # (the CUDACHECK macro: vLLM's custom all-reduce, NCCL's tests)
         "GPU out of memory",
     ),
     # cuBLAS creating its handle or workspace: ALLOC_FAILED is an allocation; NOT_INITIALIZED is,
@@ -339,7 +340,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "gpu-fault",
         "fault",
         0,
-        r"illegal memory access|Xid \d+|NVRM: Xid|\bXid \(PCI:|\bXid=\d+|device will go unhealthy|device marked unhealthy|uncorrectable ECC|fallen off the bus|device-side assert|CUDA error: (?!out of memory)",
+        r"illegal memory access|Xid \d+|NVRM: Xid|\bXid \(PCI:|\bXid=\d+|device will go unhealthy|device marked unhealthy|uncorrectable ECC|fallen off the bus|device-side assert|CUDA error: (?!out of memory)"
+        r"|Failed: Cuda error \S+:\d+ '",  # the CUDACHECK macro's words (an OOM is GPU memory's, above)
         GPU_FAULT,
         # A CUDA call that failed says nothing of what failed, the node's Xid does (the hardware
         # Xids have signatures of their own above); with none, or a kernel's (13/31/43), an illegal

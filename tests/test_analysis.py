@@ -1228,6 +1228,9 @@ def test_a_lost_peer_logged_just_before_the_kernels_oom_kill_of_that_peer_is_its
             "fault",
         ),
         ("Encountered an error in forwardAsync function: std::bad_alloc", None, "engine", "symptom"),
+        # the CUDACHECK macro (vLLM's custom all-reduce): a failed CUDA call, an OOM where it says so
+        ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 'invalid argument'", None, "gpu-fault", "fault"),
+        ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:97 'out of memory'", None, "gpu-memory", "fault"),
         # UCX's handler: a signal killed the process (NIXL's transfer under it, or anything in native code)
         ("Caught signal 7 (Bus error: nonexistent physical address)", None, "engine", "symptom"),
         (
