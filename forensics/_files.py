@@ -8,6 +8,7 @@ file (read, with a caveat such as "truncated gzip").
 from __future__ import annotations
 
 import bz2
+import errno
 import io
 import lzma
 import os
@@ -146,7 +147,10 @@ def _add(p: Path, rel: str, found: dict, seen_real: dict, skipped: list, depth: 
     try:
         st = p.stat()
     except OSError as e:
-        reason = "broken symlink" if p.is_symlink() else f"cannot stat: {e.strerror}"
+        if e.errno == errno.ELOOP:  # (links that lead back to themselves: nothing at the end of them)
+            reason = "symlink loop (its links lead back to themselves)"
+        else:
+            reason = "broken symlink" if p.is_symlink() else f"cannot stat: {e.strerror}"
         skipped.append(Skipped(rel, reason))
         return
     if not stat.S_ISREG(st.st_mode):

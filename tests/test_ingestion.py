@@ -1453,10 +1453,14 @@ def test_symlinked_file_is_read_once_and_symlink_loops_are_cut(tmp_path):
     (tmp_path / "containers/vllm-0_default_vllm-abc.log").symlink_to(real)
     (tmp_path / "pods/loop").symlink_to(tmp_path / "pods")
     (tmp_path / "dangling.log").symlink_to(tmp_path / "nowhere.log")
+    (tmp_path / "a.log").symlink_to(tmp_path / "b.log")  # (a file's links in a ring)
+    (tmp_path / "b.log").symlink_to(tmp_path / "a.log")
     r = ingest(tmp_path, year=2025)
     assert r.parsed == 1
     reasons = " | ".join(k.reason for k in r.skipped)
     assert "symlink" in reasons and "loop" in reasons and "broken symlink" in reasons
+    said = {k.file: k.reason for k in r.skipped}
+    assert said["a.log"].startswith("symlink loop") and said["dangling.log"] == "broken symlink"
 
 
 def test_ten_thousand_tiny_files_are_ingested(tmp_path):
