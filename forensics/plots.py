@@ -43,7 +43,7 @@ class _Window:
 
     def __init__(self, t: list[datetime]) -> None:
         pad = max(t[-1] - t[0], timedelta(minutes=10))
-        self.lo, self.hi, self._near = t[0], t[-1], (t[0] - pad, t[-1] + pad)
+        self.last, self._near = t[-1], (t[0] - pad, t[-1] + pad)
 
     def has(self, x: datetime) -> bool:
         return self._near[0] <= x <= self._near[1]
@@ -53,7 +53,7 @@ class _Window:
         when it was not timed or lies beyond the marks drawn."""
         if not start:
             return None
-        a, b = _t(start), _t(end) if end else self.hi
+        a, b = _t(start), _t(end) if end else self.last
         return (a, b) if self.has(a) and self.has(b) else None
 
 
