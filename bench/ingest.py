@@ -21,6 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from forensics import _malloc  # noqa: E402
+
+_malloc.tune()  # as the CLI does, before polars loads
+
 from bench._corpus import write_corpus  # noqa: E402
 
 NAIVE = [

@@ -23,6 +23,10 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from forensics import _malloc  # noqa: E402
+
+_malloc.tune()  # as the CLI does, before polars loads
+
 SHAPES = [
     (
         "vllm",

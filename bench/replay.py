@@ -40,7 +40,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5, help="timed replays at the incident's rate (the best counts)")
     args = ap.parse_args()
     from replay import policies, traces
-    from replay.scheduler import Config, simulate, simulate_reference
+    from replay.scheduler import Config, simulate_reference
+    from replay.simulate import simulate
 
     tr = traces.load(SAMPLE)
     cfg = Config(num_blocks=INCIDENT_KV_TOKENS // 16)

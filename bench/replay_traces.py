@@ -32,7 +32,8 @@ def main() -> None:
         print(f"replay_traces skipped: no traces under {TRACES}")
         return
     from replay import policies, traces
-    from replay.scheduler import Config, simulate
+    from replay.scheduler import Config
+    from replay.simulate import simulate
 
     runs = clean = violations = detected = quiet_ok = 0
     for path in files:

@@ -28,6 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from forensics import _malloc  # noqa: E402
+
+_malloc.tune()  # as the CLI does, before polars loads
+
 
 def one(d: Path, mode: str, workers: int) -> dict:
     """Run one configuration in this process; return its timings as a dict."""

@@ -1,7 +1,8 @@
 """forensics: incident postmortems from the logs of GPU LLM-serving clusters (vLLM, NCCL, Kubernetes).
 
-Public API (loaded lazily so that `parsers`, which import `forensics.schema`, and the
-CLI's `--help` do not pay for polars-heavy modules they do not use)::
+Public API, loaded lazily so that the CLI's `--help` does not pay for the polars-heavy
+modules it does not use. Importing the library changes no process state: the CLI tunes the
+allocators (`forensics._malloc`) before polars loads::
 
     from forensics import ingest
     result = ingest("logs/")          # events + metrics tables, per-file accounting
@@ -11,10 +12,6 @@ from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING
-
-from forensics import _malloc
-
-_malloc.tune()  # before polars loads: its allocator reads its settings once
 
 __version__ = "0.1.0"
 

@@ -27,7 +27,7 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 
-from parsers._common import load_json
+from parsers.jsonutil import load_json
 
 GZIP_MAGIC = b"\x1f\x8b"
 XZ_MAGIC = b"\xfd7zXZ\x00"

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 from numba import njit, prange
 
-from forensics.arrow_text import bytes_at, strings
+from parsers.arrow_text import bytes_at, strings
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)

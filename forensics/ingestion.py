@@ -32,11 +32,13 @@ import pyarrow.parquet as pq
 from forensics import _files
 from forensics import schema as s
 from forensics._malloc import release_free_memory
-from forensics.arrow_text import categories_as_arrow, count_lines, lines_column
 from forensics.errors import NoInputError
 from parsers import csv_export, flight_dump, k8s, nvidia_smi, prometheus, ras_json, sglang, vllm
-from parsers._common import TIME_PARTS, load_json, node_of
+from parsers.arrow_text import categories_as_arrow, count_lines, lines_column
+from parsers.frame import TIME_PARTS
+from parsers.jsonutil import load_json
 from parsers.lines import parse_lines
+from parsers.paths import node_of
 from parsers.wrappers import log_entries_document, syslog_time_parts
 
 WORKERS = max(1, min(4, os.cpu_count() or 1))

@@ -3,7 +3,7 @@
 Working-frame conventions (private to `parsers/`): `_row` is the row's position in
 its batch (order is restored by sorting on it); `body` is the text still to be
 parsed; time parts go to `_Y _mo _d _H _M _S _us` (Int32, null when absent) and are
-turned into `ts` by `forensics.ingestion` once the reference year is known.
+turned into `ts` by `forensics.ingest` once the reference year is known.
 
 NOTE on speed: a regex with capture groups costs about 1 µs per row in polars even on
 short strings, while `contains`, `find`, `slice` and `splitn` cost 0.02-0.2 µs. Hot
@@ -14,54 +14,13 @@ probe, and capture-group regexes only run on the rows a layer concerns (`apply`)
 from __future__ import annotations
 
 import bisect
-import json
 import re
 from collections.abc import Callable
 from functools import cache
-from pathlib import PurePosixPath
 
-import orjson
 import polars as pl
 
-TIME_PARTS = ("_Y", "_mo", "_d", "_H", "_M", "_S", "_us")
-
-SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
-_ESCAPES = (re.compile(SURROGATE_ESCAPE), re.compile(SURROGATE_ESCAPE.encode()))
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def load_json(text: str | bytes) -> object:
-    """`json.loads`, with each lone surrogate (an escape like `\\ud83d` cut from its pair: a line
-    cut short, a shipper's bug) replaced by U+FFFD, as invalid UTF-8 is everywhere else: no
-    UTF-8 holds a lone surrogate, so a column of strings with one in it cannot be built, and
-    a whole run failed on one such line. Nesting too deep for the standard library (a line of
-    junk brackets) is a ValueError like any text that is no JSON, not a crash.
-
-    orjson reads a line ~10x faster and takes what it reads as `json` does, but for integers
-    beyond 64 bits (a float for it); what it refuses (a lone surrogate, `NaN`, `1e400`, nesting
-    over 1,024) the standard library reads."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        doc = json.loads(text)
-        escape = _ESCAPES[isinstance(text, bytes)]
-        return without_surrogates(doc) if escape.search(text) else doc
-    except RecursionError:  # (`without_surrogates` recurses too: a frame or two a level)
-        raise ValueError("JSON nested too deep to read") from None
-
-
-def without_surrogates(doc: object) -> object:
-    """`doc` (decoded JSON or YAML) with every lone surrogate in its strings and keys made U+FFFD."""
-    if isinstance(doc, str):
-        return _SURROGATE.sub("\ufffd", doc)
-    if isinstance(doc, dict):
-        return {without_surrogates(k): without_surrogates(v) for k, v in doc.items()}
-    if isinstance(doc, list):
-        return [without_surrogates(v) for v in doc]
-    return doc
-
+from parsers.frame import TIME_PARTS
 
 LEVEL_WORDS = {
     "DEBUG": "DEBUG",
@@ -239,67 +198,3 @@ def line_starts(text: str) -> list[int]:
 def line_of(starts: list[int], pos: int) -> int:
     """The 1-based line holding offset `pos`, from `line_starts`."""
     return bisect.bisect_right(starts, pos)
-
-
-NODE_LOG_WORDS = re.compile(
-    r"(?i)(?:^|[._-])(?:(?:nvidia[._-]?)?smi(?:[._-]q)?|dmesg(?:[._-]T)?|kern|kernel|messages|syslog"
-    r"|journal(?:ctl)?|kubelet|containerd|crio|boot)(?:_--?[\w=-]*)*(?=$|[._-])"
-)
-"""The words naming a node's own log in a file name (`gpu-b-dmesg.txt`, `kubelet.log`,
-`nvidia-smi-q.txt`), with the command's options where sos names a file for the command that
-wrote it (`dmesg_-T`, `journalctl_--no-pager_--unit_kubelet`): what is left once they are cut
-is the node."""
-SOSREPORT_DIR = re.compile(r"^sosreport-(?P<host>.+?)(?:[.-]\d{5,})?-(?:\d{4}-\d{2}-\d{2}(?:-\w+)?|\d{14})$")
-"""An unpacked sos report, named for its host (`sosreport-<host>[-<case id>]-<YYYY-MM-DD>-<random>`;
-sos 3: `sosreport-<host>[.<case id>]-<YYYYMMDDhhmmss>`): every file under it is that node's."""
-NODE_DIRS = frozenset({"nodes", "node", "hosts", "host"})
-"""Directories whose children are named for nodes (`nodes/<node>/...`, must-gather's layout)."""
-_NOT_A_NODE = frozenset(
-    {
-        "log",
-        "logs",
-        "var",
-        "kernel",
-        "dmesg",
-        "journal",
-        "journals",
-        "syslog",
-        "kubelet",
-        "system",
-        "node-logs",
-        "node_logs",
-        "nodelogs",
-        "k8s",
-        "kubernetes",
-        "cluster",
-        "incident",
-        "collected",
-        "artifacts",
-        "debug",
-        "tmp",
-    }
-)
-"""Directory names that say what the files are, not whose."""
-
-
-def node_of(rel: str) -> str | None:
-    """The node a node-level log (dmesg, a kubelet journal, an nvidia-smi snapshot) belongs to,
-    from its path: the child of a `nodes/` directory, else the host of the sos report it is in,
-    else the file name without the words that say what it is (`gpu-b.dmesg`, `dmesg-gpu-b.log`),
-    else its directory (`gpu-b/dmesg.txt`).
-
-    Such lines rarely name their host (`dmesg -T` never does); without one a GPU's Xid or a
-    link going down could not be put on the node whose pods then failed."""
-    path = PurePosixPath(rel)
-    dirs = path.parts[:-1]
-    for i, d in enumerate(dirs[:-1]):
-        if d.lower() in NODE_DIRS:
-            return dirs[i + 1]
-    for d in dirs:
-        if m := SOSREPORT_DIR.match(d):
-            return m["host"]
-    name = NODE_LOG_WORDS.sub("-", path.name.split(".")[0]).strip("-_. ")
-    if name:
-        return name
-    parent = dirs[-1] if dirs else ""
-    return parent if parent and parent.lower() not in _NOT_A_NODE else None

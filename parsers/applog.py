@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics import schema as s
+from parsers import schema as s
 from parsers._common import APP_LEVEL_WORDS, extract_head, level_from_word, no_time, time_parts
 from parsers.wrappers import parse_rfc3339
 

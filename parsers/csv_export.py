@@ -22,7 +22,7 @@ import re
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from parsers._common import load_json
+from parsers.jsonutil import load_json
 from parsers.wrappers import CLOUDWATCH_STREAM
 
 csv.field_size_limit(64 * 1024 * 1024)  # (a record is a line; a 50 MB line is one too)

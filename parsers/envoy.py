@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics import schema as s
+from parsers import schema as s
 from parsers._common import extract_head, no_time
 
 DETECT = r'^"[A-Z]+ \S+ HTTP/[\d.]+" \d{3} [A-Z,\-]+ '

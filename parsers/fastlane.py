@@ -18,7 +18,7 @@ syslog-wrapped klog lines::
 
 The general path (`wrappers.peel`, then each producer's probe in `lines.KINDS`, then its
 parser) filters and concatenates the whole frame at every layer it tries, ~4 µs a line. This
-pass reads each line's bytes in place (`forensics.arrow_text`) and takes a line only when it
+pass reads each line's bytes in place (`parsers.arrow_text`) and takes a line only when it
 is sure the general path would read it exactly so: an RFC3339 stamp with a `Z` or `±hh:mm`
 zone (not journald's `+hhmm`), optionally a CRI `stdout F ` head outside a run of partial
 `P` pieces, a process prefix of plain ASCII (or nested ones, `wrappers.NESTED_PROCESSES`,
@@ -35,7 +35,7 @@ and device, syslog host, ident and time, LMCache's file, c10d's rank) are where
 `vllm.parse`, `uvicorn.parse`, `nccl.parse`, `pylog.parse`, `torch.parse`, `wrappers.peel`
 and `k8s.parse_klog` would cut them, and the fold flags (`_open`, `_msgcont`) what
 `lines._fold` would compute. The columns are built from the compiled pass's offsets without
-a polars pass per field (`forensics.arrow_text.Text`). Tests hold the events to the general
+a polars pass per field (`parsers.arrow_text.Text`). Tests hold the events to the general
 path's."""
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ import polars as pl
 import pyarrow as pa
 from numba import njit
 
-from forensics import schema as s
-from forensics.arrow_text import Text, bytes_at, packed_validity
 from parsers import continuation, folding, torch, wrappers
+from parsers import schema as s
 from parsers._common import LEVEL_LETTERS, LEVEL_WORDS
+from parsers.arrow_text import Text, bytes_at, packed_validity
 
 SLOW, VLLM, UVICORN, NCCL, KLOG, KV, TORCH = 0, 1, 2, 3, 4, 5, 6
 """What a line is: for the general path, a vLLM logger line, a uvicorn line, an NCCL INFO line,

@@ -39,8 +39,9 @@ import reprlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from forensics import schema as s
-from parsers._common import as_dict, load_json
+from parsers import schema as s
+from parsers._common import as_dict
+from parsers.jsonutil import load_json
 
 FLIGHT_DUMP_COMPONENT = "flight_recorder_dump"
 """The `component` of a dump's events (`forensics.collectives.dump_findings` reads them)."""

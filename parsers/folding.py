@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 from numba import njit
 
-from forensics.arrow_text import bytes_at, strings
+from parsers.arrow_text import bytes_at, strings
 
 OTHER, CONT, BLANK, HEADER, EXC, VLLM, VLLM_CUSTOM, PRODUCER, FENCE = range(9)
 KIND_CODES = {

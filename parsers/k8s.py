@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
-from forensics import schema as s
+from parsers import schema as s
 from parsers._common import (
     as_dict,
     as_list,
@@ -31,12 +31,11 @@ from parsers._common import (
     level_from_letter,
     line_of,
     line_starts,
-    load_json,
     no_time,
     to_i32,
     to_i64,
-    without_surrogates,
 )
+from parsers.jsonutil import load_json, without_surrogates
 
 CONTAINER_LOG_NAME = (
     r"(?P<pod>[a-z0-9][a-z0-9.\-]*)_(?P<ns>[a-z0-9][a-z0-9\-]*)_(?P<cont>[a-z0-9][a-z0-9\-]*)-[0-9a-f]{64}\.log"

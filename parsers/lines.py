@@ -38,8 +38,6 @@ import numpy as np
 import polars as pl
 from numba import njit
 
-from forensics import schema as s
-from forensics.arrow_text import Text, bytes_at
 from parsers import (
     applog,
     continuation,
@@ -61,7 +59,10 @@ from parsers import (
     vllm,
     wrappers,
 )
-from parsers._common import SYSLOG_LEVEL_WORDS, TIME_PARTS, apply, ensure, level_from_word, no_time
+from parsers import schema as s
+from parsers._common import SYSLOG_LEVEL_WORDS, apply, ensure, level_from_word, no_time
+from parsers.arrow_text import Text, bytes_at
+from parsers.frame import TIME_PARTS
 
 FENCE = r"^\s*(?:(?:```|~~~)[\w+\-. ]*|</?details>|<summary>.*</summary>)\s*$"
 """A Markdown code fence (```` ```text ````) or a `<details>` fold around a log pasted into an

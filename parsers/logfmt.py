@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics import schema as s
+from parsers import schema as s
 from parsers._common import APP_LEVEL_WORDS, level_from_word, no_time
 from parsers.wrappers import parse_rfc3339
 

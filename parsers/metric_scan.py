@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 from numba import njit
 
-from forensics.arrow_text import bytes_at, scan_chunks
+from parsers.arrow_text import bytes_at, scan_chunks
 
 DIGITS, NUMBER = 0, 1
 """Value shapes: `\\d+`, `[\\d.]+`."""

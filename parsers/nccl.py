@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics import schema as s
+from parsers import schema as s
 from parsers._common import apply, extract_head, level_from_word, no_time, time_parts, to_i32
 
 DETECT = r" NCCL (?:INFO|WARN|TRACE|CALL) |^NCCL version "

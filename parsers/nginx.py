@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics import schema as s
+from parsers import schema as s
 from parsers._common import SYSLOG_LEVEL_WORDS, extract_head, level_from_word, no_time, to_i32
 from parsers.envoy import COMPONENT
 from parsers.wrappers import MONTHS, parse_rfc3339

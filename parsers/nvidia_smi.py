@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from forensics import schema as s
-from parsers._common import node_of
+from parsers import schema as s
+from parsers.paths import node_of
 
 HEADER = re.compile(r"^=+NVSMI LOG=+\s*$", re.MULTILINE)
 _FIELD = re.compile(r"^(?P<indent>\s*)(?P<key>[^:]*?\S)\s*:\s?(?P<value>.*?)\s*$")

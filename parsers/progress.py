@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics import schema as s
+from parsers import schema as s
 from parsers._common import no_time
 
 DETECT = r"^[^|\r\n]{1,200}?: *\d{1,3}%(?: Completed \||\|)"

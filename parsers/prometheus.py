@@ -35,8 +35,8 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 
-from forensics import schema as s
-from parsers._common import load_json
+from parsers import schema as s
+from parsers.jsonutil import load_json
 
 SAMPLE = (
     r"^\s*(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)?\s*"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics import schema as s
+from parsers import schema as s
 from parsers._common import extract_head, frac_to_us, level_from_letter, level_from_word, no_time, time_parts, to_i32
 
 DETECT = r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"

@@ -29,8 +29,9 @@ import re
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from forensics import schema as s
-from parsers._common import as_dict, as_list, line_of, line_starts, load_json
+from parsers import schema as s
+from parsers._common import as_dict, as_list, line_of, line_starts
+from parsers.jsonutil import load_json
 from parsers.nccl import RAS_COMPONENT
 
 SNIFF = re.compile(r'^\s*\{\s*"nccl_version"\s*:')

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics import schema as s
+from parsers import schema as s
 from parsers._common import extract_head, level_from_word, time_parts, to_i32
 
 DETECT = r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} \S+ "

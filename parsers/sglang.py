@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics import schema as s
+from parsers import schema as s
 from parsers import uvicorn
-from parsers._common import TIME_PARTS, apply, extract_head, time_parts
+from parsers._common import apply, extract_head, time_parts
+from parsers.frame import TIME_PARTS
 
 RANKS = r"(?: (?:DP|TP|PP|EP|CP)\d+)"
 BATCH = r"(?:Decode|Prefill) batch[.,] "

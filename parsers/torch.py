@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics import schema as s
+from parsers import schema as s
 from parsers._common import extract_head, level_from_letter, no_time, to_i32, to_i64
 
 DETECT = r"^\s?\[[FEWIV](?:\d{3,4} \d{2}:\d{2}:\d{2}\.\d+)? [\w.\-]+:\d+\] "

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics import schema as s
+from parsers import schema as s
 from parsers._common import extract_head, level_from_letter, level_from_word, time_parts
 
 _WORDS = r"TRACE|DEBUG|INFO|WARNING|ERROR"

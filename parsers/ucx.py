@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics import schema as s
+from parsers import schema as s
 from parsers._common import extract_head, level_from_word, no_time
 
 _LEVELS = r"FATAL|ERROR|WARN|DIAG|INFO|DEBUG|TRACE|PRINT|REQ|DATA|ASYNC|FUNC|POLL"

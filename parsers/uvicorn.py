@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics import schema as s
+from parsers import schema as s
 from parsers._common import apply, level_from_word, no_time
 
 DETECT = r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE): "

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from forensics import schema as s
 from parsers import metric_scan
+from parsers import schema as s
 from parsers._common import apply, extract_head, frac_to_us, level_from_word, to_i32
 
 LEVEL_WORD = r"DEBUG|INFO|WARNING|ERROR|CRITICAL"

@@ -20,9 +20,11 @@ import re
 
 import polars as pl
 
-from forensics import schema as s
 from parsers import k8s
-from parsers._common import APP_LEVEL_WORDS, TIME_PARTS, apply, extract_head, load_json, time_parts
+from parsers import schema as s
+from parsers._common import APP_LEVEL_WORDS, apply, extract_head, time_parts
+from parsers.frame import TIME_PARTS
+from parsers.jsonutil import load_json
 
 RFC3339_PROBE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}) "
 SYSLOG = (

@@ -51,6 +51,7 @@ from replay.block_pool import (
     check_pool_size,
 )
 from replay.content import TAG_NONE, chain_hashes, content_key, foreign_tag_nb, private_tag_nb
+from replay.result import HOW, summarize
 from replay.traces import columns
 
 LRU, EVICT_LIVE, FLOOR_BLOCKS, STALE_HASH, DOUBLE_FREE_POLICY, SLOT_OFF_BY_ONE = range(6)
@@ -930,8 +931,6 @@ def _table_capacity(hashes: np.ndarray, num_blocks: int, policy: int) -> int:
 
 def simulate(requests, policy, cfg):
     """Run the compiled scheduler; the same `Result` the reference gives for this policy."""
-    from replay.scheduler import HOW, summarize
-
     if not supports(policy):
         raise ValueError(f"{type(policy).__name__} is not a built-in policy: run it on replay.scheduler")
     check_pool_size(cfg.num_blocks)

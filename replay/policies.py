@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 
 from replay.block_pool import FREED_TWICE, Block, BlockPool
+from replay.errors import PolicyError
 
 
 class Policy:
@@ -154,8 +155,6 @@ BUILTIN: dict[str, type[Policy]] = {
 
 def load_policy(spec: str) -> Policy:
     """A built-in policy by name, or a user's class as `package.module:Class`."""
-    from forensics.errors import ForensicsError
-
     if spec in BUILTIN:
         return BUILTIN[spec]()
     if ":" in spec:
@@ -163,10 +162,8 @@ def load_policy(spec: str) -> Policy:
         try:
             obj = getattr(importlib.import_module(mod), cls)
         except (ImportError, AttributeError) as e:
-            raise ForensicsError(
+            raise PolicyError(
                 f"cannot load policy {spec!r}: {e}", hint="give package.module:Class importable from here"
             ) from e
         return obj()
-    raise ForensicsError(
-        f"unknown policy {spec!r}", hint="built-in: " + ", ".join(BUILTIN) + "; or package.module:Class"
-    )
+    raise PolicyError(f"unknown policy {spec!r}", hint="built-in: " + ", ".join(BUILTIN) + "; or package.module:Class")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from replay import policies as pol
 from replay import traces
-from replay.scheduler import Config, simulate
+from replay.scheduler import Config
+from replay.simulate import simulate
 
 CALIBRATION_REQUESTS = 8000
 """Requests per calibration run: enough for the batch to fill and settle at any scale."""

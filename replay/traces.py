@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from replay.errors import TraceFormatError
+
 MOONCAKE_BLOCK_TOKENS = 512
 
 
@@ -120,9 +122,7 @@ def load(path: Path) -> Trace:
         return _jsonl(path)
     if fmt == "azure":
         return _azure(path)
-    from forensics.errors import ParseError
-
-    raise ParseError(
+    raise TraceFormatError(
         "not a request trace (expected JSON lines or an Azure CSV with ContextTokens)",
         path=str(path),
         lineno=1,

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from forensics import ingest
 from forensics import schema as s
 from parsers import continuation, k8s, nccl, pylog, torch, trtllm, ucx, vllm, wrappers
-from parsers._common import extract_head, load_json
+from parsers._common import extract_head
+from parsers.jsonutil import load_json
 from parsers.lines import parse_lines
 
 pytestmark = pytest.mark.usefixtures("as_a_large_run")  # (random inputs through the compiled passes too)
@@ -904,7 +905,7 @@ def test_decompressed_pieces_keep_all_of_a_sound_stream_and_a_prefix_of_a_damage
 )
 def test_columns_cut_as_views_hold_the_bytes_between_the_offsets(rows, skip):
     """Inline (<= 12 bytes) and long cuts, nulls, text after non-ASCII, a frame sliced off a larger one."""
-    from forensics.arrow_text import Text
+    from parsers.arrow_text import Text
 
     lines = ["pad"] * skip + [head + tail for head, tail, *_ in rows]
     body = pl.Series(lines, dtype=pl.String).slice(skip)
@@ -935,7 +936,7 @@ def test_columns_cut_as_views_hold_the_bytes_between_the_offsets(rows, skip):
 def test_categories_convert_to_arrow_as_polars_converts_them(values, seen_before, skip, chunked):
     """Nulls, an all-null or empty column, categories other columns made first (their codes are
     not this column's), a sliced or multi-chunk column: the same dictionary and indices."""
-    from forensics.arrow_text import categories_as_arrow
+    from parsers.arrow_text import categories_as_arrow
 
     pl.Series(seen_before, dtype=pl.Categorical)
     col = pl.Series(values, dtype=pl.Categorical)
@@ -951,7 +952,7 @@ def test_categories_convert_to_arrow_as_polars_converts_them(values, seen_before
 @given(st.lists(st.text(alphabet=st.sampled_from("ab \n\n\né\t"), max_size=40), min_size=1, max_size=4))
 def test_a_batchs_lines_column_splits_its_segments_at_newlines(segments):
     """Lines of any length (0, inline, long) at any position of the 8-byte words the newline search reads."""
-    from forensics.arrow_text import count_lines, lines_column
+    from parsers.arrow_text import count_lines, lines_column
 
     data = [seg.encode() for seg in segments]
     expected = [line for seg in segments for line in (seg[:-1] if seg.endswith("\n") else seg).split("\n")]

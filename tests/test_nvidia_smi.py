@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from forensics import ingest
 from parsers import nvidia_smi
-from parsers._common import node_of
+from parsers.paths import node_of
 from tests.conftest import write
 
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from replay import fastsim, policies, traces
 from replay.block_pool import BlockPool
-from replay.scheduler import Config, simulate, simulate_reference
+from replay.scheduler import Config, simulate_reference
+from replay.simulate import simulate
 from tests.conftest import REPO, write
 
 
@@ -232,10 +233,11 @@ def test_built_in_policies_run_compiled_and_user_policies_on_the_reference(tmp_p
 def test_a_user_policy_can_be_plugged_as_module_and_class(tmp_path):
     p = policies.load_policy("replay.policies:StaleHash")
     assert p.name == "stale-hash" and p.fault
-    from forensics.errors import ForensicsError
+    from replay.errors import PolicyError
 
-    with pytest.raises(ForensicsError):
+    with pytest.raises(PolicyError, match="unknown policy 'nope'") as e:
         policies.load_policy("nope")
+    assert "lru" in e.value.hint
 
 
 @settings(max_examples=60, deadline=None)

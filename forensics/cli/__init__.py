@@ -53,11 +53,14 @@ EXIT_BUG = 101
 
 def main() -> None:
     """Entry point: run the app, mapping errors to the documented exit codes."""
+    from forensics import _malloc
     from forensics.errors import ForensicsError
+    from replay.errors import ReplayError
 
+    _malloc.tune()  # before polars loads: its allocator reads its settings once
     try:
         app()  # standalone: usage errors print and exit 2, --help exits 0
-    except ForensicsError as e:
+    except (ForensicsError, ReplayError) as e:
         print(f"error: {e.message}", file=sys.stderr)
         if e.hint:
             print(f"hint: {e.hint}", file=sys.stderr)
