@@ -232,7 +232,7 @@ BOOT_CLOCK_NOTE = (
     "its time is dmesg's seconds since boot from a line of that boot that gave the wall time (the RTC at boot, an "
     "audit record): good to seconds near that line, a minute or two weeks from it"
 )
-"""Said of a kernel line placed by its boot's clock (`ingestion._since_boot`), so that a lead of
+"""Said of a kernel line placed by its boot's clock (`forensics.ingestion.timing._since_boot`), so that a lead of
 seconds over the symptoms is read as the rough order it is."""
 SNAPSHOTS = ("nvidia-smi",)
 """Node sources whose time is when someone looked (an `nvidia-smi -q` taken after the outage):

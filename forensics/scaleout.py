@@ -39,11 +39,12 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from forensics import _files, ingestion, mining
+from forensics import ingestion, mining
 from forensics import schema as s
 from forensics.engines import Executor
 from forensics.errors import ForensicsError
 from forensics.ingestion import FileReport, IngestResult
+from forensics.ingestion import files as _files
 
 SHARD_BYTES = 64 * 1024 * 1024
 """Files are grouped into shards of about this many bytes (a larger file is a shard of its

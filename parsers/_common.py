@@ -3,7 +3,7 @@
 Working-frame conventions (private to `parsers/`): `_row` is the row's position in
 its batch (order is restored by sorting on it); `body` is the text still to be
 parsed; time parts go to `_Y _mo _d _H _M _S _us` (Int32, null when absent) and are
-turned into `ts` by `forensics.ingest` once the reference year is known.
+turned into `ts` by `forensics.ingestion` once the reference year is known.
 
 NOTE on speed: a regex with capture groups costs about 1 µs per row in polars even on
 short strings, while `contains`, `find`, `slice` and `splitn` cost 0.02-0.2 µs. Hot

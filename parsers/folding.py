@@ -52,7 +52,7 @@ NONE = np.iinfo(np.int64).min
 """No row yet (a stream without an unfolded row)."""
 
 SEGMENT_KEY = pl.col("_fid").cast(pl.Int64) * (1 << 32) + pl.col("_seg").cast(pl.Int64)
-"""A line's file and segment (`ingestion._Segment`) as one integer. The compiled scans (this
+"""A line's file and segment (`forensics.ingestion.batches.Segment`) as one integer. The compiled scans (this
 fold, `fastlane._classify`'s CRI partial runs) carry nothing across a change of it: a segment
 may be parsed in another batch, so no line folds into or continues another segment's."""
 

@@ -1,7 +1,7 @@
 """The working frame's columns that `parsers/` hand to ingest, which turns them into the tables.
 
 The parsers write a line's clock reading as parts, because a line without a year cannot be
-made a time until ingest knows the file's reference year (`forensics.ingest.timing`).
+made a time until ingest knows the file's reference year (`forensics.ingestion.timing`).
 """
 
 from __future__ import annotations

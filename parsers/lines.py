@@ -172,7 +172,7 @@ def parse_lines(lines: pl.DataFrame, fast_lane: bool = True) -> pl.DataFrame:
     """Parse a frame of physical lines (see module docstring) into an events frame.
 
     `fast_lane=False` leaves every line to the general path: the same events (tests hold the
-    lane to it), without compiling the lane (`forensics.ingestion.SPEED_PASSES_MIN_CHARS`).
+    lane to it), without compiling the lane (`forensics.ingestion.batches.SPEED_PASSES_MIN_CHARS`).
     """
     body = Text(lines["body"])  # (read by both compiled passes)
     df = lines.with_row_index("_row").with_columns(pl.Series("_cr", _ends_in_cr(*body.where)))

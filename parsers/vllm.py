@@ -171,7 +171,7 @@ def metrics(events: pl.DataFrame, scan: bool = True) -> pl.DataFrame:
     because each release adds or drops optional parts (Deferred, Preemptions, Corrupted).
     Idle engines log this line at DEBUG only, so a gap in the series is not a dead engine.
     `scan=False` reads every line with the regexes, without compiling the scan
-    (`forensics.ingestion.SPEED_PASSES_MIN_CHARS`).
+    (`forensics.ingestion.batches.SPEED_PASSES_MIN_CHARS`).
     """
     # Narrow first: a filter copies every column it is given, and the events are wide.
     src = events.select(s.TS, s.TS_QUALITY, s.HOST, s.POD, s.FILE, s.LINE, s.PROCESS, s.SOURCE, s.MESSAGE).filter(

@@ -71,7 +71,7 @@ digits at most (31 years up): ten are seconds since the epoch, UCX's stamp (`par
 DMESG_UPTIME = r"^\[ *(\d{1,9}\.\d{6})\] "
 """The seconds since boot of a `dmesg` line, kept as `_uptime_s`: a line of the same boot that
 says the wall time then (the RTC's at boot, an audit record's) places the others
-(`forensics.ingestion.WALL_CLOCK`)."""
+(`forensics.ingestion.timing.WALL_CLOCK`)."""
 JOURNAL_HOST_IDENT = r"[\w.\-]+ (?:[A-Za-z][\w.\-/]*\[\d+\]|kernel): "
 """What journalctl's short modes print after their time: `host ident[pid]: ` (the kernel's without a pid)."""
 JOURNAL_FULL_PROBE = (

@@ -16,13 +16,13 @@ def as_a_large_run():
     """Ingest through the compiled speed passes (fast lane, metrics scan) as a large run does.
 
     A run of a few KB, as every test's is, leaves all its lines to the general path and the
-    metrics regexes (`forensics.ingestion.SPEED_PASSES_MIN_CHARS`), which define what the
+    metrics regexes (`forensics.ingestion.batches.SPEED_PASSES_MIN_CHARS`), which define what the
     passes must give; the format tests use this to cover the passes end to end too. (Module
     scope: hypothesis refuses function-scoped fixtures.)"""
-    from forensics import ingestion
+    from forensics.ingestion import batches
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ingestion, "SPEED_PASSES_MIN_CHARS", 0)
+        mp.setattr(batches, "SPEED_PASSES_MIN_CHARS", 0)
         yield
 
 

@@ -223,7 +223,7 @@ def test_a_p2p_op_still_in_flight_beside_the_last_collective_is_its_own_event(tm
 def test_a_dump_large_enough_to_be_read_in_pieces_is_still_read_whole(tmp_path, monkeypatch):
     # A dump's frames (paths, function names) make most of its bytes text: past the size
     # where logs are streamed it must not be taken for one.
-    from forensics import _files
+    from forensics.ingestion import files as _files
 
     monkeypatch.setattr(_files, "SEGMENT_CHARS", 1024)
     dump = _stuck(0)

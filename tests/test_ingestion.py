@@ -11,8 +11,9 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from forensics import ingest, ingestion
+from forensics import ingest
 from forensics import schema as s
+from forensics.ingestion import batches
 from parsers import fastlane, metric_scan
 from tests.conftest import DATA, SHARED, write
 
@@ -62,7 +63,7 @@ def _refuse(*_args, **_kwargs):
 
 
 def test_a_small_run_reads_every_line_without_compiling_the_speed_passes(incident_dir, monkeypatch):
-    monkeypatch.setattr(ingestion, "SPEED_PASSES_MIN_CHARS", 8 * 1024 * 1024)
+    monkeypatch.setattr(batches, "SPEED_PASSES_MIN_CHARS", 8 * 1024 * 1024)
     monkeypatch.setattr(fastlane, "split", _refuse)
     monkeypatch.setattr(metric_scan, "spans", _refuse)
     r = ingest(incident_dir)
@@ -78,7 +79,7 @@ def test_the_tables_do_not_depend_on_where_a_run_takes_up_the_speed_passes(incid
     for f in incident_dir.iterdir():
         write(tmp_path / f.name, f.read_bytes())
     write(tmp_path / "a-vllm.log", (incident_dir / "vllm-0.log").read_bytes())
-    monkeypatch.setattr(ingestion, "BATCH_CHARS", 1500)
+    monkeypatch.setattr(batches, "BATCH_CHARS", 1500)
     split, spans = fastlane.split, metric_scan.spans
     calls: list[str] = []
 
@@ -94,7 +95,7 @@ def test_the_tables_do_not_depend_on_where_a_run_takes_up_the_speed_passes(incid
     monkeypatch.setattr(metric_scan, "spans", scan)
     results, used = [], []
     for threshold in (0, 4000, 10**9):
-        monkeypatch.setattr(ingestion, "SPEED_PASSES_MIN_CHARS", threshold)
+        monkeypatch.setattr(batches, "SPEED_PASSES_MIN_CHARS", threshold)
         calls.clear()
         results.append(ingest(tmp_path))
         used.append((calls.count("lane"), calls.count("scan")))
@@ -966,7 +967,7 @@ def test_events_do_not_depend_on_where_files_are_cut_into_batches(tmp_path, monk
     # --year), the time inherited by untimed lines, the pod of a cluster-info dump header, a
     # dmesg boot's offset from the wall clock; and an event document parsed whole keeps its
     # place in file order.
-    from forensics import _files, ingestion
+    from forensics.ingestion import files as _files
 
     access = 'INFO:     10.0.0.1:1 - "GET /health HTTP/1.1" 200 OK\n'
     undated, dated = tmp_path / "undated", tmp_path / "dated"
@@ -1006,7 +1007,7 @@ def test_events_do_not_depend_on_where_files_are_cut_into_batches(tmp_path, monk
     whole = {d: ingest(d, year=2024) for d in (undated, dated, booted)}
     xid = whole[booted].events.filter(pl.col(s.MESSAGE).str.contains("Xid", literal=True)).row(0, named=True)
     assert (xid[s.TS], xid[s.TS_QUALITY]) == (datetime(2025, 10, 15, 10, 3, 10, 87695, tzinfo=UTC), "relative")
-    monkeypatch.setattr(ingestion, "BATCH_CHARS", 700)
+    monkeypatch.setattr(batches, "BATCH_CHARS", 700)
     monkeypatch.setattr(_files, "SEGMENT_CHARS", 500)
     for d, expected in whole.items():
         cut = ingest(d, year=2024)
@@ -1031,9 +1032,9 @@ def test_events_do_not_depend_on_where_files_are_cut_into_batches(tmp_path, monk
 def test_streamed_tables_are_the_held_ones_written_as_batches_finish(incident_dir, tmp_path, monkeypatch):
     # `forensics ingest --out` streams both tables to Parquet batch by batch (memory stays
     # that of a few batches): what it writes must be exactly what `ingest` would hold.
-    from forensics import _files, ingestion
+    from forensics.ingestion import files as _files
 
-    monkeypatch.setattr(ingestion, "BATCH_CHARS", 2000)
+    monkeypatch.setattr(batches, "BATCH_CHARS", 2000)
     monkeypatch.setattr(_files, "SEGMENT_CHARS", 1500)
     held = ingest(incident_dir)
     streamed = ingest(incident_dir, stream_to=tmp_path / "out")
@@ -1140,7 +1141,7 @@ def test_known_binary_formats_are_skipped_by_name_with_what_to_do(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from forensics import _files
+    from forensics.ingestion import files as _files
 
     journal = b"LPKSHHRH" + bytes(8) + b"MESSAGE=kernel: NVRM: Xid 79\n" * 5000
     assert len(journal) > _files.SNIFF_BYTES
@@ -1248,7 +1249,7 @@ def test_a_compressed_files_head_is_read_decompressed(tmp_path, codec):
 
     import pyarrow as pa
 
-    from forensics import _files
+    from forensics.ingestion import files as _files
 
     compress = {
         "gzip": lambda b: gzip.compress(b, mtime=0),
@@ -1290,7 +1291,7 @@ def test_a_large_log_whose_lines_begin_with_a_bracket_is_read_a_segment_at_a_tim
     # LMCache's `[2025-05-04 05:25:03,029] LMCache ...`, `[rank0]:` and `[pod/x/c]` lines begin
     # with `[` as a JSON list does; such a log was read whole (twice its size held for a 5 GB
     # one), while a document still is (it parses only whole).
-    from forensics import _files
+    from forensics.ingestion import files as _files
 
     monkeypatch.setattr(_files, "SEGMENT_CHARS", 4096)
     lmcache = "".join(
@@ -1369,7 +1370,7 @@ def test_a_50_mb_single_line_is_truncated_and_accounted(tmp_path):
 
 
 def test_a_long_multibyte_line_is_cut_by_characters_and_the_mark_counts_the_bytes_cut(tmp_path):
-    from forensics.ingestion import MAX_LINE_CHARS
+    from forensics.ingestion.batches import MAX_LINE_CHARS
 
     head = "INFO 03-02 10:00:00 [x.py:1] "
     short = "汉" * (MAX_LINE_CHARS // 2)  # more bytes than the limit, fewer characters: kept whole
@@ -1409,7 +1410,7 @@ def test_a_large_log_read_a_segment_at_a_time_gives_what_reading_it_whole_gives(
     # the stream is also cut short: what came before the cut is kept, with the same note.
     import gzip
 
-    from forensics import _files
+    from forensics.ingestion import files as _files
 
     monkeypatch.setattr(_files, "SEGMENT_CHARS", 2048)
     body = []
@@ -1669,9 +1670,8 @@ def test_a_directory_holding_only_an_event_document_is_ingested(tmp_path):
 def test_event_documents_take_their_place_in_file_order_between_batches(tmp_path, monkeypatch, batch_files):
     # Event documents are parsed whole, apart from the line batches, and put back among
     # them by file id; with a batch per file the places fall between and after batches.
-    import forensics.ingestion
 
-    monkeypatch.setattr(forensics.ingestion, "BATCH_FILES", batch_files)
+    monkeypatch.setattr(batches, "BATCH_FILES", batch_files)
     events = (DATA / "incident" / "events.json").read_text()
     line = "2025-07-28T06:41:2{n}.000000Z INFO 07-28 06:41:2{n} [x.py:1] file {name} line {n}\n"
     for name in ("a", "c", "e"):
@@ -2707,7 +2707,7 @@ def test_a_large_json_lines_log_is_read_a_segment_at_a_time_as_it_is_whole(tmp_p
     # An application's JSON records, one a line, begin with `{` as a JSON document does; such a
     # log was read whole (its text, its lines and a dict a record held at once), while a
     # document (pretty-printed, or one line) still is.
-    from forensics import _files
+    from forensics.ingestion import files as _files
 
     monkeypatch.setattr(_files, "SEGMENT_CHARS", 4096)
     records = "".join(
@@ -2733,7 +2733,7 @@ def test_a_large_json_lines_log_is_read_a_segment_at_a_time_as_it_is_whole(tmp_p
 
 
 def test_an_archive_larger_than_the_room_left_is_read_only_up_to_the_limit(tmp_path, monkeypatch):
-    from forensics import _files
+    from forensics.ingestion import files as _files
 
     line = b"2025-03-02T08:06:40.000000000Z INFO 03-02 08:06:40 [core.py:1] Engine step ok\n"
     _tar_gz(tmp_path / "big.tar.gz", {"a.log": line * 10, "b.log": line * 1000})

@@ -822,7 +822,7 @@ def test_a_file_read_a_segment_at_a_time_decodes_to_the_text_read_whole(tmp_path
     import gzip
     import lzma
 
-    from forensics import _files
+    from forensics.ingestion import files as _files
 
     path = tmp_path / "f.log"
     text = b"\xef\xbb\xbf" * bom + data
@@ -860,7 +860,7 @@ def test_decompressed_pieces_keep_all_of_a_sound_stream_and_a_prefix_of_a_damage
     import io
     import lzma
 
-    from forensics import _files
+    from forensics.ingestion import files as _files
 
     compress = {
         "gzip": lambda m: gzip.compress(m, mtime=0),

@@ -16,11 +16,13 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from forensics import _files, ingestion, mining, scaleout
+from forensics import ingestion, mining, scaleout
 from forensics import schema as s
 from forensics.cli import app
 from forensics.engines import SerialExecutor
 from forensics.errors import ForensicsError
+from forensics.ingestion import files as _files
+from forensics.ingestion import reference
 from tests.conftest import write
 
 SAMPLES = Path(__file__).parent.parent / "samples"
@@ -238,7 +240,7 @@ def test_reference_pass_reads_further_into_a_log_whose_head_has_no_dated_line(tm
     )
     dated = "2029-12-31 23:59:58,104 - torch.distributed.elastic - INFO - rendezvous complete\n"
     data = (undated + dated).encode()
-    assert len(data) > ingestion.REFERENCE_HEAD_BYTES[0]
+    assert len(data) > reference.REFERENCE_HEAD_BYTES[0]
     (tmp_path / "vllm-0.log.gz").write_bytes(gzip.compress(data))
     refs = ingestion.reference_times(_files.discover([tmp_path])[0])
     assert refs == {"vllm-0.log.gz": datetime(2029, 12, 31, 23, 59, 58, 104000, tzinfo=UTC)}

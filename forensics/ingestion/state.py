@@ -1,0 +1,51 @@
+"""The state ingest keeps between a file's batches and across its files.
+
+`FileMeta` is what a file's path says (pod, namespace, container, node); `BatchCarry` is what one
+batch of a file hands the next (the last time seen, the boot a dmesg stamp counts from, the
+wrapper's marks), so a file cut into batches reads as one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import polars as pl
+
+
+@dataclass(frozen=True)
+class FileMeta:
+    """Per-file hints from the path layout (CRI, cluster-info dump, file name)."""
+
+    rel: str
+    pod: str | None
+    namespace: str | None
+    container: str | None
+    mtime: float
+    node: str | None = None
+    """The node of its node-level lines (dmesg, kubelet) when they name none (`parsers._common.node_of`)."""
+
+
+Progress = Callable[[int, int, str], None]
+"""Callback(bytes_done, bytes_total, current_file) for progress bars."""
+
+
+@dataclass(frozen=True)
+class BatchCarry:
+    """What the file a batch ends in hands to the batch that continues it: its last time
+    (inherited by the next batch's untimed lead lines), the month and rollover count of its
+    fallback-year lines, its last `dmesg` line's boot offset (wall time minus seconds since
+    boot, None where its boot said no wall time) and stamp, and its cluster-info dump headers
+    (pod, namespace, container)."""
+
+    fid: int = -1
+    ts: datetime | None = None
+    mo: int | None = None
+    rolls: int = 0
+    boot: tuple[float | None, float] | None = None
+    dump: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> pl.Expr:
+        """The rows of a batch that continue the carried file."""
+        return pl.col("_fid") == self.fid
