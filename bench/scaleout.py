@@ -2,7 +2,7 @@
 
 Usage: python bench/scaleout.py [--scale 2800] [--workers 2] [--skip-ray]
 
-`serial`, `pool` and `ray` are the sharded pipeline (`forensics.scaleout`): its tasks
+`serial`, `pool` and `ray` are the sharded pipeline (`forensics.shards.pipeline`): its tasks
 one after another in one process, on a spawned process pool, and on a local Ray instance
 started before timing (its ~4 s start is printed apart: on a real cluster it is already
 up). The default `--engine local` (no shards; batches parse on threads, so it already

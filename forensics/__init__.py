@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 _LAZY = {
-    "analyze": "forensics.analysis",
-    "Report": "forensics.analysis",
+    "analyze": "forensics.diagnosis",
+    "Report": "forensics.diagnosis",
     "FileReport": "forensics.ingestion",
     "IngestResult": "forensics.ingestion",
     "ingest": "forensics.ingestion",
@@ -29,7 +29,7 @@ __all__ = ["FileReport", "ForensicsError", "IngestResult", "Report", "__version_
 
 if TYPE_CHECKING:
     from forensics import schema
-    from forensics.analysis import Report, analyze
+    from forensics.diagnosis.analysis import Report, analyze
     from forensics.errors import ForensicsError
     from forensics.ingestion import FileReport, IngestResult, ingest
 

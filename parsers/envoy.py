@@ -8,7 +8,7 @@ The stamp is peeled as an outer time (`wrappers.CI_TS_PROBE`), leaving the reque
 status and Envoy's response flags (`UH` no healthy upstream, `UF` connection failure, `UT`
 timeout, `UC` upstream reset, `NR` no route, `DC` client gone). Why read them: the gateway
 answers what the pods cannot, so an outage whose pods are gone shows as 503s only here;
-`forensics.series.served` prefers these lines over the servers' own when both are there.
+`forensics.diagnosis.series.served` prefers these lines over the servers' own when both are there.
 """
 
 from __future__ import annotations

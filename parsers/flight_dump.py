@@ -5,7 +5,7 @@ With `TORCH_NCCL_DUMP_ON_TIMEOUT` each rank writes its ring buffer of recent col
 `TORCH_NCCL_DEBUG_INFO_TEMP_FILE<rank>` (default `/tmp/nccl_trace_rank_<rank>`); engineers
 copy them beside the logs, and `torchfrtrace` is often not at hand. Reading them here lets
 the analysis name the rank that never enqueued the collective the others wait in
-(`forensics.collectives.dump_findings`).
+(`forensics.diagnosis.collectives.dump_findings`).
 
 A dump is a pickle (protocol 2, torch >= 2.4) or, from `_dump_nccl_trace_json` /
 `_dump_fr_trace_json`, the same dictionary as JSON without stacks:
@@ -44,7 +44,7 @@ from parsers._common import as_dict
 from parsers.jsonutil import load_json
 
 FLIGHT_DUMP_COMPONENT = "flight_recorder_dump"
-"""The `component` of a dump's events (`forensics.collectives.dump_findings` reads them)."""
+"""The `component` of a dump's events (`forensics.diagnosis.collectives.dump_findings` reads them)."""
 
 LAST = (
     r"^flight recorder: rank (?P<rank>\d+)'s last collective of PG (?P<pg>\S+) \((?P<desc>[^;]*); ranks "
@@ -53,7 +53,7 @@ LAST = (
 )
 """A group's summary event: the rank's last collective in that group, and whether it completed."""
 IN_FLIGHT = "not completed"
-"""The words every in-flight event carries (`forensics.signatures` classifies them)."""
+"""The words every in-flight event carries (`forensics.diagnosis.signatures` classifies them)."""
 
 _PICKLE_PROTOCOLS = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
 SNIFF_BYTES = 1 << 20

@@ -6,7 +6,7 @@
 
 tqdm writes them to stderr itself, not through logging: no level and no time of their own (the
 wrapper's stamp, else the previous line's). They say what a starting engine was doing when it
-went quiet: `forensics.rootcause` reads a pod killed by its probe while it was still loading its
+went quiet: `forensics.diagnosis.rootcause` reads a pod killed by its probe while it was still loading its
 model by them.
 """
 

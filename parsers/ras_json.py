@@ -15,7 +15,7 @@ reads), so that is the form saved beside the logs after a hang. Its writer is
      "ras": {"collection_time_sec": 0.000, "timeouts_count": 0}}
 
 Each finding becomes the event the text report's block would (`parsers.nccl`, same words),
-so `forensics.collectives.ras_findings` reads both forms alike: DEAD (a missing rank RAS
+so `forensics.diagnosis.collectives.ras_findings` reads both forms alike: DEAD (a missing rank RAS
 considers dead), INCOMPLETE (missing ranks that did not answer), ERROR (ranks with an
 asynchronous or initialisation error), MISMATCH (ranks behind the others in a collective's
 operation count). The report's own time (`timestamp`, the client's local clock: `--tz`)

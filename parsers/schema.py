@@ -238,7 +238,7 @@ Source = Literal[
 SOURCES: Final = Source.__args__
 NODE_SOURCES: Final = ("kernel", "kubelet", "nvidia-smi", "syslog")
 """The sources whose lines a node writes of itself, stamped by its own clock: where it reports on
-its hardware, and what moves with its clock's offset (`forensics.clock`)."""
+its hardware, and what moves with its clock's offset (`forensics.diagnosis.skew`)."""
 
 Level = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 LEVELS: Final = Level.__args__

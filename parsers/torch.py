@@ -38,7 +38,7 @@ DETECT_FLIGHT = (
 )
 """A finding's first line, in each torchfrtrace generation (torch 2.4-2.9)."""
 FLIGHT_COMPONENT = "flight_recorder"
-"""The `component` of a finding's event (`forensics.collectives.flight_findings` reads them)."""
+"""The `component` of a finding's event (`forensics.diagnosis.collectives.flight_findings` reads them)."""
 FLIGHT_SEQ = r"(?:collective,? (?:sequence number: )?|sequence number: |^Collective )(\d+)"
 PG_PREFIX = (
     r"\[(?:PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s(\]]+))?(?: ?\((?P<desc>[^)]*)\))? )?Rank (?P<rank>\d+)\]"

@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics import analyze, rootcause, signatures
-from forensics.postmortem import write_all
-from forensics.signatures import SIGNATURES
+from forensics import analyze
+from forensics.diagnosis import rootcause, signatures
+from forensics.diagnosis.signatures import SIGNATURES
+from forensics.report.postmortem import write_all
 from tests.conftest import DATA
 from tests.conftest import write as write_file
 
@@ -1297,7 +1298,8 @@ def test_routine_hardware_notices_are_no_fault(line):
 )
 def test_an_xids_number_names_what_failed_and_what_to_do(line, label, kind):
     # Xid 45 is the driver cleaning up after a process that died (an OOM kill, a crash): never the cause.
-    from forensics import report, signatures
+    from forensics.diagnosis import signatures
+    from forensics.report import render as report
 
     sig, _ = signatures.classify_text(line, None)
     assert (sig.category, sig.kind) == ("gpu-fault", kind) and label in sig.label
@@ -1327,7 +1329,7 @@ def test_only_nccls_own_socket_errors_are_called_nccls(line, nccl):
     sig, _ = signatures.classify_text(line, None)
     assert (sig.category, sig.kind) == ("network", "fault")
     assert sig.label == ("NCCL socket error" if nccl else signatures.SOCKET_LOST)
-    assert sig.label in rootcause.AS_THE_APP_SAW_IT
+    assert signatures.Trait.AS_THE_APP_SAW_IT in sig.traits
 
 
 def _replicas_crashing(tmp_path: Path, crashes: dict[str, int], error: str, batches: dict | None = None) -> dict:
@@ -1650,11 +1652,23 @@ _CATALOG_WORDS = sorted({w for sig in SIGNATURES for w in re.findall(r"[A-Za-z][
 """The catalog's own words, so that generated lines come near (and into) its patterns."""
 
 
-def test_the_labels_the_ranking_names_are_the_catalogs():
-    # (a label renamed in the catalog would silently stop the rule that names it)
-    labels = {sig.label for sig in SIGNATURES}
-    assert rootcause.AS_THE_APP_SAW_IT <= labels and rootcause.START_FAULTS <= labels
-    assert len(rootcause.START_FAULTS) >= 8
+def test_what_the_ranking_asks_of_a_fault_is_a_trait_of_its_catalog_entry():
+    # The ranking and the alerts ask traits, never spelt labels: rewording an entry's label
+    # cannot stop a rule that names it.
+    with_trait = {t: [sig.id for sig in SIGNATURES if t in sig.traits] for t in signatures.Trait}
+    assert len(with_trait[signatures.Trait.AT_START]) >= 8
+    assert all(with_trait.values()), [t for t, ids in with_trait.items() if not ids]
+    for sig in SIGNATURES:
+        assert signatures.traits_of(sig.label) >= sig.traits
+
+
+def test_catalog_ids_are_stable_unique_and_name_their_category():
+    # An id is what code, tests and users' tooling compare: once given, it stays.
+    ids = [sig.id for sig in SIGNATURES]
+    assert len(set(ids)) == len(ids)
+    assert all(sig.id.startswith(sig.category + ".") for sig in SIGNATURES)
+    golden = (Path(__file__).parent / "golden" / "catalog-ids.txt").read_text().split()
+    assert [i for i in golden if i not in signatures.BY_ID] == [], "a catalog id was renamed or removed"
 
 
 @pytest.mark.parametrize("sig", SIGNATURES, ids=lambda sig: sig.label[:40])
@@ -1737,7 +1751,7 @@ def test_symptoms_only_with_a_dead_worker_name_it_and_its_signal(tmp_path):
 def test_first_process_death_reads_vllm_multiproc_and_shell_exit_codes():
     from datetime import datetime
 
-    from forensics.rootcause import Hypothesis, first_process_death
+    from forensics.diagnosis.rootcause import Hypothesis, first_process_death
 
     def hyp(text, seen):
         return Hypothesis("engine", "symptom", 5, "engine died", text, "x", seen, [], 1, [{"text": text}])
@@ -1922,7 +1936,8 @@ def test_a_flight_recorder_finding_beside_the_timeouts_names_the_rank_that_stopp
     ],
 )
 def test_flight_recorder_findings_of_each_torch_generation_are_one_event_each(tmp_path, text, missing):
-    from forensics import collectives, ingest
+    from forensics import ingest
+    from forensics.diagnosis import collectives
 
     write_file(tmp_path / "fr.txt", text)
     r = ingest(tmp_path)
@@ -2070,7 +2085,8 @@ def test_an_ncclras_json_report_names_the_process_the_others_waited_on_as_the_te
 
 
 def test_a_healthy_ncclras_json_report_is_one_informational_event(tmp_path):
-    from forensics import collectives, ingest
+    from forensics import ingest
+    from forensics.diagnosis import collectives
 
     write_file(tmp_path / "ras.json", _ras_json())
     r = ingest(tmp_path)
@@ -2113,8 +2129,8 @@ def test_a_timeout_in_the_groups_first_collective_points_at_the_transport(tmp_pa
 def test_timeouts_of_different_process_groups_are_not_read_as_a_rank_falling_behind():
     import polars as pl
 
-    from forensics import collectives
     from forensics import schema as s
+    from forensics.diagnosis import collectives
 
     ev = pl.DataFrame(
         {

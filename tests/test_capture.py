@@ -170,7 +170,7 @@ def test_analyze_replay_captures_from_request_lines_when_no_trace_file_was_kept(
 
 def test_analyze_replay_takes_the_pool_and_the_load_from_the_engines_logs(tmp_path):
     from forensics import ingest
-    from forensics.trace_capture import replay_incident
+    from forensics.replay_bridge import replay_incident
 
     ids = [SYS * 4 + list(range(i * 100, i * 100 + 60)) for i in range(12)]
     write(

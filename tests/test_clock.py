@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
-from forensics import clock
 from forensics import schema as s
+from forensics.diagnosis import skew
 
 T0 = datetime(2025, 3, 2, 8, 0, tzinfo=UTC)
 
@@ -38,7 +38,7 @@ def test_a_node_whose_watchdogs_fire_late_is_ahead_by_the_median_lag():
     rows += [_timeout("pod-c", 20519, 90.0)]  # a later report of the same collective: its first counts
     rows += [_timeout("pod-c", 77, 30.0)]  # a collective on one pod alone pairs with nothing
     nodes = {"pod-a": "node-a", "pod-b": "node-b", "pod-c": "node-c"}
-    assert clock.estimate(_events(rows), nodes) == {"node-a": 0.0, "node-b": 0.0, "node-c": 5.5}
+    assert skew.estimate(_events(rows), nodes) == {"node-a": 0.0, "node-b": 0.0, "node-c": 5.5}
 
 
 def test_collectives_are_told_apart_by_op_and_seq_even_without_an_op():
@@ -46,7 +46,7 @@ def test_collectives_are_told_apart_by_op_and_seq_even_without_an_op():
     rows = [_timeout("pod-a", 7, 0.0, op=None), _timeout("pod-b", 7, 4.0, op=None)]
     rows += [_timeout("pod-a", 7, 100.0, op="BROADCAST"), _timeout("pod-b", 7, 102.0, op="BROADCAST")]
     nodes = {"pod-a": "node-a", "pod-b": "node-b"}
-    assert clock.estimate(_events(rows), nodes) == {"node-a": -3.0, "node-b": 0.0}
+    assert skew.estimate(_events(rows), nodes) == {"node-a": -3.0, "node-b": 0.0}
 
 
 def test_a_kubelet_probe_failure_pairs_with_its_unhealthy_event():
@@ -65,7 +65,7 @@ def test_a_kubelet_probe_failure_pairs_with_its_unhealthy_event():
             s.MESSAGE: '"SyncLoop" pod="default/pod-a"',
         },
     ]
-    assert clock.estimate(_events(rows), {"pod-a": "node-a"}) == {"node-a": 2.0}
+    assert skew.estimate(_events(rows), {"pod-a": "node-a"}) == {"node-a": 2.0}
 
 
 def test_a_pod_is_on_the_node_its_events_name_else_the_first_kubelet_that_names_it():
@@ -81,7 +81,7 @@ def test_a_pod_is_on_the_node_its_events_name_else_the_first_kubelet_that_names_
         kubelet("node-4", '"Killing container with a grace period" pod="kube-system/pod-c" podUID="u"'),
         kubelet("node-5", "Started kubelet"),
     ]
-    assert clock.pod_nodes(_events(rows)) == {"pod-a": "node-1", "pod-b": "node-2", "pod-c": "node-4"}
+    assert skew.pod_nodes(_events(rows)) == {"pod-a": "node-1", "pod-b": "node-2", "pod-c": "node-4"}
 
 
 def test_a_nodes_own_lines_and_its_pods_move_with_its_clock_and_the_api_servers_do_not():
@@ -99,6 +99,6 @@ def test_a_nodes_own_lines_and_its_pods_move_with_its_clock_and_the_api_servers_
         row("k8s-event", host="node-a", pod="pod-a"),
         row("kernel", host="node-b"),
     ]
-    moved = clock.apply(_events(rows), {"node-a": 2.0}, {"pod-a": "node-a"})
+    moved = skew.apply(_events(rows), {"node-a": 2.0}, {"pod-a": "node-a"})
     back = T0 - timedelta(seconds=2)
     assert moved[s.TS].to_list() == [back, back, back, back, T0, T0]

@@ -9,7 +9,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics import dedup
+from forensics.mining import dedup
 
 _RUN = re.compile(r"[0-9][0-9a-fA-F]*")
 

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics import analyze, collectives, ingest
+from forensics import analyze, ingest
+from forensics.diagnosis import collectives
 from parsers import flight_dump
 from tests.conftest import write as write_file
 

@@ -2144,9 +2144,9 @@ def test_google_cloud_logging_entries_keep_their_pod_node_and_time(tmp_path, lay
         ("CreateContainerConfigError", "Warning", "pod/qwen-1", 1, "kubelet"),
         ("NodeNotReady", "Warning", "node/gke-gpu-pool-3", 3, "kubelet"),
     ]
-    from forensics import clock
+    from forensics.diagnosis import skew
 
-    assert clock.pod_nodes(r.events) == {"qwen-1": "gke-gpu-pool-5"}
+    assert skew.pod_nodes(r.events) == {"qwen-1": "gke-gpu-pool-5"}
 
 
 def test_cloudwatch_and_elasticsearch_exports_are_read_one_record_a_line(tmp_path):
@@ -2528,7 +2528,7 @@ def test_describe_node_failing_conditions_are_timed_node_events(tmp_path):
         ("h100-node-12", "KernelDeadlock", "node/h100-node-12", datetime(2025, 3, 14, 3, 8, 12, tzinfo=UTC)),
         ("h100-node-13", "NodeNotReady", "node/h100-node-13", datetime(2025, 3, 14, 3, 9, 58, tzinfo=UTC)),
     ]
-    from forensics.signatures import classify
+    from forensics.diagnosis.signatures import classify
 
     assert classify(bad)["category"].to_list() == ["node"] * 3
     assert bad[s.MESSAGE][2].startswith("NodeNotReady: Ready=Unknown since Fri, 14 Mar 2025 03:09:58 +0000")
@@ -2820,7 +2820,7 @@ EVENT_LISTINGS = {
 def test_an_event_reads_the_same_from_every_listing_so_the_catalog_knows_it(tmp_path, listing):
     # The catalog knows a rollout by `ScalingReplicaSet:` and a probe's kill by `Killing: Container
     # x failed`: a `kubectl get events` table or a `describe` section must say them as `-o json` does.
-    from forensics import signatures
+    from forensics.diagnosis import signatures
 
     write(tmp_path / listing, EVENT_LISTINGS[listing])
     ev = ingest(tmp_path).events.filter(pl.col(s.SOURCE) == "k8s-event").sort(s.LINE)

@@ -227,7 +227,7 @@ def test_a_snapshot_taken_after_the_timeouts_explains_them_without_claiming_it_c
     # Seven ranks time out at 08:17:01; the node's nvidia-smi, taken at 08:20:12, shows the GPU's
     # uncorrectable errors. The summary must not say the timeouts "followed" the snapshot.
     from forensics import analyze
-    from forensics.report import render
+    from forensics.report.render import render
 
     write(
         tmp_path / "gpu-node-3" / "nvidia-smi.txt",

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from forensics import analyze, ingest
-from forensics.report import render
+from forensics.report.render import render
 from parsers import prometheus
 from tests.conftest import write
 
@@ -201,7 +201,7 @@ def _dcgm(values: list[int], host: str = "gpu-node-3") -> str:
 
 
 def test_a_gpus_xid_turning_nonzero_is_one_event_of_its_node_classified_as_a_gpu_fault(tmp_path):
-    from forensics.signatures import classify
+    from forensics.diagnosis.signatures import classify
 
     write(tmp_path / "dcgm" / "exporter.txt", _dcgm([0, 0, 79, 79, 79, 0, 48]))
     r = ingest(tmp_path)
@@ -220,7 +220,7 @@ def test_a_gpus_xid_turning_nonzero_is_one_event_of_its_node_classified_as_a_gpu
 
 
 def test_a_gpus_uncorrectable_ecc_errors_are_gpu_fault_events_but_a_lifetime_counters_history_is_not(tmp_path):
-    from forensics.signatures import classify
+    from forensics.diagnosis.signatures import classify
 
     def series(name: str, values: list[int]) -> str:
         return "\n".join(
@@ -253,7 +253,7 @@ def test_a_gpus_uncorrectable_ecc_errors_are_gpu_fault_events_but_a_lifetime_cou
 
 
 def test_kube_state_metrics_states_become_the_events_describe_would_give(tmp_path):
-    from forensics.signatures import classify
+    from forensics.diagnosis.signatures import classify
 
     ms = [1773468000000 + 30_000 * i for i in range(4)]
     lines = [
@@ -289,7 +289,7 @@ def test_kube_state_metrics_states_become_the_events_describe_would_give(tmp_pat
 
 
 def test_corrupted_requests_rising_is_a_kv_cache_fault_event_of_the_pod(tmp_path):
-    from forensics.signatures import classify
+    from forensics.diagnosis.signatures import classify
 
     stamps = [(T0 + timedelta(seconds=15 * i)).isoformat() for i in range(5)]
     write(tmp_path / "vllm-2.prom", _loop(stamps, [900.0] * 5, corrupted_from=3))
@@ -448,7 +448,7 @@ def test_an_export_that_cannot_be_read_is_parsed_as_a_log_with_a_note(tmp_path, 
 
 def test_the_nixl_connectors_failed_transfers_and_expired_leases_rising_are_events_of_the_pod(tmp_path):
     # A P/D deployment's decode (failed transfers) and prefill (expired leases) engines, scraped.
-    from forensics.signatures import classify
+    from forensics.diagnosis.signatures import classify
 
     stamps = [(T0 + timedelta(seconds=15 * i)).isoformat() for i in range(4)]
     for pod, family, counts in (
@@ -482,7 +482,7 @@ def test_the_nixl_connectors_failed_transfers_and_expired_leases_rising_are_even
 def test_nccl_inspectors_bus_bandwidth_collapsing_on_one_gpu_is_one_event_of_its_node(tmp_path):
     # NCCL Inspector's Prometheus textfile (NCCL_INSPECTOR_PROM_DUMP=1), scraped every 30 s: GPU 1 of
     # gpu-node-3 drops to 0.3 GB/s for three dumps, then recovers. One event, not one a dump.
-    from forensics.signatures import classify
+    from forensics.diagnosis.signatures import classify
 
     out = []
     for i in range(12):

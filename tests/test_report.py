@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from forensics import analyze
-from forensics import report as rpt
-from forensics.postmortem import write_all
+from forensics.report import render as rpt
+from forensics.report.postmortem import write_all
 from tests.conftest import write as write_file
 
 SAMPLES = Path(__file__).parent.parent / "samples"
@@ -148,7 +148,7 @@ def test_plots_leave_out_what_has_no_place_on_the_time_axis_and_are_still_writte
     # otherwise the plots of the same analysis without them.
     import json
 
-    from forensics import plots
+    from forensics.report import plots
 
     analysis = json.loads((outputs["cache-corruption"] / "analysis.json").read_text())
     plain = tmp_path / "plain"
@@ -218,7 +218,7 @@ def test_the_alert_tests_expect_only_the_rules_written_for_the_incident():
     # test was still written and looked the rule up: a KeyError that failed the report.
     import yaml
 
-    from forensics import alerts
+    from forensics.report import alerts
 
     hyp = {"category": "kv-cache", "role": "impact", "label": "KV cache usage", "status": "supported"}
     analysis = {

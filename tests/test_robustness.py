@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from forensics import analyze
 from forensics.errors import NoInputError
-from forensics.postmortem import write_all
+from forensics.report.postmortem import write_all
 from tests.conftest import REPO
 
 SAMPLE = REPO / "samples" / "cache-corruption"

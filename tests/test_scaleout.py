@@ -16,13 +16,14 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from forensics import ingestion, mining, scaleout
+from forensics import ingestion, mining
 from forensics import schema as s
 from forensics.cli import app
-from forensics.engines import SerialExecutor
 from forensics.errors import ForensicsError
 from forensics.ingestion import files as _files
 from forensics.ingestion import reference
+from forensics.shards import pipeline as scaleout
+from forensics.shards.engines import SerialExecutor
 from tests.conftest import write
 
 SAMPLES = Path(__file__).parent.parent / "samples"

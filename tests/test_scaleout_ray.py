@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from forensics import analysis, scaleout
 from forensics.cli import app
+from forensics.diagnosis import analysis
+from forensics.shards import pipeline as scaleout
 
 ray = pytest.importorskip("ray")
 

@@ -53,10 +53,10 @@ def analyze(
     import shlex
     import sys
 
-    from forensics import engines
-    from forensics.analysis import analyze as run
+    from forensics.diagnosis.analysis import analyze as run
     from forensics.errors import ForensicsError
-    from forensics.postmortem import ALERT_FORMATS, write_all
+    from forensics.report.postmortem import ALERT_FORMATS, write_all
+    from forensics.shards import engines
 
     engines.check(engine)
     if fmt not in ("md", "html"):
@@ -86,7 +86,7 @@ def analyze(
         )
         replayed = None
         if replay:
-            from forensics.trace_capture import replay_incident
+            from forensics.replay_bridge import replay_incident
 
             if on_stage:
                 on_stage("replay")

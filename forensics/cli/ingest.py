@@ -30,8 +30,9 @@ def ingest(
     workers: _options.Workers = None,
 ) -> None:
     """Parse every line of every log into the events and metrics tables."""
-    from forensics import engines, scaleout
     from forensics.ingestion import write_tables
+    from forensics.shards import engines
+    from forensics.shards import pipeline as scaleout
 
     engines.check(engine)
 

@@ -47,7 +47,7 @@ def replay(
         raise ForensicsError(
             "no trace given", hint="forensics replay samples/cache-corruption/trace.jsonl --compare lru-evict-live lru"
         )
-    from forensics.trace_capture import load_or_capture
+    from forensics.replay_bridge import load_or_capture
     from replay.traces import Trace
 
     captured = load_or_capture(trace)

@@ -29,7 +29,9 @@ def templates(
     workers: _options.Workers = None,
 ) -> None:
     """Mine log templates (Drain3) and print the table, most frequent first."""
-    from forensics import engines, mining, scaleout
+    from forensics import mining
+    from forensics.shards import engines
+    from forensics.shards import pipeline as scaleout
 
     engines.check(engine)
     with _console.progress(quiet) as report:

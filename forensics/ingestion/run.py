@@ -93,7 +93,7 @@ def ingest_files(
     file_refs: dict[str, datetime] | None = None,
     stream_to: Path | None = None,
 ) -> IngestResult:
-    """`ingest` over files already discovered: the unit of work of a sharded run (`forensics.scaleout`).
+    """`ingest` over files already discovered: the unit of work of a sharded run (`forensics.shards.pipeline`).
 
     `file_refs` (relative path -> reference time, from `reference_times` over *every*
     file of the run) lets a shard infer missing years from dated logs that sit in

@@ -104,7 +104,7 @@ def write_tables(result: IngestResult, out: Path) -> dict[str, Path]:
         paths["events"], paths["metrics"] = (Path(result.streamed_to) / f for f in (EVENTS_FILE, METRICS_FILE))
     else:
         if result.dataset is not None:
-            paths["events"] = Path(result.dataset)  # the rows are already there (see `forensics.scaleout`)
+            paths["events"] = Path(result.dataset)  # the rows are already there (see `forensics.shards.pipeline`)
         else:
             result.events.write_parquet(paths["events"], statistics=False)
         result.metrics.write_parquet(paths["metrics"], statistics=False)

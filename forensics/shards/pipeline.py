@@ -41,10 +41,10 @@ import pyarrow as pa
 
 from forensics import ingestion, mining
 from forensics import schema as s
-from forensics.engines import Executor
 from forensics.errors import ForensicsError
 from forensics.ingestion import FileReport, IngestResult
 from forensics.ingestion import files as _files
+from forensics.shards.engines import Executor
 
 SHARD_BYTES = 64 * 1024 * 1024
 """Files are grouped into shards of about this many bytes (a larger file is a shard of its
@@ -362,7 +362,7 @@ def prepare(
         return Sharded(r, mining.mine(r.events) if mine else None, None, 0, 0.0)
     import tempfile
 
-    from forensics.engines import executor
+    from forensics.shards.engines import executor
 
     ex = executor(engine, workers=workers, address=address)
     tmp = None

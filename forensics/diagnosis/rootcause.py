@@ -24,8 +24,9 @@ from datetime import datetime, timedelta
 import polars as pl
 
 from forensics import schema as s
-from forensics import signatures
-from forensics.series import KV_FULL, UNTIMED_STEP, Incident, Series, tell_kv_full_no_queue
+from forensics.diagnosis import signatures
+from forensics.diagnosis.series import KV_FULL, UNTIMED_STEP, Incident, Series, tell_kv_full_no_queue
+from forensics.diagnosis.signatures import Trait
 
 LOOKBACK = timedelta(minutes=30)
 ONSET_SLACK_S = 90.0
@@ -190,7 +191,11 @@ def _peer_loss(out: list[Hypothesis]) -> None:
     whichever order interleaved output printed them: it counts as a symptom, at half its
     score, and says why.
     """
-    deaths = [h for h in out if h.kind == "fault" and (h.category in PROCESS_DEATH or h.label in signatures.OOM_KILLS)]
+    deaths = [
+        h
+        for h in out
+        if h.kind == "fault" and (h.category in PROCESS_DEATH or Trait.OOM_KILL in signatures.traits_of(h.label))
+    ]
     if not deaths:
         return
     for h in out:
@@ -214,18 +219,9 @@ def _displaced(out: list[Hypothesis]) -> None:
             _as_symptom(h, f"pods displaced by the {before[0].label} found no free GPUs elsewhere")
 
 
-AS_THE_APP_SAW_IT = frozenset(
-    {
-        signatures.GPU_FAULT,
-        "CUDA call failed inside NCCL",
-        "InfiniBand / RDMA transport error",
-        "NCCL socket error",
-        signatures.SOCKET_LOST,
-        "NCCL system / remote error",
-    }
-)
-"""Faults as a process saw them (a CUDA call or a transfer failed), not what failed: the node's
-own report of the same category says that."""
+def _as_the_app_saw_it(label: str) -> bool:
+    """Whether `label` is a fault as a process saw it, not what failed (`Trait.AS_THE_APP_SAW_IT`)."""
+    return Trait.AS_THE_APP_SAW_IT in signatures.traits_of(label)
 
 
 BOOT_CLOCK_NOTE = (
@@ -290,7 +286,7 @@ def _corroborate(out: list[Hypothesis], signals: pl.DataFrame) -> None:
         h.evidence.append({"file": r[s.FILE], "line": r[s.LINE], "text": (r["full"] or "")[:2000]})
         h.why.append(f"{r['_at']}'s own log names what failed, {_when_said(r)}: {r['label']} ({r[s.FILE]}:{r[s.LINE]})")
         h.score = round(h.score + 0.05, 3)
-        if h.label in AS_THE_APP_SAW_IT and r["label"] not in AS_THE_APP_SAW_IT:
+        if _as_the_app_saw_it(h.label) and not _as_the_app_saw_it(r["label"]):
             h.label = r["label"]
 
 
@@ -479,10 +475,6 @@ SOFTWARE_FAULT_ACTION = (
 )
 
 
-SOFTWARE_PRONE_LABELS = frozenset((signatures.GPU_FAULT, signatures.KERNEL_EXCEPTION))
-"""The catalog's GPU faults that a kernel can raise; the others name hardware."""
-
-
 WORKER = r"^(?:Worker|VllmWorker|RayWorker)"
 """vLLM's worker processes (log-formats.md 1.2: `Worker_TP3`, `VllmWorker rank=3`,
 `VllmWorkerProcess`, Ray's `RayWorkerWrapper`): one GPU each."""
@@ -496,7 +488,9 @@ def _on_many_gpus(h: Hypothesis, part: pl.DataFrame, events: pl.DataFrame | None
     process; an engine core re-raising its worker's error is not a GPU of its own."""
     if h.category != "gpu-fault" or h.kind != "fault" or not SOFTWARE_PRONE.search(h.template or ""):
         return
-    if h.label not in SOFTWARE_PRONE_LABELS:  # (an ECC error or a lost GPU is hardware however many report it)
+    if Trait.SOFTWARE_PRONE not in signatures.traits_of(
+        h.label
+    ):  # (an ECC error or a lost GPU is hardware however many report it)
         return
     place = pl.coalesce("node", s.POD)
     places = part.select(place.drop_nulls().n_unique()).item()
@@ -796,7 +790,6 @@ def _assign_roles(hyps: list[Hypothesis], inc: Incident) -> None:
         top.score = max(top.score, max(h.score for h in causes))
 
 
-START_FAULTS = frozenset(sig.label for sig in signatures.SIGNATURES if sig.at_start)
 SKEW_S = 5.0
 """Seconds two sources' clocks may disagree by: an earlier line by less is not "first"."""
 
@@ -805,8 +798,8 @@ def _names_what_failed(h: Hypothesis, top: Hypothesis) -> bool:
     """Whether `h`, the node's own report on a host of `top`, names the failure `top` only saw
     as a process did."""
     return (
-        top.label in AS_THE_APP_SAW_IT
-        and h.label not in AS_THE_APP_SAW_IT
+        _as_the_app_saw_it(top.label)
+        and not _as_the_app_saw_it(h.label)
         and bool(h.sources)
         and h.sources <= set(s.NODE_SOURCES)
         and bool(set(h.hosts) & set(top.hosts))
@@ -817,7 +810,7 @@ def _brought(change: Hypothesis, fault: Hypothesis) -> bool:
     """Whether `fault` is what the rollout `change` brought: a new pod failing to start after it."""
     return (
         change.kind == "change"
-        and fault.label in START_FAULTS
+        and Trait.AT_START in signatures.traits_of(fault.label)
         and change.first_seen is not None
         and fault.first_seen is not None
         and change.first_seen <= fault.first_seen

@@ -14,10 +14,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from forensics import clock, collectives, mining, rootcause, scaleout, signatures
+from forensics import mining
 from forensics import schema as s
-from forensics import series as ser
+from forensics.diagnosis import collectives, rootcause, signatures, skew
+from forensics.diagnosis import series as ser
 from forensics.ingestion import IngestResult
+from forensics.shards import pipeline as scaleout
 
 ANALYSIS_VERSION = 1
 TIMELINE_MAX = 40
@@ -112,7 +114,7 @@ def analyze(
 
     `engine="local"` parses and mines in this process. `"pool"` and `"ray"` parse and
     mine shards of files in parallel (a local process pool, or Ray at `ray_address`),
-    writing the rows under `dataset` (see `forensics.scaleout`); the timeline and root
+    writing the rows under `dataset` (see `forensics.shards.pipeline`); the timeline and root
     cause are the same code either way.
 
     >>> report = analyze(Path("samples/cache-corruption"))  # doctest: +SKIP
@@ -141,10 +143,10 @@ def analyze(
         run_stats |= {f"{k}_s": v for k, v in prepared.stages.items()}
     step("timeline")
     events = r.events.with_columns(mined.template_ids.alias(mining.TEMPLATE_ID))
-    pod_node = clock.pod_nodes(events)
-    offsets = clock.estimate(events, pod_node)
-    events = clock.apply(events, offsets, pod_node)
-    metrics = clock.apply(r.metrics.with_columns(pl.lit("vllm").alias(s.SOURCE)), offsets, pod_node).drop(s.SOURCE)
+    pod_node = skew.pod_nodes(events)
+    offsets = skew.estimate(events, pod_node)
+    events = skew.apply(events, offsets, pod_node)
+    metrics = skew.apply(r.metrics.with_columns(pl.lit("vllm").alias(s.SOURCE)), offsets, pod_node).drop(s.SOURCE)
     series = ser.build(events, metrics)
     signals = _signals(events, mined.templates, pod_node)
     incidents = (

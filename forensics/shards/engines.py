@@ -1,7 +1,7 @@
 """Where a sharded run's tasks execute: in this process, a local process pool, or a Ray cluster.
 
 All engine-specific code lives here, behind one small protocol (`Executor.map`), so the
-sharded pipeline (`forensics.scaleout`) is the same plain functions on every engine.
+sharded pipeline (`forensics.shards.pipeline`) is the same plain functions on every engine.
 Ray is an optional extra (`pip install "forensics[ray]"`); nothing imports it unless
 `--engine ray` is asked for.
 

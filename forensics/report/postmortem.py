@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from forensics import alerts, mining, plots
-from forensics import report as rpt
-from forensics.analysis import Report
+from forensics import mining
+from forensics.diagnosis.analysis import Report
+from forensics.report import alerts, plots
+from forensics.report import render as rpt
 
 ALERT_FORMATS = ("prometheusrule", "prometheus")
 

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import jinja2
 
-from forensics import __version__, rootcause, signatures
+from forensics import __version__
+from forensics.diagnosis import rootcause, signatures
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 CUT = " …[truncated]"
 
 ACTIONS = {

@@ -1,100 +1,33 @@
 """Template mining: group event messages into templates such as `Cache corruption detected in block <NUM>`.
 
-Structure, not tuning, makes it fast (shared docs, template-mining.md §0):
+Structure, not tuning, makes it fast:
 
-1. Only the first line of a message is mined (a traceback is folded under its header),
-   capped at `MAX_CHARS` characters and `MAX_TOKENS` tokens, as Loki does, so one huge
-   line cannot stall Drain.
-2. Messages are keyed by their digit-collapsed text (`block 88123` -> `block 0`; hex ids
-   too), hashed in one compiled pass over the Arrow buffers (`forensics.dedup`). Keys
+1. Messages are keyed by their digit-collapsed text (`block 88123` -> `block 0`; hex ids
+   too), hashed in one compiled pass over the Arrow buffers (`forensics.mining.dedup`). Keys
    repeat massively in logs, so the named masks and Drain only see one representative
    per (source, key), and the template id is gathered back to every row.
-3. One Drain3 instance per source (vLLM lines never share a tree with NCCL lines), fed
+2. One Drain3 instance per source (vLLM lines never share a tree with NCCL lines), fed
    in a deterministic order (most frequent key first, ties by the key's hash), so the same logs
    give the same templates on every run and machine.
-4. A template id is a hash of (source, template text), not Drain's cluster counter:
+3. A template id is a hash of (source, template text), not Drain's cluster counter:
    stable across runs, so incidents can be compared and reports can link templates.
-5. Where Drain made a variable of a position that only ever holds two or three words
+4. Where Drain made a variable of a position that only ever holds two or three words
    (`Started container vllm` / `prometheus`), the template is split per word
-   (`_split_enums`): such words are states and names the code chose, not data.
-
-Persistence is plain JSON (`save_templates` / `load_templates`). Drain3's own state is
-jsonpickle, and loading jsonpickle from a user-supplied file can execute code: never done.
-"""
+   (`_split_enums`): such words are states and names the code chose, not data."""
 
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import re
 from dataclasses import dataclass
-from datetime import datetime
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from forensics import dedup
 from forensics import schema as s
-
-MAX_CHARS = 2000
-MAX_TOKENS = 100
-TEMPLATE_ID: str = "template_id"
-TEMPLATE: str = "template"
-PARAMS: str = "params"
-COUNT: str = "count"
-FIRST_SEEN: str = "first_seen"
-LAST_SEEN: str = "last_seen"
-TEMPLATES_FILE_VERSION = 1
-TEMPLATES_COLUMNS: tuple[str, ...] = (
-    TEMPLATE_ID,
-    TEMPLATE,
-    s.SOURCE,
-    COUNT,
-    FIRST_SEEN,
-    LAST_SEEN,
-    "hosts",
-    "pods",
-    s.LEVEL,
-    "example",
-    "example_file",
-    "example_line",
-)
-"""The templates table (`summarise`, and a sharded run's reduce of its shards' tables), in order."""
-
-MASKS: tuple[tuple[str, str], ...] = (
-    (
-        "TS",
-        r"\b(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? +)?(?:\d{1,2} +)?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,4}"
-        r"(?: +\d{1,2})?(?: +\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)(?: +\d{4})?(?: [+-]\d{4}| [A-Z]{3})?\b"
-        r"|\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?",
-    ),
-    ("POD", r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-[a-f0-9]{8,10}-[a-z0-9]{5}\b"),
-    ("REQ_ID", r"\b(?:chatcmpl|cmpl|chat|req|request|embd|tokn)-[0-9A-Za-z][0-9A-Za-z\-]{7,}"),
-    ("UUID", r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
-    (
-        "IP",
-        r"(?:\b\d{1,3}(?:\.\d{1,3}){3}|\bfe80::[0-9a-fA-F:]+(?:%\w+)?|\b(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4})(?:<\d+>|:\d{1,5}\b)?",
-    ),
-    ("PATH", r"(?:\b[A-Za-z]:)?(?:/[\w.\-@+~]+){2,}/?"),
-    ("SRC", r"\b[\w./\-]+\.(?:cc|cpp|cu|h|hpp|c|py|go|rs):\d+\b"),
-    (
-        "HOST",
-        r"\b(?:[A-Za-z0-9][A-Za-z0-9\-]*\.){2,}(?:com|net|org|edu|io|ai|local|internal|cluster|svc|hk|cn|de|uk|jp|us|[a-z]{2})(?::\d{1,5})?\b",
-    ),
-    ("HEX", r"\b0x[0-9a-fA-F]+\b|\b[0-9a-fA-F]{8,}\b"),
-    ("DUR", r"\b\d+(?:\.\d+)?(?:h\d+m|m\d+(?:\.\d+)?s|ns|us|µs|ms|s|m|h)\b"),
-    ("NUM", r"\b\d{1,3}(?:,\d{3})+\b|\b\d+(?:\.\d+)*(?:[eE][+-]?\d+)?(?:[A-Za-z]{1,3})?\b"),
-)
-"""Named masks, applied in order. Each turns a variable part into `<NAME>`; the template
-then reads `block <NUM>` or `peer <IP>`. HEX needs a 0x prefix or 8+ hex digits, so short
-words (`added`, `70B`) stay; pod names are masked first, before their hash can look like HEX
-and before a model name's `-chat-` can look like a request id; NUM
-takes thousands separators (`1,843,200`), versions (`0.10.2`) and unit suffixes (`112.5x`)
-whole, and no sign, so `gpu-node-3` reads `gpu-node-<NUM>`."""
-
-_PARAM_PATTERN = "|".join(f"(?:{rx})" for _, rx in MASKS)
+from forensics.mining import dedup
+from forensics.mining.masks import MAX_CHARS, MAX_TOKENS, first_line, mask_expr
+from forensics.mining.table import COUNT, FIRST_SEEN, LAST_SEEN, TEMPLATE, TEMPLATE_ID, TEMPLATES_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -133,41 +66,6 @@ def template_id(source: str | None, template: str) -> str:
     """
     h = hashlib.blake2b(f"{source or ''}\x00{template}".encode(), digest_size=6)
     return h.hexdigest()
-
-
-def mask_expr(expr: pl.Expr) -> pl.Expr:
-    """Apply the named masks to a string expression (vectorised); `<IP>,<IP>` lists become one `<IP>`."""
-    for name, rx in MASKS:
-        expr = expr.str.replace_all(rx, f"<{name}>")
-        expr = expr.str.replace_all(f"<{name}>(?:[,;] ?<{name}>)+", f"<{name}>")
-    return expr
-
-
-def first_line(expr: pl.Expr) -> pl.Expr:
-    """The first line of a message, capped at `MAX_CHARS` characters.
-
-    Split, not `str.find` + `str.slice`: find counts bytes and slice characters, so a first
-    line with any non-ASCII text would run on into the next one.
-    """
-    head = expr.str.splitn("\n", 2).struct.field("field_0")
-    return pl.when(expr.str.contains("\n", literal=True)).then(head).otherwise(expr).str.slice(0, MAX_CHARS)
-
-
-def params_expr(expr: pl.Expr) -> pl.Expr:
-    """The masked values of each message, in order, as a list column (`[88123]`, `[10.0.4.13:44413]`)."""
-    return first_line(expr).str.extract_all(_PARAM_PATTERN)
-
-
-def write_events(events: pl.DataFrame, template_ids: pl.Series | None, path: Path) -> None:
-    """Write the events table with its `template_id` and `params` (the masked values) columns.
-
-    The params are computed here, at write time, on the streaming engine: nothing in the
-    analysis reads them, and at millions of rows a list column is worth not holding.
-    """
-    lf = events.lazy()
-    if template_ids is not None and TEMPLATE_ID not in events.columns:
-        lf = lf.with_columns(template_ids.alias(TEMPLATE_ID))
-    lf.with_columns(params_expr(pl.col(s.MESSAGE)).alias(PARAMS)).sink_parquet(path, statistics=False)
 
 
 def mine(events: pl.DataFrame, config: MinerConfig | None = None) -> MiningResult:
@@ -300,6 +198,8 @@ def merge_shards(shard_templates: pl.DataFrame, config: MinerConfig | None = Non
 
 
 PLACEHOLDER = re.compile(r"<(?:\*|[A-Z_]+)>")
+
+
 MASKED = "<#>"
 """What Drain sees for a masked token: a word that never counts as shared when Drain
 measures similarity (`_new_drain`). Giving it plain Drain3's full credit made masked ids
@@ -479,147 +379,4 @@ def summarise(events: pl.DataFrame, names: pl.DataFrame) -> pl.DataFrame:
         agg.join(names, on=TEMPLATE_ID, how="left")
         .select(TEMPLATES_COLUMNS)
         .sort(COUNT, TEMPLATE_ID, descending=[True, False])
-    )
-
-
-# --- persistence --------------------------------------------------------------------------
-
-
-def save_templates(
-    templates: pl.DataFrame, path: Path, window: tuple[datetime | None, datetime | None] | None = None
-) -> None:
-    """Write the templates (id, text, source, count, rate) as plain JSON, usable as `--baseline`."""
-    lo, hi = window or (templates[FIRST_SEEN].min(), templates[LAST_SEEN].max())
-    span = (hi - lo).total_seconds() if lo is not None and hi is not None else None
-    rows = []
-    for r in templates.sort(TEMPLATE_ID).iter_rows(named=True):
-        rows.append(
-            {
-                "id": r[TEMPLATE_ID],
-                "template": r[TEMPLATE],
-                "source": r[s.SOURCE],
-                "count": r[COUNT],
-                "rate_per_s": (r[COUNT] / span) if span else None,
-            }
-        )
-    doc = {
-        "version": TEMPLATES_FILE_VERSION,
-        "window": {"start": lo.isoformat() if lo else None, "end": hi.isoformat() if hi else None, "seconds": span},
-        "templates": rows,
-    }
-    path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
-
-
-def load_templates(path: Path) -> tuple[pl.DataFrame, float | None]:
-    """Read a templates JSON written by `save_templates`. Returns (templates, window seconds).
-
-    Plain `json` only: nothing in the file can make code run.
-    """
-    from forensics.errors import ParseError
-
-    try:
-        doc = json.loads(Path(path).read_text())
-        rows = doc["templates"]
-        span = (doc.get("window") or {}).get("seconds")
-        df = pl.DataFrame(
-            {
-                TEMPLATE_ID: [r["id"] for r in rows],
-                TEMPLATE: [r["template"] for r in rows],
-                s.SOURCE: [r.get("source") for r in rows],
-                COUNT: [int(r["count"]) for r in rows],
-            },
-            schema={TEMPLATE_ID: pl.String, TEMPLATE: pl.String, s.SOURCE: pl.String, COUNT: pl.Int64},
-        )
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ParseError(
-            f"not a forensics templates file ({type(e).__name__}: {e})",
-            path=str(path),
-            hint="write one with `forensics templates LOGDIR --save known.json`",
-        ) from e
-    return df, span
-
-
-# --- baseline diff ----------------------------------------------------------------------
-
-
-def diff(
-    current: pl.DataFrame, current_s: float, baseline: pl.DataFrame, baseline_s: float, alpha: float = 1e-3
-) -> pl.DataFrame:
-    """Mark each template NEW, GONE, CHANGED or SAME between a baseline and the current window.
-
-    `current`/`baseline` have `template_id`, `template`, `source`, `count`; the `_s`
-    arguments are the windows' lengths in seconds. Under "nothing changed", a template's
-    occurrences fall in the two windows in proportion to their lengths, so the current
-    count is Binomial(n = both counts, p = current_s / (current_s + baseline_s)); the
-    two-sided binomial test gives `p_value`, and `score` = -log10(p). A template is
-    CHANGED when p < `alpha`. This is log-rate analysis (LogCompare, Elastic) with an
-    exact test instead of a threshold on the ratio.
-    """
-    from scipy.stats import binomtest
-
-    cur = current.select(TEMPLATE_ID, TEMPLATE, s.SOURCE, pl.col(COUNT).alias("count_current"))
-    base = baseline.select(
-        TEMPLATE_ID, pl.col(TEMPLATE).alias("_bt"), pl.col(s.SOURCE).alias("_bs"), pl.col(COUNT).alias("count_baseline")
-    )
-    j = (
-        cur.join(base, on=TEMPLATE_ID, how="full", coalesce=True)
-        .with_columns(
-            pl.coalesce(TEMPLATE, "_bt").alias(TEMPLATE),
-            pl.coalesce(s.SOURCE, "_bs").alias(s.SOURCE),
-            pl.col("count_current").fill_null(0),
-            pl.col("count_baseline").fill_null(0),
-        )
-        .drop("_bt", "_bs")
-    )
-    p_cur = current_s / (current_s + baseline_s) if current_s + baseline_s > 0 else 0.5
-    rows = []
-    for r in j.iter_rows(named=True):
-        c, b = r["count_current"], r["count_baseline"]
-        p = binomtest(c, c + b, p_cur).pvalue if c + b > 0 else 1.0
-        rate_c = c / current_s if current_s else None
-        rate_b = b / baseline_s if baseline_s else None
-        if b == 0 and c > 0:
-            status = "NEW"
-        elif c == 0 and b > 0:
-            status = "GONE"
-        elif p < alpha:
-            status = "CHANGED"
-        else:
-            status = "SAME"
-        ratio = (rate_c / rate_b) if rate_c is not None and rate_b else None
-        rows.append(
-            {
-                **r,
-                "rate_current": rate_c,
-                "rate_baseline": rate_b,
-                "rate_ratio": ratio,
-                "p_value": p,
-                "score": -math.log10(max(p, 1e-300)),
-                "status": status,
-            }
-        )
-    schema = {
-        TEMPLATE_ID: pl.String,
-        TEMPLATE: pl.String,
-        s.SOURCE: pl.String,
-        "count_current": pl.Int64,
-        "count_baseline": pl.Int64,
-        "rate_current": pl.Float64,
-        "rate_baseline": pl.Float64,
-        "rate_ratio": pl.Float64,
-        "p_value": pl.Float64,
-        "score": pl.Float64,
-        "status": pl.String,
-    }
-    out = pl.DataFrame(rows, schema=schema)
-    return out.sort("score", TEMPLATE_ID, descending=[True, False])
-
-
-def window_counts(events: pl.DataFrame, ids: pl.Series, start: datetime, end: datetime) -> pl.DataFrame:
-    """Template counts of events with `start <= ts < end` (for `diff`)."""
-    ev = events.select(s.TS, s.SOURCE).with_columns(ids.alias(TEMPLATE_ID))
-    return (
-        ev.filter((pl.col(s.TS) >= start) & (pl.col(s.TS) < end))
-        .group_by(TEMPLATE_ID)
-        .agg(pl.len().alias(COUNT), pl.col(s.SOURCE).first())
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from forensics import signatures
+from forensics.diagnosis import signatures
 
 RUNBOOK = "https://runbooks.example.internal/gpu-serving/{alert}"
 """Placeholder base for runbook_url: replace with your team's runbooks."""
@@ -124,7 +124,7 @@ def rules_for(analysis: dict) -> list[Rule]:
                 "root cause (capacity)",
             ),
         ]
-    if labels & signatures.KV_TRANSFER_LABELS:
+    if any(signatures.Trait.KV_TRANSFER in signatures.traits_of(label) for label in labels):
         rules += [
             Rule(
                 "VLLMKVTransferFailures",
