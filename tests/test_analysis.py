@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forensics import analyze
-from forensics.diagnosis import rootcause, signatures
+from forensics.diagnosis import advice, rootcause, signatures
 from forensics.diagnosis.signatures import SIGNATURES
 from forensics.report.postmortem import write_all
 from tests.conftest import DATA
@@ -1299,12 +1299,11 @@ def test_routine_hardware_notices_are_no_fault(line):
 def test_an_xids_number_names_what_failed_and_what_to_do(line, label, kind):
     # Xid 45 is the driver cleaning up after a process that died (an OOM kill, a crash): never the cause.
     from forensics.diagnosis import signatures
-    from forensics.report import render as report
 
     sig, _ = signatures.classify_text(line, None)
     assert (sig.category, sig.kind) == ("gpu-fault", kind) and label in sig.label
     if kind == "fault" and "Xid" in sig.label:
-        assert "{host}" in report.ACTIONS_BY_LABEL[sig.label]  # (its own action item, for the node at fault)
+        assert "{host}" in advice.ACTIONS_BY_LABEL[sig.label]  # (its own action item, for the node at fault)
 
 
 @pytest.mark.parametrize(
@@ -1521,7 +1520,7 @@ def test_crashing_batches_that_share_a_request_size_point_at_one_request(tmp_pat
         "RuntimeError: CUDA error: an illegal memory access was encountered",
         batches,
     )
-    assert rc["label"] == rootcause.SOFTWARE_FAULT_LABEL
+    assert rc["label"] == advice.SOFTWARE_FAULT_LABEL
     said = [w for w in rc["why"] if "each held a request" in w]
     assert (said[0] if said else None) == (
         None
@@ -1549,7 +1548,7 @@ def test_the_same_kernel_fault_on_several_replicas_is_read_as_software_not_one_g
     # GPUs do not fail together; code and inputs do (a request retried onto the next replica).
     rc = _replicas_crashing(tmp_path, crashes, error)
     assert rc["category"] == "gpu-fault" and rc["status"] == "supported"
-    assert (rc["label"] == rootcause.SOFTWARE_FAULT_LABEL) == software
+    assert (rc["label"] == advice.SOFTWARE_FAULT_LABEL) == software
     assert (f"the same fault on {len(crashes)} pods" in rc["why"]) == software
 
 
@@ -1614,7 +1613,7 @@ def test_the_same_kernel_fault_in_several_tensor_parallel_workers_is_software(tm
     (incident,) = analyze(tmp_path).to_json()["incidents"]
     rc = incident["root_cause"]
     assert rc["category"] == "gpu-fault" and rc["status"] == "supported"
-    assert (rc["label"] == rootcause.SOFTWARE_FAULT_LABEL) == software
+    assert (rc["label"] == advice.SOFTWARE_FAULT_LABEL) == software
     assert ("the same fault on 4 GPU workers" in rc["why"]) == software
 
 
@@ -3000,7 +2999,7 @@ def test_a_probe_that_kills_an_engine_still_loading_its_model_is_the_cause(tmp_p
     report = analyze(tmp_path)
     (inc,) = report.to_json()["incidents"]
     rc = inc["root_cause"]
-    assert (rc["status"], rc["category"], rc["label"]) == ("supported", "pod-lifecycle", rootcause.STARTUP_KILL_LABEL)
+    assert (rc["status"], rc["category"], rc["label"]) == ("supported", "pod-lifecycle", advice.STARTUP_KILL_LABEL)
     assert any("had been starting for 9.5 min" in w and "checkpoint shards" in w for w in rc["why"])
     md = write_all(report, tmp_path / "out")["postmortem"].read_text()
     assert "startupProbe on `/health` whose `failureThreshold` x `periodSeconds` exceeds" in md
@@ -3017,7 +3016,7 @@ def test_a_probe_failure_is_no_slow_start_when_the_engine_served_or_went_quiet(t
     _slow_start(tmp_path, served=served, quiet_min=quiet_min)
     (inc,) = analyze(tmp_path).to_json()["incidents"]
     assert inc["root_cause"]["status"] == "inconclusive"
-    assert inc["root_cause"]["label"] != rootcause.STARTUP_KILL_LABEL
+    assert inc["root_cause"]["label"] != advice.STARTUP_KILL_LABEL
 
 
 def test_an_nfs_server_gone_silent_under_a_stalled_model_load_is_the_cause_not_the_probe(tmp_path):

@@ -25,6 +25,13 @@ import polars as pl
 
 from forensics import schema as s
 from forensics.diagnosis import signatures
+from forensics.diagnosis.advice import (
+    ASK_FOR,
+    PROBE_KILL_LABEL,
+    SOFTWARE_FAULT_LABEL,
+    STARTUP_KILL_LABEL,
+    SYMPTOM_OF,
+)
 from forensics.diagnosis.series import KV_FULL, UNTIMED_STEP, Incident, Series, tell_kv_full_no_queue
 from forensics.diagnosis.signatures import Trait
 
@@ -319,12 +326,6 @@ def node_reports_pointer(signals: pl.DataFrame, hyps: list[Hypothesis]) -> str |
 PROBE_TIMEOUT = re.compile(
     r"Liveness probe failed: .*(?:context deadline exceeded|Client\.Timeout|i/o timeout|timed out)", re.IGNORECASE
 )
-PROBE_KILL_LABEL = "liveness probe timed out on an engine that was serving: the kubelet restarted a working pod"
-PROBE_KILL_ACTION = (
-    "Stop the liveness probe from killing a busy engine: a longer `timeoutSeconds` and `failureThreshold` on "
-    "`/health`, a startupProbe for model load, and readiness (not liveness) to take an overloaded pod out of "
-    "rotation; alert on restarts whose previous container was serving."
-)
 BUSY_SAMPLES = 2
 """Metrics samples (the last before the first probe failure, within a minute of it) that must
 show tokens being generated for the engine to count as serving when its probe timed out."""
@@ -407,15 +408,6 @@ SERVING = re.compile(
 START_QUIET_S = 300
 """The engine's last start-up line must come this close before the probe failed: a start-up
 that went quiet longer than this hung (a collective, a download) rather than ran long."""
-STARTUP_KILL_LABEL = (
-    "the kubelet's probe killed the container while its engine was still starting (loading the model): "
-    "the probe allows less time than the start-up takes"
-)
-STARTUP_KILL_ACTION = (
-    "Give the pod a startupProbe on `/health` whose `failureThreshold` x `periodSeconds` exceeds the engine's "
-    "start-up (weights download and load, profiling, CUDA graph capture) with room to spare, and keep the "
-    "liveness probe from running until it passes; cache the weights on a local volume to shorten the start."
-)
 
 
 def _probe_killed_a_starting_engine(out: list[Hypothesis], events: pl.DataFrame | None) -> None:
@@ -466,13 +458,6 @@ SOFTWARE_PRONE = re.compile(
 )
 """GPU faults a kernel raises: a bug or a bad input can cause them as well as the hardware
 (the Xids that only hardware raises, 79, ECC, NVLink, GSP, have their own signatures)."""
-SOFTWARE_FAULT_LABEL = "the same CUDA fault on several GPUs at once: a kernel bug or a request that crashes every replica it reaches, not one GPU's hardware"
-SOFTWARE_FAULT_ACTION = (
-    "Treat it as a software fault: find the request each replica was running when it crashed (the same prompt, "
-    "length or sampling parameters?) and replay it on one replica with `CUDA_LAUNCH_BLOCKING=1`; roll back the "
-    "vLLM/torch/driver version or the kernel option (attention backend, CUDA graphs) that changed, and shed that "
-    "request at the gateway until it is fixed."
-)
 
 
 WORKER = r"^(?:Worker|VllmWorker|RayWorker)"
@@ -716,18 +701,6 @@ def _saturated(
     return hosts, evidence
 
 
-SYMPTOM_OF = {
-    "collective-timeout": "a collective that never completed: a rank died, hung or lost its network first, "
-    "and the watchdog only reports the wait",
-    "engine": "the engine dies of a failure in a worker or the GPU; its own error is the news of it",
-    "pod-lifecycle": "probes fail and pods restart after a process crashed or hung",
-    "capacity": "preemptions follow a full KV cache; they do not fill it",
-    "kv-cache": "a KV transfer decode never finished or had to redo: the transfer path, the other instance or "
-    "decode's queue failed first",
-}
-"""Why a symptom of each category cannot be a root cause, said when no cause was found."""
-
-
 def _assign_roles(hyps: list[Hypothesis], inc: Incident) -> None:
     causes = [h for h in hyps if h.kind in ("fault", "change")]
     # A change after the drop began is the fix or a restart, not the cause.
@@ -850,18 +823,6 @@ def verdict(hyps: list[Hypothesis]) -> Verdict:
     )
     return Verdict("inconclusive", conf, top, why)
 
-
-ASK_FOR = {
-    "collective-timeout": "logs from every rank and node (the one that failed first is missing) and the KV store",
-    "engine": "the engine's full traceback (the worker's log lines before the engine died)",
-    "capacity": "the engine's metrics lines (KV cache usage, running and waiting requests) and the request rate, "
-    "to tell an overload from a leak",
-    "pod-lifecycle": "the crashed container's own log (`kubectl logs --previous POD`) and its Last State in "
-    "`kubectl describe pod` (reason, exit code)",
-    "kv-cache": "the logs of both sides of the KV transfer (the decode instances' too: their transfer errors and "
-    "queue) with UCX's errors (`UCX_LOG_LEVEL=error`)",
-}
-"""What to collect next when only symptoms of a category were logged: where their cause is."""
 
 WORKER_DEATH = re.compile(
     r"Worker (?P<who>\S+) pid (?P<pid>\d+) died, exit code: (?P<code>-?\d+)"

@@ -108,7 +108,7 @@ class Signature:
     in_traceback: bool = False
     action: str | None = None
     """The postmortem's action item when this is the root cause, where it differs from its
-    category's (`report.ACTIONS`)."""
+    category's (`forensics.diagnosis.advice.ACTIONS`)."""
     traits: frozenset[Trait] = frozenset()
 
 

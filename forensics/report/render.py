@@ -17,28 +17,10 @@ from pathlib import Path
 import jinja2
 
 from forensics import __version__
-from forensics.diagnosis import rootcause, signatures
+from forensics.diagnosis import advice
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 CUT = " …[truncated]"
-
-ACTIONS = {
-    "kv-cache": "Fix the KV-cache eviction policy: never evict or reuse a block whose reference count is above zero, and drop its hash when it is reused. Add the replay of this incident's trace as a regression test (`forensics replay --compare`).",
-    "network": "Take {host} out of service and repair its InfiniBand path (cable/HCA/switch port); run `ib_write_bw` and the NCCL tests before returning it.",
-    "gpu-memory": "Bound memory per request: lower `max_model_len` / `max_num_batched_tokens` or `gpu_memory_utilization`, and reject oversized prompts at the gateway.",
-    "gpu-fault": "Drain {host}, run DCGM diagnostics (level 3) and RMA the GPU if the XID recurs.",
-    "node": "Find why the kubelet on {host} stopped (PLEG: container runtime health, disk, memory) and add node-problem-detector remediation.",
-    "capacity": "Add capacity or autoscale on `vllm:num_requests_waiting` and KV usage; set an admission limit so overload queues at the gateway instead of preempting.",
-    "config-change": "Roll back the change and gate future rollouts on a canary that watches throughput and errors.",
-    "engine": "Find the exception that killed the engine (see evidence) and add a regression test for it.",
-}
-
-ACTIONS_BY_LABEL = {sig.label: sig.action for sig in signatures.SIGNATURES if sig.action} | {
-    rootcause.PROBE_KILL_LABEL: rootcause.PROBE_KILL_ACTION,
-    rootcause.STARTUP_KILL_LABEL: rootcause.STARTUP_KILL_ACTION,
-    rootcause.SOFTWARE_FAULT_LABEL: rootcause.SOFTWARE_FAULT_ACTION,
-}
-"""Where one category holds faults that call for different fixes, the label picks the action."""
 
 
 def cell(value, limit: int = 160) -> str:
@@ -171,7 +153,7 @@ def context(
             seen.add(h["category"])
             red.append(h)
         actions = []
-        action = ACTIONS_BY_LABEL.get(rc.get("label")) or ACTIONS.get(rc["category"])
+        action = advice.action_for(rc["category"], rc.get("label"))
         if rc["status"] == "supported" and action:
             actions.append(("prevent", action.format(host=host or "the affected node"), "root cause"))
         elif rc["status"] != "supported":
