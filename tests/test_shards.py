@@ -1,6 +1,6 @@
 """The sharded pipeline (`--engine pool|ray`) gives what the local pipeline gives.
 
-Run here on the serial executor and a local process pool; `test_scaleout_ray.py` runs
+Run here on the serial executor and a local process pool; `test_shards_ray.py` runs
 the same pipeline on a real local Ray cluster. Shards are made small on purpose
 (`shard_bytes`) so that every sample is cut into several shards.
 """
