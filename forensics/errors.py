@@ -31,14 +31,3 @@ class ParseError(ForensicsError):
         super().__init__(f"{where}: {message}", hint=hint)
         self.path = path
         self.lineno = lineno
-
-
-class StageFailed(ForensicsError):
-    """A pipeline stage failed; `stage` names it and `__cause__` holds the reason."""
-
-    def __init__(self, stage: str, cause: BaseException) -> None:
-        super().__init__(
-            f"stage `{stage}` failed: {cause}",
-            hint="re-run with --verbose for the traceback and report it if the input looks valid",
-        )
-        self.stage = stage

@@ -17,7 +17,7 @@ parsed by `parse_event_document`; both recorder populations are handled (legacy
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import polars as pl
 
@@ -777,10 +777,3 @@ def _parse_time(v) -> datetime | None:
     except ValueError:
         return None
     return t.astimezone(UTC) if t.tzinfo else t.replace(tzinfo=UTC)
-
-
-def resolve_age(captured_at: datetime | None, age_s: float | None) -> datetime | None:
-    """`captured_at - age`, the absolute time of a `kubectl` relative age."""
-    if captured_at is None or age_s is None:
-        return None
-    return captured_at - timedelta(seconds=age_s)
