@@ -1,0 +1,163 @@
+"""The `analysis.json` contract: the one place the analysis' records become a JSON document.
+
+The report renders only this document; `ANALYSIS_VERSION` is bumped when a field is renamed,
+removed or changes meaning."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import polars as pl
+
+from forensics.diagnosis import series as ser
+from forensics.diagnosis._format import iso, round1
+from forensics.diagnosis.narrative import IncidentReport
+
+if TYPE_CHECKING:
+    from forensics.diagnosis.analysis import Report
+
+
+ANALYSIS_VERSION = 1
+
+
+def incident_json(ir: IncidentReport, offsets: dict) -> dict:
+    inc, v = ir.incident, ir.verdict
+    top = v.top
+    rc = None
+    if top is not None:
+        rc = {
+            "status": v.status,
+            "confidence": v.confidence,
+            "category": top.category,
+            "label": top.label,
+            "template": top.template,
+            "template_id": top.template_id,
+            "hosts": top.hosts,
+            "first_seen": iso(top.first_seen),
+            "evidence": top.evidence,
+            "why": top.why,
+        }
+        rc["missing"] = v.missing if v.status == "inconclusive" else None
+    else:
+        rc = {
+            "status": "inconclusive",
+            "confidence": 0.0,
+            "category": "other",
+            "label": "not determined",
+            "template": None,
+            "template_id": None,
+            "hosts": [],
+            "first_seen": None,
+            "evidence": [],
+            "why": [],
+            "missing": v.missing,
+        }
+    return {
+        "start": iso(inc.start),
+        "end": iso(inc.end),
+        "timing": "exact"
+        if inc.timed
+        else "untimed: these logs carry no timestamps; the order of lines in each file stands in for time",
+        "detector": inc.detector,
+        "baseline_tokens_per_s": round1(inc.baseline) if ir.impact["unit"] == "generation tokens/s" else None,
+        "min_tokens_per_s": round1(inc.minimum) if ir.impact["unit"] == "generation tokens/s" else None,
+        "impact": ir.impact,
+        "root_cause": rc,
+        "trigger": ir.trigger,
+        "tell": ir.tell,
+        "detection": ir.detection,
+        "resolution": ir.resolution,
+        "hypotheses": [
+            {
+                "rank": i + 1,
+                "role": h.role,
+                "category": h.category,
+                "kind": h.kind,
+                "label": h.label,
+                "template": h.template,
+                "template_id": h.template_id,
+                "score": h.score,
+                "first_seen": iso(h.first_seen),
+                "hosts": h.hosts,
+                "count": h.count,
+                "why": "; ".join(h.why),
+                "evidence": h.evidence[:2],
+            }
+            for i, h in enumerate(ir.hypotheses)
+        ],
+        "timeline": ir.timeline,
+        "clock_offsets": offsets,
+    }
+
+
+def changes_json(changes: pl.DataFrame | None, top: int = 15) -> list[dict]:
+    """The most significant NEW/CHANGED templates of the first incident against the time before it."""
+    if changes is None:
+        return []
+    keep = changes.filter(
+        pl.col("status").is_in(["NEW", "CHANGED"]) & (pl.col("count_current") > pl.col("count_baseline"))
+    )
+    return [
+        {
+            "template_id": r["template_id"],
+            "template": r["template"],
+            "source": r["source"],
+            "status": r["status"],
+            "count_current": r["count_current"],
+            "count_baseline": r["count_baseline"],
+            "score": round(r["score"], 2),
+        }
+        for r in keep.head(top).iter_rows(named=True)
+    ]
+
+
+def series_json(sr: ser.Series) -> dict:
+    """The binned series the plots draw: cluster total, per pod, KV usage, waiting (compact)."""
+    if sr.empty:
+        return {"unit": sr.unit, "measured": False, "bin_s": ser.BIN_S, "t": [], "total": [], "per_pod": {}}
+
+    def arr(a):
+        return None if a is None else [None if (x is None or np.isnan(x)) else round(float(x), 3) for x in a]
+
+    return {
+        "unit": sr.unit,
+        "measured": True,
+        "bin_s": ser.BIN_S,
+        "t": [iso(x) for x in sr.t],
+        "total": arr(sr.throughput),
+        "per_pod": {k: arr(v) for k, v in sorted(sr.per_pod.items())},
+        "kv_usage": arr(sr.kv_usage),
+        "waiting": arr(sr.waiting),
+    }
+
+
+def report_json(report: Report) -> dict:
+    """The whole document: inputs, the throughput series, every incident, and what was left out."""
+    r = report.ingest
+    return {
+        "version": ANALYSIS_VERSION,
+        "input": {
+            "paths": report.inputs,
+            "files": len(r.files),
+            "lines": r.lines,
+            "parsed": r.parsed + r.folded,
+            "unparsed": r.unparsed,
+            "folded": r.folded,
+            "events": r.events.height,
+            "templates": report.templates.height,
+            "time_span": [iso(t) for t in r.time_span()],
+            "skipped": [{"file": k.file, "reason": k.reason} for k in r.skipped],
+            "traces": r.traces,
+            "notes": [{"file": f.file, "note": n} for f in r.files for n in f.notes],
+        },
+        "throughput": series_json(report.series),
+        "clock_offsets": report.clock_offsets,
+        "incidents": [incident_json(i, report.clock_offsets) for i in report.incidents],
+        "template_changes": changes_json(report.template_changes),
+        "alerts": [],
+        "unexplained_errors": report.unexplained_errors,
+        "load_declines": report.load_declines,
+        "quiet_faults": report.quiet_faults,
+        "warnings": report.warnings + r.warnings,
+    }
