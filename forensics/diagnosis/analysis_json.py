@@ -13,6 +13,16 @@ import polars as pl
 from forensics.diagnosis import series as ser
 from forensics.diagnosis._format import iso, round1
 from forensics.diagnosis.narrative import IncidentReport
+from forensics.diagnosis.records import (
+    Detection,
+    Impact,
+    Resolution,
+    Rollout,
+    Tell,
+    TimelineRow,
+    TrafficSurge,
+    Trigger,
+)
 
 if TYPE_CHECKING:
     from forensics.diagnosis.analysis import Report
@@ -60,14 +70,14 @@ def incident_json(ir: IncidentReport, offsets: dict) -> dict:
         if inc.timed
         else "untimed: these logs carry no timestamps; the order of lines in each file stands in for time",
         "detector": inc.detector,
-        "baseline_tokens_per_s": round1(inc.baseline) if ir.impact["unit"] == "generation tokens/s" else None,
-        "min_tokens_per_s": round1(inc.minimum) if ir.impact["unit"] == "generation tokens/s" else None,
-        "impact": ir.impact,
+        "baseline_tokens_per_s": round1(inc.baseline) if ir.impact.unit == "generation tokens/s" else None,
+        "min_tokens_per_s": round1(inc.minimum) if ir.impact.unit == "generation tokens/s" else None,
+        "impact": _impact(ir.impact),
         "root_cause": rc,
-        "trigger": ir.trigger,
-        "tell": ir.tell,
-        "detection": ir.detection,
-        "resolution": ir.resolution,
+        "trigger": _trigger(ir.trigger),
+        "tell": _tell(ir.tell),
+        "detection": _detection(ir.detection),
+        "resolution": _resolution(ir.resolution),
         "hypotheses": [
             {
                 "rank": i + 1,
@@ -86,7 +96,7 @@ def incident_json(ir: IncidentReport, offsets: dict) -> dict:
             }
             for i, h in enumerate(ir.hypotheses)
         ],
-        "timeline": ir.timeline,
+        "timeline": [_timeline_row(row) for row in ir.timeline],
         "clock_offsets": offsets,
     }
 
@@ -160,4 +170,84 @@ def report_json(report: Report) -> dict:
         "load_declines": report.load_declines,
         "quiet_faults": report.quiet_faults,
         "warnings": report.warnings + r.warnings,
+    }
+
+
+def _impact(m: Impact) -> dict:
+    return {
+        "start": iso(m.start),
+        "end": iso(m.end),
+        "duration_s": m.duration_s,
+        "measured": m.measured,
+        "baseline_per_s": m.baseline_per_s,
+        "min_per_s": m.min_per_s,
+        "drop_fraction": m.drop_fraction,
+        "unit": m.unit,
+        "http_5xx": m.http_5xx,
+        "http_requests": m.http_requests,
+        "http_from": m.http_from,
+        "peak_waiting": m.peak_waiting,
+        "partial_recoveries": [[iso(a), iso(b)] for a, b in m.partial_recoveries],
+        "affected": list(m.affected),
+        "detector": m.detector,
+    }
+
+
+def _rollout(r: Rollout) -> dict:
+    return {
+        "kind": "rollout",
+        "ts": iso(r.ts),
+        "text": r.text,
+        "file": r.file,
+        "line": r.line,
+        "details": [{"text": d.text, "file": d.file, "line": d.line} for d in r.steps],
+    }
+
+
+def _trigger(t: Trigger | None) -> dict | None:
+    if t is None:
+        return None
+    if isinstance(t, TrafficSurge):
+        return {
+            "kind": "traffic surge",
+            "from_prompt_tokens_per_s": t.from_prompt_tokens_per_s,
+            "to_prompt_tokens_per_s": t.to_prompt_tokens_per_s,
+            "ratio": t.ratio,
+        }
+    return _rollout(t.rollout) | {"before_drop_s": t.before_drop_s}
+
+
+def _tell(t: Tell | None) -> dict | None:
+    return None if t is None else {"kind": "kv-full-empty-queue", "start": iso(t.start), "end": iso(t.end)}
+
+
+def _detection(d: Detection) -> dict:
+    return {"first_signal": iso(d.first_signal), "first_user_visible": iso(d.first_user_visible)}
+
+
+def _resolution(r: Resolution) -> dict:
+    """Each kind with the fields it has always had, in their order: readers key on them."""
+    if r.rollout is not None:
+        return _rollout(r.rollout) | {
+            "recovered": iso(r.recovered),
+            "after_recovery": r.after_recovery,
+            "errors_end": iso(r.errors_end),
+        }
+    out = {"kind": r.kind, "ts": iso(r.ts), "recovered": iso(r.recovered)}
+    if r.kind == "no recovery logged":
+        out |= {"errors_end": iso(r.errors_end), "logs_end": iso(r.logs_end)}
+    return out
+
+
+def _timeline_row(row: TimelineRow) -> dict:
+    return {
+        "ts": iso(row.ts),
+        "host": row.host,
+        "pod": row.pod,
+        "source": row.source,
+        "template_id": row.template_id,
+        "role": row.role,
+        "summary": row.summary,
+        "file": row.file,
+        "line": row.line,
     }

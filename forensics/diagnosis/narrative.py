@@ -13,21 +13,35 @@ from forensics import schema as s
 from forensics.diagnosis import rootcause
 from forensics.diagnosis import series as ser
 from forensics.diagnosis._format import iso, round1
+from forensics.diagnosis.records import (
+    Detection,
+    Impact,
+    Resolution,
+    Rollout,
+    RolloutStep,
+    RolloutTrigger,
+    Tell,
+    TimelineRow,
+    TrafficSurge,
+    Trigger,
+)
 
 TIMELINE_MAX = 40
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class IncidentReport:
+    """One incident, ranked and told: what `analysis_json` writes for it."""
+
     incident: ser.Incident
     hypotheses: list[rootcause.Hypothesis]
     verdict: rootcause.Verdict
-    timeline: list[dict]
-    impact: dict
-    trigger: dict | None
-    detection: dict
-    resolution: dict
-    tell: dict | None
+    timeline: list[TimelineRow]
+    impact: Impact
+    trigger: Trigger | None
+    detection: Detection
+    resolution: Resolution
+    tell: Tell | None
 
 
 def incident_report(inc, hyps, v, events, signals, series, metrics) -> IncidentReport:
@@ -46,44 +60,40 @@ def incident_report(inc, hyps, v, events, signals, series, metrics) -> IncidentR
     affected_pods = sorted(
         {p for h in hyps if h.role in ("root_cause", "symptom") for p in h.hosts if p} | set(inc.pods)
     )
-    impact = {
-        "start": iso(inc.start),
-        "end": iso(inc.end),
-        "duration_s": (inc.end - inc.start).total_seconds() if inc.end else None,
-        "measured": inc.baseline is not None,
-        "baseline_per_s": round1(inc.baseline),
-        "min_per_s": round1(inc.minimum),
-        "drop_fraction": round1(1 - inc.minimum / inc.baseline) if inc.baseline and inc.minimum is not None else None,
-        "unit": series.unit if inc.baseline is not None else None,
-        "http_5xx": failed,
-        "http_requests": requests,
-        "http_from": http_from,
-        "peak_waiting": round1(inc.peak_waiting),
-        "partial_recoveries": [[iso(a), iso(b)] for a, b in inc.recoveries],
-        "affected": affected_pods,
-        "detector": inc.detector,
-    }
-    trigger = _trigger(inc, series) or _rollout_before(inc, signals)
-    rollout = (
-        datetime.fromisoformat(trigger["ts"].replace("Z", "+00:00"))
-        if trigger and trigger["kind"] == "rollout"
-        else None
+    impact = Impact(
+        start=inc.start,
+        end=inc.end,
+        duration_s=(inc.end - inc.start).total_seconds() if inc.end else None,
+        measured=inc.baseline is not None,
+        baseline_per_s=round1(inc.baseline),
+        min_per_s=round1(inc.minimum),
+        drop_fraction=round1(1 - inc.minimum / inc.baseline) if inc.baseline and inc.minimum is not None else None,
+        unit=series.unit if inc.baseline is not None else None,
+        http_5xx=failed,
+        http_requests=requests,
+        http_from=http_from,
+        peak_waiting=round1(inc.peak_waiting),
+        partial_recoveries=tuple(inc.recoveries),
+        affected=tuple(affected_pods),
+        detector=inc.detector,
     )
+    trigger = _trigger(inc, series) or _rollout_before(inc, signals)
+    rollout = trigger.rollout.ts if isinstance(trigger, RolloutTrigger) else None
     resolution, tell = _resolution(inc, signals, events[s.TS].max(), rollout), _tell(inc, series)
     return IncidentReport(
-        inc,
-        hyps,
-        v,
-        _timeline(inc, hyps, signals, series, tell, trigger, resolution),
-        impact,
-        trigger,
-        _detection(inc, hyps, signals),
-        resolution,
-        tell,
+        incident=inc,
+        hypotheses=hyps,
+        verdict=v,
+        timeline=_timeline(inc, hyps, signals, series, tell, trigger, resolution),
+        impact=impact,
+        trigger=trigger,
+        detection=_detection(inc, hyps, signals),
+        resolution=resolution,
+        tell=tell,
     )
 
 
-def _timeline(inc, hyps, signals, series, tell, trig, res) -> list[dict]:
+def _timeline(inc, hyps, signals, series, tell, trig, res) -> list[TimelineRow]:
     """The condensed timeline: the tell, the trigger, the root cause on each host where it
     appeared, the first occurrence of each symptom and impact, the drop, the fix, recovery."""
     keep = {h.template_id: h for h in hyps if h.role in ("root_cause", "symptom", "impact")}
@@ -116,7 +126,7 @@ def _timeline(inc, hyps, signals, series, tell, trig, res) -> list[dict]:
                 r[s.LINE],
             )
         )
-    rows = sorted(rows, key=lambda x: (x["ts"] or "", x["role"] != "root_cause"))[:TIMELINE_MAX]
+    rows = sorted(rows, key=lambda x: (_when(x), x.role != "root_cause"))[:TIMELINE_MAX]
     if inc.baseline is not None:
         what = (
             f"throughput falls from {inc.baseline:,.0f} to {inc.minimum:,.0f} {series.unit}"
@@ -134,7 +144,7 @@ def _timeline(inc, hyps, signals, series, tell, trig, res) -> list[dict]:
     if tell:
         rows.append(
             _row(
-                datetime.fromisoformat(tell["start"]),
+                tell.start,
                 "cluster",
                 None,
                 "metrics",
@@ -143,8 +153,8 @@ def _timeline(inc, hyps, signals, series, tell, trig, res) -> list[dict]:
                 "KV cache at 100% while nothing waits and nothing is preempted",
             )
         )
-    if trig and trig["kind"] == "rollout":
-        rows.append(_rollout_row(trig, "trigger"))
+    if isinstance(trig, RolloutTrigger):
+        rows.append(_rollout_row(trig.rollout, "trigger"))
     elif trig:
         rows.append(
             _row(
@@ -154,40 +164,39 @@ def _timeline(inc, hyps, signals, series, tell, trig, res) -> list[dict]:
                 "metrics",
                 None,
                 "trigger",
-                f"traffic rising: prompt tokens/s x{trig['ratio']} over the 30 min before the drop",
+                f"traffic rising: prompt tokens/s x{trig.ratio} over the 30 min before the drop",
             )
         )
-    if res["kind"] == "rollout":
-        rows.append(_rollout_row(res, "resolution"))
-    return sorted(rows, key=lambda x: (x["ts"] or "", x["host"], x["summary"]))
+    if res.rollout is not None:
+        rows.append(_rollout_row(res.rollout, "resolution"))
+    return sorted(rows, key=lambda x: (_when(x), x.host, x.summary))
 
 
-def _rollout_row(rollout: dict, role: str) -> dict:
+def _when(row: TimelineRow) -> str:
+    """A row's sort key in time: its time as `analysis.json` writes it.
+
+    NOTE: this is the ISO text, not the datetime, so that the order is the one the report has
+    always had; a whole second sorts after its own fractions (`...:00Z` > `...:00.5Z`)."""
+    return iso(row.ts) or ""
+
+
+def _rollout_row(rollout: Rollout, role: str) -> TimelineRow:
     """A rollout (`_rollout`) as a timeline row: when, and its first two kinds of change."""
-    summary = "rollout: " + "; ".join(d["text"][:100] for d in rollout["details"][:2])
-    ts = datetime.fromisoformat(rollout["ts"])
-    return _row(ts, "cluster", None, "k8s-event", None, role, summary, rollout["file"], rollout["line"])
+    summary = "rollout: " + "; ".join(d.text[:100] for d in rollout.steps[:2])
+    return _row(rollout.ts, "cluster", None, "k8s-event", None, role, summary, rollout.file, rollout.line)
 
 
-def _row(ts, host, pod, source, tid, role, summary, file=None, line=None) -> dict:
-    return {
-        "ts": iso(ts),
-        "host": host,
-        "pod": pod,
-        "source": source,
-        "template_id": tid,
-        "role": role,
-        "summary": summary,
-        "file": file,
-        "line": line,
-    }
+def _row(ts, host, pod, source, tid, role, summary, file=None, line=None) -> TimelineRow:
+    return TimelineRow(
+        ts=ts, host=host, pod=pod, source=source, template_id=tid, role=role, summary=summary, file=file, line=line
+    )
 
 
 TRIGGER_LOOKBACK = timedelta(minutes=30)
 """How long before the drop a traffic surge or a rollout counts as its trigger."""
 
 
-def _trigger(inc, series) -> dict | None:
+def _trigger(inc, series) -> TrafficSurge | None:
     """A traffic surge into the incident (prompt throughput up 25%+ in the 30 min before)."""
     if series.empty or series.prompt is None:
         return None
@@ -199,16 +208,13 @@ def _trigger(inc, series) -> dict | None:
         return None
     a, b = float(np.nanmedian(early)), float(np.nanmedian(late))
     if a > 0 and b / a >= 1.25:
-        return {
-            "kind": "traffic surge",
-            "from_prompt_tokens_per_s": round(a, 1),
-            "to_prompt_tokens_per_s": round(b, 1),
-            "ratio": round(b / a, 2),
-        }
+        return TrafficSurge(
+            from_prompt_tokens_per_s=round(a, 1), to_prompt_tokens_per_s=round(b, 1), ratio=round(b / a, 2)
+        )
     return None
 
 
-def _rollout_before(inc, signals) -> dict | None:
+def _rollout_before(inc, signals) -> RolloutTrigger | None:
     """The last rollout in the 30 minutes before the drop (image pulls, rescales, config
     updates), where no traffic surge was found: a rolling update takes old replicas away
     while new ones start, so a new version that cannot serve shows first as lost capacity,
@@ -227,7 +233,7 @@ def _rollout_before(inc, signals) -> dict | None:
         return None
     # The rollout and what came with it: the change rows in the span before the last one.
     ch = ch.filter(pl.col(s.TS) >= ch[s.TS].max() - ROLLOUT_SPAN)
-    return _rollout(ch) | {"before_drop_s": round((inc.start - ch[s.TS][0]).total_seconds(), 1)}
+    return RolloutTrigger(rollout=_rollout(ch), before_drop_s=round((inc.start - ch[s.TS][0]).total_seconds(), 1))
 
 
 ROLLOUT_SPAN = timedelta(minutes=5)
@@ -235,25 +241,18 @@ ROLLOUT_SPAN = timedelta(minutes=5)
 the old one down)."""
 
 
-def _rollout(rows: pl.DataFrame) -> dict:
+def _rollout(rows: pl.DataFrame) -> Rollout:
     """A rollout's change rows (in time order) as the report names it: its first row, and
     the first row of each kind of change that came with it (image pulls, rescales), four at most."""
     r = rows.row(0, named=True)
-    details = [
-        {"text": x["text"][:300], "file": x[s.FILE], "line": x[s.LINE]}
+    steps = tuple(
+        RolloutStep(text=x["text"][:300], file=x[s.FILE], line=x[s.LINE])
         for x in rows.unique("template_id", keep="first", maintain_order=True).head(4).iter_rows(named=True)
-    ]
-    return {
-        "kind": "rollout",
-        "ts": iso(r[s.TS]),
-        "text": r["text"][:300],
-        "file": r[s.FILE],
-        "line": r[s.LINE],
-        "details": details,
-    }
+    )
+    return Rollout(ts=r[s.TS], text=r["text"][:300], file=r[s.FILE], line=r[s.LINE], steps=steps)
 
 
-def _detection(inc, hyps, signals) -> dict:
+def _detection(inc, hyps, signals) -> Detection:
     # A saturation logs no fault: its first sign is the engines' metrics reaching a full KV cache;
     # a change found to be the cause (a rollout) is its own first sign.
     first_signal = min(
@@ -265,10 +264,10 @@ def _detection(inc, hyps, signals) -> dict:
         default=None,
     )
     visible = [h.first_seen for h in hyps if h.first_seen and (h.kind == "impact" or h.category == "pod-lifecycle")]
-    return {"first_signal": iso(first_signal), "first_user_visible": iso(min(visible) if visible else None)}
+    return Detection(first_signal=first_signal, first_user_visible=min(visible) if visible else None)
 
 
-def _resolution(inc, signals, logs_end, rollout: datetime | None = None) -> dict:
+def _resolution(inc, signals, logs_end, rollout: datetime | None = None) -> Resolution:
     """How the incident ended, as far as the logs show it.
 
     Only a throughput series can show a recovery. An incident found as a burst of errors
@@ -278,35 +277,39 @@ def _resolution(inc, signals, logs_end, rollout: datetime | None = None) -> dict
     replica set scaled down as the new one comes up) are no fix.
     """
     measured = inc.baseline is not None
-    errors_end = None if measured or not inc.timed else iso(inc.end)
+    errors_end = None if measured or not inc.timed else inc.end
     hi = (inc.end or signals[s.TS].max() or inc.start) + timedelta(minutes=10)
     after = pl.col(s.TS) >= inc.start if rollout is None else pl.col(s.TS) > max(inc.start, rollout + ROLLOUT_SPAN)
     ch = signals.filter((pl.col("category") == "config-change") & after & (pl.col(s.TS) <= hi)).sort(s.TS)
     if ch.height and inc.timed:  # (in untimed logs a change's place in the file says nothing of when)
         first = ch[s.TS][0]
         # The rollout and what came with it (new image pulls, rescales).
-        return _rollout(ch.filter(pl.col(s.TS) <= first + ROLLOUT_SPAN)) | {
-            "recovered": iso(inc.end) if measured else None,
-            "after_recovery": bool(measured and inc.end and inc.end < first),
-            "errors_end": errors_end,
-        }
+        fix = _rollout(ch.filter(pl.col(s.TS) <= first + ROLLOUT_SPAN))
+        return Resolution(
+            kind="rollout",
+            ts=fix.ts,
+            recovered=inc.end if measured else None,
+            rollout=fix,
+            after_recovery=bool(measured and inc.end and inc.end < first),
+            errors_end=errors_end,
+        )
     if not measured:
-        return {
-            "kind": "no recovery logged",
-            "ts": None,
-            "recovered": None,
-            "errors_end": errors_end,
-            "logs_end": iso(max(logs_end, inc.end)) if errors_end and logs_end else errors_end,
-        }
+        return Resolution(
+            kind="no recovery logged",
+            ts=None,
+            recovered=None,
+            errors_end=errors_end,
+            logs_end=max(logs_end, inc.end) if errors_end and logs_end else errors_end,
+        )
     if inc.end:
-        return {"kind": "recovered without a logged change", "ts": iso(inc.end), "recovered": iso(inc.end)}
-    return {"kind": "not recovered by the end of the logs", "ts": None, "recovered": None}
+        return Resolution(kind="recovered without a logged change", ts=inc.end, recovered=inc.end)
+    return Resolution(kind="not recovered by the end of the logs", ts=None, recovered=None)
 
 
-def _tell(inc, series) -> dict | None:
+def _tell(inc, series) -> Tell | None:
     t = (
         ser.tell_kv_full_no_queue(series, inc.start + timedelta(seconds=rootcause.ONSET_SLACK_S))
         if not series.empty
         else None
     )
-    return {"kind": "kv-full-empty-queue", "start": iso(t[0]), "end": iso(t[1])} if t else None
+    return Tell(start=t[0], end=t[1]) if t else None
