@@ -1753,7 +1753,18 @@ def test_first_process_death_reads_vllm_multiproc_and_shell_exit_codes():
     from forensics.diagnosis.rootcause import Hypothesis, first_process_death
 
     def hyp(text, seen):
-        return Hypothesis("engine", "symptom", 5, "engine died", text, "x", seen, [], 1, [{"text": text}])
+        return Hypothesis(
+            category="engine",
+            kind="symptom",
+            layer=5,
+            label="engine died",
+            template=text,
+            template_id="x",
+            first_seen=seen,
+            hosts=[],
+            count=1,
+            evidence=[{"text": text}],
+        )
 
     later = hyp("Worker VllmWorkerProcess pid 2210 died, exit code: -11", datetime(2025, 1, 1, 10, 5))
     first = hyp("Worker VllmWorkerProcess pid 2209 died, exit code: 134", datetime(2025, 1, 1, 10, 0))

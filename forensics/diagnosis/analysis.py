@@ -26,7 +26,7 @@ from forensics.ingestion import IngestResult
 from forensics.shards import pipeline as scaleout
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Report:
     """Everything the analysis computed; `to_json()` is the `analysis.json` contract."""
 
@@ -221,20 +221,20 @@ def analyze(
                 max((first - lo).total_seconds(), 1.0),
             )
     return Report(
-        r,
-        events,
-        mined.templates,
-        series,
-        reports,
-        offsets,
-        pod_node,
-        changes,
-        mined.warnings + ([series.left_out] if series.left_out else []),
-        [str(p) for p in roots],
-        run_stats,
-        [] if reports else unexplained_errors(events, mined.templates, signals),
-        declines,
-        [] if reports else quiet_faults(signals),
+        ingest=r,
+        events=events,
+        templates=mined.templates,
+        series=series,
+        incidents=reports,
+        clock_offsets=offsets,
+        pod_nodes=pod_node,
+        template_changes=changes,
+        warnings=mined.warnings + ([series.left_out] if series.left_out else []),
+        inputs=[str(p) for p in roots],
+        run_stats=run_stats,
+        unexplained_errors=[] if reports else unexplained_errors(events, mined.templates, signals),
+        load_declines=declines,
+        quiet_faults=[] if reports else quiet_faults(signals),
     )
 
 

@@ -34,6 +34,7 @@ from forensics.diagnosis.advice import (
 )
 from forensics.diagnosis.series import KV_FULL, UNTIMED_STEP, Incident, Series, tell_kv_full_no_queue
 from forensics.diagnosis.signatures import Trait
+from forensics.schema import Category, Kind, Role, Status
 
 LOOKBACK = timedelta(minutes=30)
 ONSET_SLACK_S = 90.0
@@ -46,10 +47,15 @@ MARGIN_MIN = 0.08
 KIND_WEIGHT = {"fault": 1.0, "change": 0.75, "symptom": 0.15, "impact": 0.0}
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Hypothesis:
-    category: str
-    kind: str
+    """A candidate cause, symptom or impact of one incident: one template's signals, scored.
+
+    Mutable on purpose: the ranking's passes (`hypotheses`) adjust `score`, `role` and `why`
+    in order; nothing outside this module changes them."""
+
+    category: Category
+    kind: Kind
     layer: int
     label: str
     template: str
@@ -59,15 +65,17 @@ class Hypothesis:
     count: int
     evidence: list[dict]
     score: float = 0.0
-    role: str = "unrelated"
+    role: Role = "unrelated"
     why: list[str] = field(default_factory=list)
     sources: frozenset[str] = frozenset()
     """What logged it (`schema.Source`): a node's own report or a process's."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Verdict:
-    status: str  # supported | inconclusive
+    """The verdict on one incident: its top cause, and how sure; when inconclusive, what is missing."""
+
+    status: Status
     confidence: float
     top: Hypothesis | None
     missing: str | None = None
@@ -120,7 +128,16 @@ def hypotheses(
             for r in part.unique(s.POD, keep="first", maintain_order=True).head(3).iter_rows(named=True)
         ]
         h = Hypothesis(
-            cat, kind, int(first["layer"]), first["label"], first["template"], tid, first[s.TS], hosts, part.height, ev
+            category=cat,
+            kind=kind,
+            layer=int(first["layer"]),
+            label=first["label"],
+            template=first["template"],
+            template_id=tid,
+            first_seen=first[s.TS],
+            hosts=hosts,
+            count=part.height,
+            evidence=ev,
         )
         h.sources = frozenset(x for x in part[s.SOURCE].unique().to_list() if x)
         if first.get(s.TS_QUALITY) == "relative" and first[s.SOURCE] == "kernel":
@@ -654,19 +671,19 @@ def _capacity(
     ]
     out.append(
         Hypothesis(
-            "capacity",
-            "change",
-            2,
-            "KV cache capacity exhausted",
-            "GPU KV cache usage: 100%, Waiting: <NUM> reqs",
-            "metric:kv-saturation",
-            first,
-            hosts,
-            int(hot.sum()),
-            evidence,
-            score,
-            "unrelated",
-            why,
+            category="capacity",
+            kind="change",
+            layer=2,
+            label="KV cache capacity exhausted",
+            template="GPU KV cache usage: 100%, Waiting: <NUM> reqs",
+            template_id="metric:kv-saturation",
+            first_seen=first,
+            hosts=hosts,
+            count=int(hot.sum()),
+            evidence=evidence,
+            score=score,
+            role="unrelated",
+            why=why,
         )
     )
 
@@ -808,20 +825,22 @@ def verdict(hyps: list[Hypothesis]) -> Verdict:
             else "no fault, state change or symptom found in the logs around the drop"
         )
         death = first_process_death(hyps)
-        return Verdict("inconclusive", 0.0, None, sentences(death, miss) if death else miss)
+        return Verdict(
+            status="inconclusive", confidence=0.0, top=None, missing=sentences(death, miss) if death else miss
+        )
     top = causes[0]
     rival = next((h for h in causes[1:] if h.category != top.category and not _brought(h, top)), None)
     margin = top.score - (rival.score if rival else 0.0)
     conf = round(max(0.0, min(0.99, top.score * (0.6 + min(margin, 0.4)))), 2)
     if top.score >= SUPPORTED_MIN and margin >= MARGIN_MIN:
-        return Verdict("supported", conf, top)
+        return Verdict(status="supported", confidence=conf, top=top)
     why = (
         f"{top.label} ({top.category}, {top.score:.2f}) and {rival.label} ({rival.category}, {rival.score:.2f}) "
         "explain the drop about equally; logs of the first failing host would decide"
         if rival and margin < MARGIN_MIN
         else f"the best candidate ({top.label}, {top.score:.2f}) is weak: it does not clearly precede the drop"
     )
-    return Verdict("inconclusive", conf, top, why)
+    return Verdict(status="inconclusive", confidence=conf, top=top, missing=why)
 
 
 WORKER_DEATH = re.compile(

@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 
 from forensics import schema as s
+from forensics.schema import Detector
 
 BIN_S = 30
 """Width of a time bin. vLLM V1 logs metrics every 10 s, V0 every 5 s: 30 s smooths both."""
@@ -74,14 +75,18 @@ event i stands at UNTIMED_EPOCH + i * UNTIMED_STEP, a step longer than the ranki
 slack, so "before" means "earlier in the file". Such times are never shown."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Incident:
+    """A span where the service was hurt, as a detector found it. Its fields may be widened by the
+    analysis (merged recurrences), never by the report."""
+
     start: datetime
     end: datetime | None
     baseline: float | None
     minimum: float | None
-    detector: str
-    """`throughput-drop`, `saturation` or `error-burst` (no throughput series)."""
+    detector: Detector
+    """`throughput-drop`, `replica-drop`, `replica-slowdown`, `saturation`, or `error-burst` (no
+    throughput series)."""
     p_value: float | None = None
     peak_waiting: float | None = None
     recoveries: list[tuple[datetime, datetime]] = field(default_factory=list)
@@ -371,7 +376,17 @@ def _replica_incidents(
             continue
         end = series.t[b] if b < len(series.t) else None
         pod, low = name.rsplit("/", 1)[0], float(np.min(total[a:b]))
-        out.append(Incident(series.t[a], end, t_base, low, detector, pods=(pod,), queued=_queued(series, a, b)))
+        out.append(
+            Incident(
+                start=series.t[a],
+                end=end,
+                baseline=t_base,
+                minimum=low,
+                detector=detector,
+                pods=(pod,),
+                queued=_queued(series, a, b),
+            )
+        )
     return out
 
 
@@ -434,7 +449,12 @@ def _drops(series: Series) -> list[Incident]:
         end = series.t[first + end_idx] if end_idx < len(x) else None
         incidents.append(
             Incident(
-                series.t[first + a], end, base, float(np.min(low)), "throughput-drop", p if not math.isnan(p) else None
+                start=series.t[first + a],
+                end=end,
+                baseline=base,
+                minimum=float(np.min(low)),
+                detector="throughput-drop",
+                p_value=p if not math.isnan(p) else None,
             )
         )
         i = j + 1
@@ -529,11 +549,11 @@ def _saturation(series: Series) -> list[Incident]:
         # Throughput does not collapse under saturation; the queue is the impact.
         out.append(
             Incident(
-                series.t[a],
-                series.t[b] if b < len(series.t) else None,
-                base,
-                None,
-                "saturation",
+                start=series.t[a],
+                end=series.t[b] if b < len(series.t) else None,
+                baseline=base,
+                minimum=None,
+                detector="saturation",
                 peak_waiting=float(w[a:b].max()),
             )
         )
@@ -570,10 +590,10 @@ def error_bursts(signals: pl.DataFrame, gap: timedelta = timedelta(minutes=10)) 
     start = prev = sig[s.TS][0]
     for t, waiting_since in zip(sig[s.TS][1:], since.to_series()[1:], strict=True):
         if waiting_since - prev > gap:
-            out.append(Incident(start, prev, None, None, "error-burst"))
+            out.append(Incident(start=start, end=prev, baseline=None, minimum=None, detector="error-burst"))
             start = t
         prev = t
-    out.append(Incident(start, prev, None, None, "error-burst"))
+    out.append(Incident(start=start, end=prev, baseline=None, minimum=None, detector="error-burst"))
     return out
 
 
