@@ -30,7 +30,7 @@ def ingest(
     workers: _options.Workers = None,
 ) -> None:
     """Parse every line of every log into the events and metrics tables."""
-    from forensics.ingestion import write_tables
+    from forensics.ingestion import TimeHints, write_tables
     from forensics.shards import engines
     from forensics.shards import pipeline as scaleout
 
@@ -49,9 +49,7 @@ def ingest(
             address=ray_address,
             dataset=out / "events" if engine != "local" else None,
             stream_to=out if engine == "local" else None,
-            year=year,
-            tz=tz,
-            captured_at=captured_at,
+            hints=TimeHints(year=year, tz=tz, captured_at=captured_at),
             progress=report,
         ).ingest
     written = write_tables(result, out)

@@ -30,6 +30,7 @@ def templates(
 ) -> None:
     """Mine log templates (Drain3) and print the table, most frequent first."""
     from forensics import mining
+    from forensics.ingestion import TimeHints
     from forensics.shards import engines
     from forensics.shards import pipeline as scaleout
 
@@ -41,8 +42,7 @@ def templates(
             workers=workers,
             address=ray_address,
             dataset=out / "events" if out is not None and engine != "local" else None,
-            year=year,
-            tz=tz,
+            hints=TimeHints(year=year, tz=tz),
             progress=report,
         )
     result, mined = prepared.ingest, prepared.mined

@@ -22,7 +22,7 @@ from forensics.diagnosis._format import iso, round1
 from forensics.diagnosis.narrative import IncidentReport, incident_report
 from forensics.diagnosis.quiet import quiet_faults, unexplained_errors
 from forensics.diagnosis.signals import faulted, signals_table, untimed
-from forensics.ingestion import IngestResult
+from forensics.ingestion import IngestResult, TimeHints
 from forensics.shards import pipeline as scaleout
 
 
@@ -93,9 +93,7 @@ def analyze(
         workers=workers,
         address=ray_address,
         dataset=dataset,
-        year=year,
-        tz=tz,
-        captured_at=captured_at,
+        hints=TimeHints(year=year, tz=tz, captured_at=captured_at),
         progress=progress,
         stage=step,
     )

@@ -15,12 +15,14 @@ from forensics.ingestion.reference import reference_times
 from forensics.ingestion.result import EVENTS_FILE, METRICS_FILE, FileReport, IngestResult
 from forensics.ingestion.run import ingest, ingest_files, no_input
 from forensics.ingestion.sink import write_tables
+from forensics.ingestion.state import TimeHints
 
 __all__ = [
     "EVENTS_FILE",
     "METRICS_FILE",
     "FileReport",
     "IngestResult",
+    "TimeHints",
     "ingest",
     "ingest_files",
     "no_input",

@@ -25,7 +25,7 @@ from forensics.ingestion.provenance import file_meta
 from forensics.ingestion.reference import reference_times
 from forensics.ingestion.result import EVENTS_FILE, METRICS_FILE, IngestResult
 from forensics.ingestion.sink import ParquetSink
-from forensics.ingestion.state import FileMeta, Progress
+from forensics.ingestion.state import NO_HINTS, FileMeta, Progress, TimeHints
 from forensics.ingestion.timing import YearResolver
 from parsers import csv_export, flight_dump, k8s, nvidia_smi, prometheus, ras_json
 from parsers.wrappers import log_entries_document
@@ -62,7 +62,8 @@ def ingest(
     """
     roots = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     files, skipped = _files.discover(roots)
-    result = ingest_files(files, year=year, tz=tz, captured_at=captured_at, progress=progress, stream_to=stream_to)
+    hints = TimeHints(year=year, tz=tz, captured_at=captured_at)
+    result = ingest_files(files, hints=hints, progress=progress, stream_to=stream_to)
     if result.n_events == 0 and not result.files:
         raise no_input(roots, [*skipped, *result.skipped])
     result.skipped = sorted([*skipped, *result.skipped], key=lambda k: k.file)
@@ -86,9 +87,7 @@ def no_input(roots: list[Path], skipped: list[_files.Skipped]) -> NoInputError:
 def ingest_files(
     files: list[_files.InputFile],
     *,
-    year: int | None = None,
-    tz: str = "UTC",
-    captured_at: datetime | None = None,
+    hints: TimeHints = NO_HINTS,
     progress: Progress | None = None,
     file_refs: dict[str, datetime] | None = None,
     stream_to: Path | None = None,
@@ -121,8 +120,8 @@ def ingest_files(
     # read first on the pool), so each batch is finished (timed, accounted, given its final
     # columns) as soon as it is parsed, and the batches never wait whole with their working
     # columns (~2.5 GB held per GB of logs).
-    refs = pool.submit(reference_times, files, tz) if file_refs is None else file_refs
-    clock = YearResolver(refs, metas, year, tz, captured_at)
+    refs = pool.submit(reference_times, files, hints.tz) if file_refs is None else file_refs
+    clock = YearResolver(refs, metas, hints)
     sinks = None
     if stream_to is not None:
         sinks = (
@@ -240,7 +239,7 @@ def ingest_files(
             metas.append(file_meta(f))
             export_kind = prometheus.sniff(text)
             try:
-                export = prometheus.parse_document(text, export_kind, tz) if export_kind else None
+                export = prometheus.parse_document(text, export_kind, hints.tz) if export_kind else None
             except Exception as e:  # noqa: BLE001 - a flaw in reading an export must not cost the run
                 export = None
                 fnotes.append(f"Prometheus export not read ({type(e).__name__}: {str(e)[:120]}); parsed line by line")
@@ -253,7 +252,7 @@ def ingest_files(
                 continue
             if ras_json.sniff(text):
                 try:
-                    rows, ras_notes = ras_json.parse_document(text, tz)
+                    rows, ras_notes = ras_json.parse_document(text, hints.tz)
                 except ValueError as e:
                     fnotes.append(f"{e}; parsed line by line instead")
                 else:
@@ -263,7 +262,7 @@ def ingest_files(
             smi_kind = nvidia_smi.sniff(text)
             if smi_kind is not None:
                 try:
-                    rows = nvidia_smi.parse_document(text, smi_kind, f.rel, tz)
+                    rows = nvidia_smi.parse_document(text, smi_kind, f.rel, hints.tz)
                 except Exception as e:  # noqa: BLE001 - a flaw in reading a snapshot must not cost the run
                     fnotes.append(
                         f"nvidia-smi snapshot not read ({type(e).__name__}: {str(e)[:120]}); parsed line by line"
@@ -289,7 +288,7 @@ def ingest_files(
                 )
                 text = "\n".join(entries) + "\n"
                 doc_files[fid] = "log-export-json"
-            elif (exported := csv_export.log_entries_csv(text, tz)) is not None:
+            elif (exported := csv_export.log_entries_csv(text, hints.tz)) is not None:
                 entries, csv_notes = exported
                 fnotes.extend(csv_notes)
                 text = "\n".join(entries) + "\n" if entries else ""

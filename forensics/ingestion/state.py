@@ -49,3 +49,21 @@ class BatchCarry:
     def rows(self) -> pl.Expr:
         """The rows of a batch that continue the carried file."""
         return pl.col("_fid") == self.fid
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimeHints:
+    """What the user says about time that the logs may not: one value, passed whole through
+    ingest, its shards and the year resolver.
+
+    `year`: for stamps without one when no dated log is beside them; `tz`: the zone of
+    local-time formats (vLLM, c10, klog, NCCL); `captured_at`: when `kubectl get events` /
+    `describe` output was captured, which resolves its relative ages (`5m`)."""
+
+    year: int | None = None
+    tz: str = "UTC"
+    captured_at: datetime | None = None
+
+
+NO_HINTS: TimeHints = TimeHints()
+"""UTC, no year, no capture time: the defaults of every `hints` parameter."""

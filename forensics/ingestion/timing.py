@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 import polars as pl
 
 from forensics import schema as s
-from forensics.ingestion.state import BatchCarry, FileMeta
+from forensics.ingestion.state import BatchCarry, FileMeta, TimeHints
 from parsers.frame import TIME_PARTS
 from parsers.wrappers import syslog_time_parts
 
@@ -34,13 +34,12 @@ class YearResolver:
         self,
         refs: dict[str, datetime] | Future,
         metas: list[FileMeta],
-        year: int | None,
-        tz: str,
-        captured_at: datetime | None,
+        hints: TimeHints,
     ) -> None:
         """`refs`: relative path -> reference time, or the future of the pass computing them
         (it runs beside the first batches' parse; nothing waits for it before a batch is done)."""
-        self._refs, self.metas, self.year, self.tz, self.captured_at = refs, metas, year, tz, captured_at
+        self._refs, self.metas = refs, metas
+        self.year, self.tz, self.captured_at = hints.year, hints.tz, hints.captured_at
         self.warnings: list[str] = []
         self.untimed_ages: dict[int, int] = {}
         """File id -> its rows timed only relative to the capture (an age, a snapshot's state) that

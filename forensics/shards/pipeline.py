@@ -44,6 +44,7 @@ from forensics import schema as s
 from forensics.errors import ForensicsError
 from forensics.ingestion import FileReport, IngestResult
 from forensics.ingestion import files as _files
+from forensics.ingestion.state import NO_HINTS, TimeHints
 from forensics.shards.engines import Executor
 
 SHARD_BYTES = 64 * 1024 * 1024
@@ -69,9 +70,7 @@ class ShardSpec:
     files: tuple[_files.InputFile, ...]
     file_refs: dict[str, datetime]
     dataset: str
-    year: int | None = None
-    tz: str = "UTC"
-    captured_at: datetime | None = None
+    hints: TimeHints = NO_HINTS
 
 
 @dataclass
@@ -128,9 +127,7 @@ def reference_task(args: tuple[tuple[_files.InputFile, ...], str]) -> dict[str, 
 def run_shard(spec: ShardSpec) -> ShardResult:
     """Parse, mine and write one shard; return its partials. Runs on a worker."""
     t0 = time.perf_counter()
-    r = ingestion.ingest_files(
-        list(spec.files), year=spec.year, tz=spec.tz, captured_at=spec.captured_at, file_refs=spec.file_refs
-    )
+    r = ingestion.ingest_files(list(spec.files), hints=spec.hints, file_refs=spec.file_refs)
     ev = r.events
     mined = mining.mine(ev)
     ev = ev.with_columns(mined.template_ids.alias(SHARD_TEMPLATE_ID))
@@ -181,9 +178,7 @@ def ingest_and_mine(
     executor: Executor,
     dataset: Path,
     *,
-    year: int | None = None,
-    tz: str = "UTC",
-    captured_at: datetime | None = None,
+    hints: TimeHints = NO_HINTS,
     progress: Progress | None = None,
     shard_bytes: int | None = None,
 ) -> Sharded:
@@ -196,12 +191,15 @@ def ingest_and_mine(
     _fresh_dataset(dataset)
     chunks = [tuple(files[i :: executor.workers * 2]) for i in range(min(len(files), executor.workers * 2))]
     refs: dict[str, datetime] = {}
-    for part in executor.map(reference_task, [(c, tz) for c in chunks]):
+    for part in executor.map(reference_task, [(c, hints.tz) for c in chunks]):
         refs.update(part)
     stages["references"] = time.perf_counter() - t
     t = time.perf_counter()
     groups = plan(files, shard_bytes)
-    specs = [ShardSpec(i, tuple(g), refs, str(dataset), year, tz, captured_at) for i, g in enumerate(groups)]
+    specs = [
+        ShardSpec(shard=i, files=tuple(g), file_refs=refs, dataset=str(dataset), hints=hints)
+        for i, g in enumerate(groups)
+    ]
     total, done = sum(f.size for f in files) or 1, 0
     results: list[ShardResult] = []
     for res, group in zip(executor.map(run_shard, specs), groups, strict=True):
@@ -336,9 +334,7 @@ def prepare(
     workers: int | None = None,
     address: str | None = None,
     dataset: Path | None = None,
-    year: int | None = None,
-    tz: str = "UTC",
-    captured_at: datetime | None = None,
+    hints: TimeHints = NO_HINTS,
     progress: Progress | None = None,
     stage: Callable[[str], None] | None = None,
     shard_bytes: int | None = None,
@@ -356,7 +352,9 @@ def prepare(
     at the same path.
     """
     if engine == "local":
-        r = ingestion.ingest(paths, year=year, tz=tz, captured_at=captured_at, progress=progress, stream_to=stream_to)
+        r = ingestion.ingest(
+            paths, year=hints.year, tz=hints.tz, captured_at=hints.captured_at, progress=progress, stream_to=stream_to
+        )
         if stage and mine:
             stage("templates")
         return Sharded(r, mining.mine(r.events) if mine else None, None, 0, 0.0)
@@ -372,9 +370,7 @@ def prepare(
             root = Path(tmp.name) / "events"
         else:
             root = Path(dataset)
-        out = ingest_and_mine(
-            paths, ex, root, year=year, tz=tz, captured_at=captured_at, progress=progress, shard_bytes=shard_bytes
-        )
+        out = ingest_and_mine(paths, ex, root, hints=hints, progress=progress, shard_bytes=shard_bytes)
         out.ingest.dataset = None if tmp else str(root)
         return out
     finally:
