@@ -1,0 +1,80 @@
+"""The KV cache and its stores: block-pool invariants (vLLM V0/V1 asserts, TensorRT-LLM's checks),
+LMCache-style stores, and the KV handed between prefill and decode instances."""
+
+from __future__ import annotations
+
+from forensics.diagnosis.catalog.entry import Layer, Signature, Trait
+from forensics.diagnosis.catalog.labels import KV_STALE_READ
+
+ENTRIES: tuple[Signature, ...] = (
+    # --- KV cache / block manager (vLLM V0/V1 asserts, LMCache-style stores)
+    Signature(
+        id="kv-cache.kv-cache-corruption",
+        category="kv-cache",
+        kind="fault",
+        layer=Layer.MEMORY_KV,
+        pattern=r"(?i)cache corruption detected|corrupt(?:ed)? (?:kv|block|cache)|stale (?:kv )?block",
+        label="KV cache corruption",
+    ),
+    Signature(
+        id="kv-cache.kv-block-pool-invariant",
+        category="kv-cache",
+        kind="fault",
+        layer=Layer.MEMORY_KV,
+        pattern=r"No free blocks available|out of sync with the free list|The block already has a hash|Double free!|remove\(\) called on an invalid block|Cannot get \d+ free blocks"
+        r"|NoFreeBlocksError|assert curr_block is not None|assert total_num_scheduled_tokens > 0"
+        r"|Invalid block found in popleft\(\)"
+        # TensorRT-LLM's KV block manager and its eviction policy (TLLM_CHECK: `Assertion failed: cond (file:line)`)
+        r"|Assertion failed: .*\((?:[^()]*/)?(?:kvCacheManager|evictionPolicy)\.cpp:\d+\)",
+        label="KV block-pool invariant violated",
+    ),
+    # LMCache's vLLM adapter checks what the store returned against what its lookup promised:
+    # fewer tokens means a chunk left the store between the two (evicted or lost).
+    Signature(
+        id="kv-cache.kv-store-returned-fewer",
+        category="kv-cache",
+        kind="fault",
+        layer=Layer.MEMORY_KV,
+        pattern=r"The number of retrieved tokens is less than the expected number of tokens"
+        r"|The number of tokens is more than the number of blocks",
+        label="KV store returned fewer tokens than its lookup promised (chunks evicted or lost in between)",
+    ),
+    # The remote KV store behind LMCache (its Redis backend, redis-py's words): unreachable, the
+    # engine recomputes every prefix it would have read (throughput falls, no wrong output).
+    Signature(
+        id="kv-cache.remote-kv-store-redis",
+        category="kv-cache",
+        kind="fault",
+        layer=Layer.MEMORY_KV,
+        pattern=r"redis\.exceptions\.(?:ConnectionError|TimeoutError|BusyLoadingError)"
+        r"|Error \d+ connecting to \S+:\d+\. Connection refused",
+        label="the remote KV store (Redis) cannot be reached",
+        action="Restore the KV store the pods' LMCache config names (its pods, Service and memory: a Redis evicting "
+        "or restarting under load), and alert on its availability and on LMCache's remote errors; serving falls back "
+        "to recomputing prefixes, so size the fleet for a store outage.",
+    ),
+    # Disaggregated prefill (P/D): the prefill instance holds a request's KV blocks under a lease
+    # until decode has read them (vLLM's NixlConnector; `VLLM_NIXL_ABORT_REQUEST_TIMEOUT`). A
+    # read it no longer recognises may have copied blocks already freed and reused: stale KV.
+    Signature(
+        id="kv-cache.decode-read-kv-blocks",
+        category="kv-cache",
+        kind="fault",
+        layer=Layer.MEMORY_KV,
+        pattern=r"Potentially invalid KV blocks for unrecognized request",
+        label=KV_STALE_READ,
+        action="Treat the outputs of the requests named as suspect (their KV may have been another request's). "
+        "Find why decode read late (its queue, transfer stalls), raise the prefill side's lease "
+        "(`VLLM_NIXL_ABORT_REQUEST_TIMEOUT`) above decode's worst wait, and alert on the prefill's "
+        "'Releasing expired KV blocks' warnings.",
+        traits=frozenset({Trait.KV_TRANSFER}),
+    ),
+    Signature(
+        id="kv-cache.requests-produced-nan-logits",
+        category="kv-cache",
+        kind="fault",
+        layer=Layer.MEMORY_KV,
+        pattern=r"Corrupted: [1-9]\d* reqs",
+        label="requests produced NaN logits (corrupted KV or numerics; VLLM_COMPUTE_NANS_IN_LOGITS)",
+    ),
+)
