@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import yaml
 
 from forensics.diagnosis import signatures
+from forensics.diagnosis.signatures import Trait
 
 RUNBOOK = "https://runbooks.example.internal/gpu-serving/{alert}"
 """Placeholder base for runbook_url: replace with your team's runbooks."""
@@ -45,6 +46,195 @@ class Rule:
         }
 
 
+@dataclass(frozen=True, kw_only=True)
+class When:
+    """Which findings call for a group of rules: any of these root-cause or symptom categories,
+    any hypothesis with one of these catalog traits, or the KV-full-with-empty-queue tell."""
+
+    categories: frozenset[str] = frozenset()
+    traits: frozenset[Trait] = frozenset()
+    tell: bool = False
+
+    def holds(self, categories: set[str], traits: frozenset[Trait], tell: bool) -> bool:
+        return bool(self.categories & categories or self.traits & traits or (self.tell and tell))
+
+
+WATCHES: tuple[tuple[When, tuple[Rule, ...]], ...] = (
+    (
+        When(categories=frozenset({"kv-cache"}), tell=True),
+        (
+            Rule(
+                alert="VLLMKVCacheFullWithoutQueueing",
+                expr="(max by (pod) (vllm:kv_cache_usage_perc) > 0.99) and on (pod) (max by (pod) (vllm:num_requests_waiting) == 0) "
+                "and on (pod) (sum by (pod) (increase(vllm:num_preemptions_total[5m])) == 0)",
+                for_="3m",
+                severity="critical",
+                summary="KV cache full while nothing queues and nothing is preempted",
+                description="Pod {{ $labels.pod }} has its KV cache at 100% with an empty waiting queue and no preemptions: a correct "
+                "allocator would queue or preempt. This preceded the cache corruption in the postmortem; check the eviction policy.",
+                finding="root cause (kv-cache tell)",
+            ),
+        ),
+    ),
+    (
+        When(categories=frozenset({"capacity"})),
+        (
+            Rule(
+                alert="VLLMKVCacheSaturated",
+                expr="max by (pod) (vllm:kv_cache_usage_perc) > 0.95",
+                for_="10m",
+                severity="warning",
+                summary="KV cache above 95%",
+                description="Pod {{ $labels.pod }} KV cache usage {{ $value | humanizePercentage }}.",
+                finding="root cause (capacity)",
+            ),
+            Rule(
+                alert="VLLMPreemptionStorm",
+                expr="sum by (pod) (rate(vllm:num_preemptions_total[5m])) > 1",
+                for_="5m",
+                severity="warning",
+                summary="Requests are being preempted",
+                description="Pod {{ $labels.pod }} preempts {{ $value | humanize }} requests/s: add capacity.",
+                finding="root cause (capacity)",
+            ),
+            Rule(
+                alert="VLLMQueueBacklog",
+                expr="sum by (model_name) (vllm:num_requests_waiting) > 100",
+                for_="5m",
+                severity="warning",
+                summary="Waiting queue above 100 requests",
+                description="{{ $value }} requests waiting for {{ $labels.model_name }}.",
+                finding="root cause (capacity)",
+            ),
+        ),
+    ),
+    (
+        When(traits=frozenset({Trait.KV_TRANSFER})),
+        (
+            Rule(
+                alert="VLLMKVTransferFailures",
+                expr="sum by (pod) (increase(vllm:nixl_num_failed_transfers_total[5m])) > 0",
+                for_="0m",
+                severity="critical",
+                summary="KV transfers between prefill and decode are failing",
+                description="Pod {{ $labels.pod }} failed NIXL KV transfers in the last 5 min: decode recomputes or fails those "
+                "requests. Check the RDMA path between the instances (UCX errors) and the prefill instance.",
+                finding="root cause (P/D KV transfer)",
+            ),
+            Rule(
+                alert="VLLMKVLeaseExpired",
+                expr="sum by (pod) (increase(vllm:nixl_num_kv_expired_reqs_total[5m])) > 0",
+                for_="5m",
+                severity="warning",
+                summary="Prefill KV blocks released before decode read them",
+                description="Pod {{ $labels.pod }} released KV blocks decode never read within the lease: decode is behind or "
+                "cannot reach it, and a read after the lease may get another request's KV.",
+                finding="symptoms (P/D KV transfer)",
+            ),
+        ),
+    ),
+    (
+        When(traits=frozenset({Trait.FD_LIMIT})),
+        (
+            Rule(
+                alert="ProcessOpenFilesNearLimit",
+                expr="max by (namespace, pod) (process_open_fds / process_max_fds) > 0.8",
+                for_="5m",
+                severity="warning",
+                summary="A server's open files are above 80% of its limit",
+                description="{{ $labels.namespace }}/{{ $labels.pod }} uses {{ $value | humanizePercentage }} of its open-file limit: "
+                "new connections and sockets fail at 100% (the postmortem's root cause). Raise the limit or cap "
+                "connections per pod.",
+                finding="root cause (file descriptors)",
+            ),
+        ),
+    ),
+    (
+        When(categories=frozenset({"network", "collective-timeout"})),
+        (
+            Rule(
+                alert="NCCLCommunicationFailure",
+                expr='max by (node) (nccl_bus_bandwidth_gbs{collective="AllReduce"}) < 1 and on (node) '
+                'max by (node) (max_over_time(nccl_bus_bandwidth_gbs{collective="AllReduce"}[1h] offset 10m)) > 10',
+                for_="2m",
+                severity="critical",
+                summary="NCCL AllReduce bus bandwidth collapsed on a node",
+                description="AllReduce bus bandwidth on {{ $labels.node }} is {{ $value | humanize }} GB/s after being healthy: collectives are "
+                "failing or hung (NCCL Inspector). Watchdog timeouts follow within the collective timeout.",
+                finding="symptoms (NCCL)",
+            ),
+            Rule(
+                alert="NCCLAllReduceLatencySpike",
+                expr='max by (node) (nccl_collective_exec_time_microseconds{collective="AllReduce"}) > 3 * '
+                'max by (node) (avg_over_time(nccl_collective_exec_time_microseconds{collective="AllReduce"}[1d]))',
+                for_="5m",
+                severity="warning",
+                summary="AllReduce latency 3x above its daily average",
+                description="AllReduce on {{ $labels.node }} takes {{ $value | humanize }} us.",
+                finding="symptoms (NCCL)",
+            ),
+        ),
+    ),
+    (
+        When(categories=frozenset({"gpu-fault"})),
+        (
+            Rule(
+                alert="GPUXidErrorChanged",
+                expr="changes(DCGM_FI_DEV_XID_ERRORS[10m]) > 0",
+                for_="0m",
+                severity="critical",
+                summary="GPU reported a new XID error",
+                description="GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}.",
+                finding="root cause (gpu-fault)",
+            ),
+        ),
+    ),
+    (
+        When(categories=frozenset({"gpu-memory"})),
+        (
+            Rule(
+                alert="GPUFramebufferNearlyFull",
+                expr="DCGM_FI_DEV_FB_FREE / (DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_USED) < 0.02",
+                for_="5m",
+                severity="warning",
+                summary="GPU memory almost exhausted",
+                description="GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has under 2% memory free.",
+                finding="root cause (gpu-memory)",
+            ),
+        ),
+    ),
+    (
+        When(categories=frozenset({"node"})),
+        (
+            Rule(
+                alert="KubeNodeNotReady",
+                expr='kube_node_status_condition{condition="Ready",status="true"} == 0',
+                for_="2m",
+                severity="critical",
+                summary="Kubernetes node not ready",
+                description="Node {{ $labels.node }} is NotReady: its GPU pods stop serving.",
+                finding="root cause (node)",
+            ),
+        ),
+    ),
+    (
+        When(categories=frozenset({"pod-lifecycle"})),
+        (
+            Rule(
+                alert="VLLMPodRestarting",
+                expr='increase(kube_pod_container_status_restarts_total{container=~"vllm.*"}[15m]) > 2',
+                for_="0m",
+                severity="warning",
+                summary="vLLM container restarting repeatedly",
+                description="{{ $labels.namespace }}/{{ $labels.pod }} restarted {{ $value }} times in 15 min.",
+                finding="symptoms (restarts)",
+            ),
+        ),
+    ),
+)
+"""What each finding asks to watch, in the order the rules are written."""
+
+
 def rules_for(analysis: dict) -> list[Rule]:
     """The rules the incidents in `analysis` call for (always the throughput and latency SLO pair)."""
     cats: set[str] = set()
@@ -57,183 +247,39 @@ def rules_for(analysis: dict) -> list[Rule]:
         labels.update(h["label"] for h in inc["hypotheses"])
         tell = tell or bool(inc.get("tell"))
         baseline = baseline or inc.get("baseline_tokens_per_s")
+    traits = frozenset().union(*(signatures.traits_of(label) for label in labels))
+    rules = _slo_rules(baseline)
+    for when, watch in WATCHES:
+        if when.holds(cats, traits, tell):
+            rules += watch
+    return rules
+
+
+def _slo_rules(baseline: float | None) -> list[Rule]:
+    """The throughput and latency pair every service gets, the baseline said where it was measured."""
     base_txt = f" (baseline before the incident: {baseline:,.0f} tokens/s)" if baseline else ""
-    rules = [
+    return [
         Rule(
-            "VLLMThroughputCollapse",
-            "sum by (model_name) (rate(vllm:generation_tokens_total[5m])) < 0.5 * sum by (model_name) (rate(vllm:generation_tokens_total[5m] offset 1h))",
-            "5m",
-            "critical",
-            "vLLM generation throughput fell below half of what it was an hour ago",
-            "Generation tokens/s of {{ $labels.model_name }} is {{ $value | humanize }}, under 50% of the same window 1h ago"
+            alert="VLLMThroughputCollapse",
+            expr="sum by (model_name) (rate(vllm:generation_tokens_total[5m])) < 0.5 * sum by (model_name) (rate(vllm:generation_tokens_total[5m] offset 1h))",
+            for_="5m",
+            severity="critical",
+            summary="vLLM generation throughput fell below half of what it was an hour ago",
+            description="Generation tokens/s of {{ $labels.model_name }} is {{ $value | humanize }}, under 50% of the same window 1h ago"
             + base_txt
             + ".",
-            "impact",
+            finding="impact",
         ),
         Rule(
-            "VLLMRequestLatencyP99High",
-            "histogram_quantile(0.99, sum by (le, model_name) (rate(vllm:e2e_request_latency_seconds_bucket[5m]))) > 30",
-            "10m",
-            "warning",
-            "p99 end-to-end request latency above 30 s",
-            "p99 e2e latency of {{ $labels.model_name }} is {{ $value | humanizeDuration }} (SLO placeholder: 30 s; set yours).",
-            "impact",
+            alert="VLLMRequestLatencyP99High",
+            expr="histogram_quantile(0.99, sum by (le, model_name) (rate(vllm:e2e_request_latency_seconds_bucket[5m]))) > 30",
+            for_="10m",
+            severity="warning",
+            summary="p99 end-to-end request latency above 30 s",
+            description="p99 e2e latency of {{ $labels.model_name }} is {{ $value | humanizeDuration }} (SLO placeholder: 30 s; set yours).",
+            finding="impact",
         ),
     ]
-    if "kv-cache" in cats or tell:
-        rules.append(
-            Rule(
-                "VLLMKVCacheFullWithoutQueueing",
-                "(max by (pod) (vllm:kv_cache_usage_perc) > 0.99) and on (pod) (max by (pod) (vllm:num_requests_waiting) == 0) "
-                "and on (pod) (sum by (pod) (increase(vllm:num_preemptions_total[5m])) == 0)",
-                "3m",
-                "critical",
-                "KV cache full while nothing queues and nothing is preempted",
-                "Pod {{ $labels.pod }} has its KV cache at 100% with an empty waiting queue and no preemptions: a correct "
-                "allocator would queue or preempt. This preceded the cache corruption in the postmortem; check the eviction policy.",
-                "root cause (kv-cache tell)",
-            )
-        )
-    if "capacity" in cats:
-        rules += [
-            Rule(
-                "VLLMKVCacheSaturated",
-                "max by (pod) (vllm:kv_cache_usage_perc) > 0.95",
-                "10m",
-                "warning",
-                "KV cache above 95%",
-                "Pod {{ $labels.pod }} KV cache usage {{ $value | humanizePercentage }}.",
-                "root cause (capacity)",
-            ),
-            Rule(
-                "VLLMPreemptionStorm",
-                "sum by (pod) (rate(vllm:num_preemptions_total[5m])) > 1",
-                "5m",
-                "warning",
-                "Requests are being preempted",
-                "Pod {{ $labels.pod }} preempts {{ $value | humanize }} requests/s: add capacity.",
-                "root cause (capacity)",
-            ),
-            Rule(
-                "VLLMQueueBacklog",
-                "sum by (model_name) (vllm:num_requests_waiting) > 100",
-                "5m",
-                "warning",
-                "Waiting queue above 100 requests",
-                "{{ $value }} requests waiting for {{ $labels.model_name }}.",
-                "root cause (capacity)",
-            ),
-        ]
-    if any(signatures.Trait.KV_TRANSFER in signatures.traits_of(label) for label in labels):
-        rules += [
-            Rule(
-                "VLLMKVTransferFailures",
-                "sum by (pod) (increase(vllm:nixl_num_failed_transfers_total[5m])) > 0",
-                "0m",
-                "critical",
-                "KV transfers between prefill and decode are failing",
-                "Pod {{ $labels.pod }} failed NIXL KV transfers in the last 5 min: decode recomputes or fails those "
-                "requests. Check the RDMA path between the instances (UCX errors) and the prefill instance.",
-                "root cause (P/D KV transfer)",
-            ),
-            Rule(
-                "VLLMKVLeaseExpired",
-                "sum by (pod) (increase(vllm:nixl_num_kv_expired_reqs_total[5m])) > 0",
-                "5m",
-                "warning",
-                "Prefill KV blocks released before decode read them",
-                "Pod {{ $labels.pod }} released KV blocks decode never read within the lease: decode is behind or "
-                "cannot reach it, and a read after the lease may get another request's KV.",
-                "symptoms (P/D KV transfer)",
-            ),
-        ]
-    if signatures.FD_EXHAUSTED in labels:
-        rules.append(
-            Rule(
-                "ProcessOpenFilesNearLimit",
-                "max by (namespace, pod) (process_open_fds / process_max_fds) > 0.8",
-                "5m",
-                "warning",
-                "A server's open files are above 80% of its limit",
-                "{{ $labels.namespace }}/{{ $labels.pod }} uses {{ $value | humanizePercentage }} of its open-file limit: "
-                "new connections and sockets fail at 100% (the postmortem's root cause). Raise the limit or cap "
-                "connections per pod.",
-                "root cause (file descriptors)",
-            )
-        )
-    if cats & {"network", "collective-timeout"}:
-        rules += [
-            Rule(
-                "NCCLCommunicationFailure",
-                'max by (node) (nccl_bus_bandwidth_gbs{collective="AllReduce"}) < 1 and on (node) '
-                'max by (node) (max_over_time(nccl_bus_bandwidth_gbs{collective="AllReduce"}[1h] offset 10m)) > 10',
-                "2m",
-                "critical",
-                "NCCL AllReduce bus bandwidth collapsed on a node",
-                "AllReduce bus bandwidth on {{ $labels.node }} is {{ $value | humanize }} GB/s after being healthy: collectives are "
-                "failing or hung (NCCL Inspector). Watchdog timeouts follow within the collective timeout.",
-                "symptoms (NCCL)",
-            ),
-            Rule(
-                "NCCLAllReduceLatencySpike",
-                'max by (node) (nccl_collective_exec_time_microseconds{collective="AllReduce"}) > 3 * '
-                'max by (node) (avg_over_time(nccl_collective_exec_time_microseconds{collective="AllReduce"}[1d]))',
-                "5m",
-                "warning",
-                "AllReduce latency 3x above its daily average",
-                "AllReduce on {{ $labels.node }} takes {{ $value | humanize }} us.",
-                "symptoms (NCCL)",
-            ),
-        ]
-    if "gpu-fault" in cats:
-        rules.append(
-            Rule(
-                "GPUXidErrorChanged",
-                "changes(DCGM_FI_DEV_XID_ERRORS[10m]) > 0",
-                "0m",
-                "critical",
-                "GPU reported a new XID error",
-                "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}.",
-                "root cause (gpu-fault)",
-            )
-        )
-    if "gpu-memory" in cats:
-        rules.append(
-            Rule(
-                "GPUFramebufferNearlyFull",
-                "DCGM_FI_DEV_FB_FREE / (DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_USED) < 0.02",
-                "5m",
-                "warning",
-                "GPU memory almost exhausted",
-                "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has under 2% memory free.",
-                "root cause (gpu-memory)",
-            )
-        )
-    if "node" in cats:
-        rules.append(
-            Rule(
-                "KubeNodeNotReady",
-                'kube_node_status_condition{condition="Ready",status="true"} == 0',
-                "2m",
-                "critical",
-                "Kubernetes node not ready",
-                "Node {{ $labels.node }} is NotReady: its GPU pods stop serving.",
-                "root cause (node)",
-            )
-        )
-    if "pod-lifecycle" in cats:
-        rules.append(
-            Rule(
-                "VLLMPodRestarting",
-                'increase(kube_pod_container_status_restarts_total{container=~"vllm.*"}[15m]) > 2',
-                "0m",
-                "warning",
-                "vLLM container restarting repeatedly",
-                "{{ $labels.namespace }}/{{ $labels.pod }} restarted {{ $value }} times in 15 min.",
-                "symptoms (restarts)",
-            )
-        )
-    return rules
 
 
 def prometheus_rule(rules: list[Rule], name: str = "forensics-incident-alerts", namespace: str = "monitoring") -> str:

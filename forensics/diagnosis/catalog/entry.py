@@ -47,6 +47,8 @@ class Trait(StrEnum):
     rollout's new version fails on, so the rollout before it is its trigger, not a rival."""
     KV_TRANSFER = "kv-transfer"
     """Disaggregated prefill/decode: where one is seen, the alerts watch NIXL's counters."""
+    FD_LIMIT = "fd-limit"
+    """A process out of its open-file limit: where one is seen, the alerts watch open files."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,6 +21,7 @@ ENTRIES: tuple[Signature, ...] = (
         action="Raise the container's open-file limit (`LimitNOFILE` of the container runtime, or `ulimit -n` in the "
         "entrypoint, to 65536 or more), cap concurrent connections per pod at the gateway, and alert on "
         "`process_open_fds` against `process_max_fds`.",
+        traits=frozenset({Trait.FD_LIMIT}),
     ),
     # The API server's port (uvicorn's bind, vLLM's own socket), the TCPStore's master port or a
     # ZMQ endpoint taken: a leftover server from the previous start, or two hostNetwork pods. Before
