@@ -1,14 +1,22 @@
 """Whole-file documents among the logs: request traces set aside for replay, files that are no
-log at all, and the rows of documents (event lists, exports) read by their own parsers."""
+log at all, and the rows of documents (event lists, exports) read by their own parsers.
+
+A document format is one entry of `READERS`: a sniff of the decoded text, and a read that
+returns the document's rows or raises `DocumentError` saying why it could not; a document that
+cannot be read is parsed line by line like any log, with the reason in the file's notes.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import polars as pl
 
 from forensics import schema as s
 from forensics.ingestion import files as _files
-from forensics.ingestion.state import FileMeta
-from parsers import prometheus
+from forensics.ingestion.state import FileMeta, TimeHints
+from parsers import k8s, nvidia_smi, prometheus, ras_json
 from parsers.jsonutil import load_json
 from parsers.wrappers import log_entries_document
 
@@ -96,3 +104,109 @@ def export_metrics(export: prometheus.Export, meta: FileMeta) -> pl.DataFrame:
         ),
         s.METRIC_DTYPES,
     )
+
+
+class DocumentError(ValueError):
+    """A file that sniffed as a document of its kind but could not be read as one: its message is
+    the note the file's accounting keeps."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Document:
+    """What a reader made of a whole file: event rows (and an export's metrics) and notes."""
+
+    kind: str
+    """The file's wrapper in the accounting: `prometheus-text`, `ncclras-json`, `k8s-events-json`..."""
+    rows: list[dict]
+    notes: list[str]
+    meta: FileMeta
+    """The file's meta, its pod cleared where the file's name is no pod's (a node's snapshot)."""
+    metrics: pl.DataFrame | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DocumentReader:
+    """One document format: `sniff(text)` gives its kind or None; `read` the document or raises
+    `DocumentError`."""
+
+    name: str
+    sniff: Callable[[str], str | None]
+    read: Callable[[str, str, FileMeta, TimeHints], Document]
+
+
+def _prometheus(text: str, kind: str, meta: FileMeta, hints: TimeHints) -> Document:
+    try:
+        export = prometheus.parse_document(text, kind, hints.tz)
+    except Exception as e:  # noqa: BLE001 - a flaw in reading an export must not cost the run
+        raise DocumentError(
+            f"Prometheus export not read ({type(e).__name__}: {str(e)[:120]}); parsed line by line"
+        ) from e
+    if export.names_pods:  # (a federate or DCGM dump: its file name is no pod's)
+        meta = replace(meta, pod=None)
+    return Document(
+        kind=f"prometheus-{kind}",
+        rows=export.events,
+        notes=export.notes,
+        meta=meta,
+        metrics=export_metrics(export, meta),
+    )
+
+
+def _ras(text: str, kind: str, meta: FileMeta, hints: TimeHints) -> Document:
+    try:
+        rows, notes = ras_json.parse_document(text, hints.tz)
+    except ValueError as e:
+        raise DocumentError(f"{e}; parsed line by line instead") from e
+    # (the report names hosts, not its file)
+    return Document(kind="ncclras-json", rows=rows, notes=notes, meta=replace(meta, pod=None))
+
+
+def _nvidia_smi(text: str, kind: str, meta: FileMeta, hints: TimeHints) -> Document:
+    try:
+        rows = nvidia_smi.parse_document(text, kind, meta.rel, hints.tz)
+    except Exception as e:  # noqa: BLE001 - a flaw in reading a snapshot must not cost the run
+        raise DocumentError(
+            f"nvidia-smi snapshot not read ({type(e).__name__}: {str(e)[:120]}); parsed line by line"
+        ) from e
+    # (a node's file: its GPUs, not a pod's)
+    return Document(kind="nvidia-smi", rows=rows, notes=[], meta=replace(meta, pod=None))
+
+
+def _k8s_sniff(text: str) -> str | None:
+    """`events-<kind>` or `state-<kind>`: an event list is tried first, as it always was."""
+    if kind := k8s.sniff_event_document(text):
+        return f"events-{kind}"
+    if kind := k8s.sniff_state_document(text):
+        return f"state-{kind}"
+    return None
+
+
+def _k8s(text: str, kind: str, meta: FileMeta, hints: TimeHints) -> Document:
+    what, _, fmt = kind.partition("-")
+    rows, err = (k8s.parse_state_document if what == "state" else k8s.parse_event_document)(text, fmt)
+    if err is not None:
+        raise DocumentError(err)
+    return Document(kind=f"k8s-{kind}", rows=rows, notes=[], meta=meta)
+
+
+READERS: tuple[DocumentReader, ...] = (
+    DocumentReader(name="prometheus", sniff=prometheus.sniff, read=_prometheus),
+    DocumentReader(name="ncclras", sniff=lambda text: "json" if ras_json.sniff(text) else None, read=_ras),
+    DocumentReader(name="nvidia-smi", sniff=nvidia_smi.sniff, read=_nvidia_smi),
+    DocumentReader(name="k8s", sniff=_k8s_sniff, read=_k8s),
+)
+"""Tried in this order on every decoded file; the first that sniffs and reads it takes it."""
+
+
+def read_document(text: str, meta: FileMeta, hints: TimeHints, notes: list[str]) -> Document | None:
+    """The first reader's document for `text`, else None; each reader that sniffed it but could
+    not read it adds its reason to `notes` and the next is tried."""
+    for reader in READERS:
+        kind = reader.sniff(text)
+        if not kind:
+            continue
+        try:
+            return reader.read(text, kind, meta, hints)
+        except DocumentError as e:
+            notes.append(str(e))
+    return None

@@ -20,14 +20,14 @@ from forensics.errors import NoInputError
 from forensics.ingestion import batches
 from forensics.ingestion import files as _files
 from forensics.ingestion.batches import BatchFinisher, Segment, parse_batch
-from forensics.ingestion.documents import document_events, export_metrics, not_a_log
+from forensics.ingestion.documents import document_events, not_a_log, read_document
 from forensics.ingestion.provenance import file_meta
 from forensics.ingestion.reference import reference_times
 from forensics.ingestion.result import EVENTS_FILE, METRICS_FILE, IngestResult
 from forensics.ingestion.sink import ParquetSink
 from forensics.ingestion.state import NO_HINTS, FileMeta, Progress, TimeHints
 from forensics.ingestion.timing import YearResolver
-from parsers import csv_export, flight_dump, k8s, nvidia_smi, prometheus, ras_json
+from parsers import csv_export, flight_dump, k8s, nvidia_smi, prometheus
 from parsers.wrappers import log_entries_document
 
 
@@ -237,49 +237,12 @@ def ingest_files(
             fnotes.extend(repairs)
             fid = len(metas)
             metas.append(file_meta(f))
-            export_kind = prometheus.sniff(text)
-            try:
-                export = prometheus.parse_document(text, export_kind, hints.tz) if export_kind else None
-            except Exception as e:  # noqa: BLE001 - a flaw in reading an export must not cost the run
-                export = None
-                fnotes.append(f"Prometheus export not read ({type(e).__name__}: {str(e)[:120]}); parsed line by line")
             n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-            if export is not None:
-                if export.names_pods:  # (a federate or DCGM dump: its file name is no pod's)
-                    metas[fid] = replace(metas[fid], pod=None)
-                metrics = export_metrics(export, metas[fid])
-                document(fid, f"prometheus-{export_kind}", n_lines, fnotes + export.notes, export.events, metrics)
+            doc = read_document(text, metas[fid], hints, fnotes)
+            if doc is not None:
+                metas[fid] = doc.meta
+                document(fid, doc.kind, n_lines, fnotes + doc.notes, doc.rows, doc.metrics)
                 continue
-            if ras_json.sniff(text):
-                try:
-                    rows, ras_notes = ras_json.parse_document(text, hints.tz)
-                except ValueError as e:
-                    fnotes.append(f"{e}; parsed line by line instead")
-                else:
-                    metas[fid] = replace(metas[fid], pod=None)  # (the report names hosts, not its file)
-                    document(fid, "ncclras-json", n_lines, fnotes + ras_notes, rows)
-                    continue
-            smi_kind = nvidia_smi.sniff(text)
-            if smi_kind is not None:
-                try:
-                    rows = nvidia_smi.parse_document(text, smi_kind, f.rel, hints.tz)
-                except Exception as e:  # noqa: BLE001 - a flaw in reading a snapshot must not cost the run
-                    fnotes.append(
-                        f"nvidia-smi snapshot not read ({type(e).__name__}: {str(e)[:120]}); parsed line by line"
-                    )
-                else:
-                    metas[fid] = replace(metas[fid], pod=None)  # (a node's file: its GPUs, not a pod's)
-                    document(fid, "nvidia-smi", n_lines, fnotes, rows)
-                    continue
-            kind, state = k8s.sniff_event_document(text), False
-            if not kind:
-                kind, state = k8s.sniff_state_document(text), True
-            if kind:
-                rows, err = (k8s.parse_state_document if state else k8s.parse_event_document)(text, kind)
-                if err is None:
-                    document(fid, f"k8s-{'state' if state else 'events'}-{kind}", n_lines, fnotes, rows)
-                    continue
-                fnotes.append(err)
             entries = log_entries_document(text)
             if entries is not None:
                 fnotes.append(

@@ -23,7 +23,7 @@ class FileMeta:
     container: str | None
     mtime: float
     node: str | None = None
-    """The node of its node-level lines (dmesg, kubelet) when they name none (`parsers._common.node_of`)."""
+    """The node of its node-level lines (dmesg, kubelet) when they name none (`parsers.paths.node_of`)."""
 
 
 Progress = Callable[[int, int, str], None]
