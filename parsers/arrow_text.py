@@ -3,8 +3,8 @@
 Polars columns are Arrow string views; a numba loop given each row's (buffer, start,
 length) and the buffers' addresses reads any row's bytes without a copy or a Python
 object per row. Used by the dedup key (`forensics.mining.dedup`), the fold scan
-(`parsers.folding`), the ingest fast lane (`parsers.fastlane`) and the metrics scan
-(`parsers.metric_scan`). Columns are made here the same way: the lines of a batch
+(`parsers._compiled.folding`), the ingest fast lane (`parsers._compiled.fastlane`) and the metrics scan
+(`parsers._compiled.metric_scan`). Columns are made here the same way: the lines of a batch
 (`lines_column`) and fields cut out of them (`Text.cut_spans`).
 """
 

@@ -3,7 +3,7 @@
 Input: `_fid` (file id), `_seg` (segment of a large file), `line` (1-based), `body`.
 Output: one row per event with the parsers' columns, time parts and accounting flags.
 
-Common shapes first: `parsers.fastlane` takes the lines it is sure of (stamp, process
+Common shapes first: `parsers._compiled.fastlane` takes the lines it is sure of (stamp, process
 prefix, vLLM, uvicorn or NCCL INFO line, nothing unusual) and parses them in one compiled
 pass, as the producers' parsers would; the general path below sees only the rest, and
 those lines meet again in `_fold`, which merges both in file order.
@@ -26,7 +26,7 @@ pid and rank — a line is folded into the previous event when it is
   when the previous line ended in `\\r` (often lost: pastes, shippers) or this one looks
   like a continuation, an exception line or a blank line of the message.
 
-`parsers.folding` decides these rules for a whole batch in one compiled scan.
+`parsers._compiled.folding` decides these rules for a whole batch in one compiled scan.
 """
 
 from __future__ import annotations
@@ -42,8 +42,6 @@ from parsers import (
     applog,
     continuation,
     envoy,
-    fastlane,
-    folding,
     k8s,
     logfmt,
     nccl,
@@ -61,6 +59,7 @@ from parsers import (
 )
 from parsers import schema as s
 from parsers._common import SYSLOG_LEVEL_WORDS, apply, ensure, level_from_word, no_time
+from parsers._compiled import fastlane, folding
 from parsers.arrow_text import Text, bytes_at
 from parsers.frame import TIME_PARTS
 

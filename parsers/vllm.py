@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from parsers import metric_scan
 from parsers import schema as s
 from parsers._common import apply, extract_head, frac_to_us, level_from_word, to_i32
+from parsers._compiled import metric_scan
 
 LEVEL_WORD = r"DEBUG|INFO|WARNING|ERROR|CRITICAL"
 DETECT = rf"^(?:\(VLLM\) )?(?:{LEVEL_WORD}) +\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}"

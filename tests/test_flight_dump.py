@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from forensics import analyze, ingest
 from forensics.diagnosis import collectives
-from parsers import flight_dump
+from parsers.documents import flight_dump
 from tests.conftest import write as write_file
 
 T0_NS = 1_716_457_277_000_000_000  # 2024-05-23 09:41:17 UTC

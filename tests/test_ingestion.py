@@ -14,7 +14,7 @@ from polars.testing import assert_frame_equal
 from forensics import ingest
 from forensics import schema as s
 from forensics.ingestion import batches
-from parsers import fastlane, metric_scan
+from parsers._compiled import fastlane, metric_scan
 from tests.conftest import DATA, SHARED, write
 
 pytestmark = pytest.mark.usefixtures("as_a_large_run")  # (the threshold's own tests set theirs)

@@ -291,7 +291,7 @@ FOLD_ROW = st.tuples(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(FOLD_ROW, min_size=1, max_size=60))
 def test_compiled_fold_scan_agrees_with_the_window_expressions(rows):
-    from parsers import folding
+    from parsers._compiled import folding
 
     rows = sorted(rows, key=lambda r: r[6])  # a batch holds each file's lines together, in order
     kinds, procs, opens, crs, hdrs, conts, fids = zip(*rows, strict=True)
@@ -552,7 +552,7 @@ def test_fast_lane_reads_journald_klog_lmcache_and_c10d_lines_as_the_general_pat
 
 
 def test_the_fast_lane_takes_plain_journald_klog_lines():
-    from parsers import fastlane
+    from parsers._compiled import fastlane
 
     frame = _lines_frame(SYSLOG_KLOG_LINES[:6]).with_row_index("_row")
     taken, rest = fastlane.split(frame.with_columns(pl.lit(False).alias("_cr")))
@@ -561,7 +561,7 @@ def test_the_fast_lane_takes_plain_journald_klog_lines():
 
 
 def test_the_fast_lane_takes_c10d_lines_with_their_watchdog_fields():
-    from parsers import fastlane
+    from parsers._compiled import fastlane
 
     lines = [C10D_LINES[i] for i in (0, 1, 2, 4, 7)] + C10D_LINES[-3:-1]
     taken, rest = fastlane.split(_lines_frame(lines).with_row_index("_row").with_columns(pl.lit(False).alias("_cr")))
@@ -620,7 +620,7 @@ def _c10d_messages(draw) -> str:
 @given(st.lists(_c10d_messages(), min_size=1, max_size=12))
 @example(messages=["[Rank 3] " + WATCHDOG, "[x] [Rank 3] " + WATCHDOG])
 def test_fast_lane_reads_the_watchdog_and_pg_fields_as_the_regexes(messages):
-    from parsers import fastlane
+    from parsers._compiled import fastlane
 
     frame = (
         _lines_frame([_C10D_HEAD + m for m in messages]).with_row_index("_row").with_columns(pl.lit(False).alias("_cr"))
@@ -632,7 +632,7 @@ def test_fast_lane_reads_the_watchdog_and_pg_fields_as_the_regexes(messages):
 
 
 def test_the_fast_lane_reads_common_watchdog_lines_without_the_regexes(monkeypatch):
-    from parsers import fastlane
+    from parsers._compiled import fastlane
 
     def refuse(_msg):
         raise AssertionError("the regexes were used")
@@ -647,7 +647,7 @@ def test_the_fast_lane_reads_common_watchdog_lines_without_the_regexes(monkeypat
 
 
 def test_the_fast_lane_takes_lmcache_lines():
-    from parsers import fastlane
+    from parsers._compiled import fastlane
 
     lines = [LMCACHE_LINES[i] for i in (0, 1, 2, 3, 4)] + LMCACHE_LINES[-2:]
     taken, rest = fastlane.split(_lines_frame(lines).with_row_index("_row").with_columns(pl.lit(False).alias("_cr")))
@@ -699,7 +699,8 @@ METRIC_MESSAGE = st.lists(
     ]
 )
 def test_compiled_metric_spans_give_what_the_metric_regexes_give(messages):
-    from parsers import metric_scan, vllm
+    from parsers import vllm
+    from parsers._compiled import metric_scan
 
     assert metric_scan.NAMES == list(vllm._PAIRS)
     msgs = pl.Series(messages)
@@ -720,7 +721,7 @@ def test_compiled_metric_spans_give_what_the_metric_regexes_give(messages):
 
 
 def test_metric_scan_leaves_non_ascii_messages_to_the_regexes():
-    from parsers import metric_scan
+    from parsers._compiled import metric_scan
 
     _, _, sure, _, _ = metric_scan.spans(pl.Series(["Running: 3 reqs", "Running: ٣ reqs", "Waiting: 1 reqs — ok"]))
     assert sure.tolist() == [True, False, False]
@@ -969,7 +970,7 @@ BLOCK_PIECES += ["-", "#", "7", "0x", "ff", "é:", "group", *continuation.LITERA
 @given(st.lists(st.sampled_from(BLOCK_PIECES) | st.text(max_size=3), max_size=8))
 def test_compiled_block_flags_agree_with_the_fold_expressions(pieces):
     """`_open` and `_msgcont` as the fast lane computes them are the general path's, or it says it is unsure."""
-    from parsers import fastlane
+    from parsers._compiled import fastlane
 
     message = "".join(pieces).replace("\n", " ")
     msg = pl.col("m")
@@ -1108,7 +1109,7 @@ def test_a_csv_exports_records_come_back_whole_and_oldest_first(messages, newest
     import csv
     import io
 
-    from parsers import csv_export
+    from parsers.documents import csv_export
 
     buf = io.StringIO()
     out = csv.writer(buf, delimiter=delimiter)

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from forensics import ingest
-from parsers import nvidia_smi
+from parsers.documents import nvidia_smi
 from parsers.paths import node_of
 from tests.conftest import write
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from forensics import analyze, ingest
 from forensics.report.render import render
-from parsers import prometheus
+from parsers.documents import prometheus
 from tests.conftest import write
 
 T0 = datetime(2026, 3, 14, 6, 0, tzinfo=UTC)

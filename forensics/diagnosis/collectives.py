@@ -16,7 +16,8 @@ from datetime import datetime
 import polars as pl
 
 from forensics import schema as s
-from parsers import flight_dump, nccl, torch
+from parsers import nccl, torch
+from parsers.documents import flight_dump
 
 NRANKS = r"\bnranks (\d+)\b"
 """NCCL's `comm 0x... rank 0 nranks 4 cudaDev 0 ... Init COMPLETE` line gives the world size."""
@@ -125,7 +126,7 @@ _DUMP_LAST = re.compile(flight_dump.LAST)
 
 
 def dump_findings(events: pl.DataFrame) -> FlightFinding | None:
-    """Who the others waited on, from the per-rank flight-recorder dumps (`parsers.flight_dump`),
+    """Who the others waited on, from the per-rank flight-recorder dumps (`parsers.documents.flight_dump`),
     as NVRx's "wavefront" reads them: in each process group, the dumped ranks whose last
     collective is behind the others' never joined the next one; if all reached it, a rank that
     joined with another op or size, or whose op never started on its GPU while the others' had,

@@ -33,8 +33,8 @@ BATCH_FILES = 4000
 
 
 SPEED_PASSES_MIN_CHARS = 8 * 1024 * 1024
-"""A run uses the compiled passes that exist only for speed, the fast lane (`parsers.fastlane`)
-and the metrics scan (`parsers.metric_scan`), once it has batched this much text; before, the
+"""A run uses the compiled passes that exist only for speed, the fast lane (`parsers._compiled.fastlane`)
+and the metrics scan (`parsers._compiled.metric_scan`), once it has batched this much text; before, the
 general path and the metrics regexes, which define what those passes give, read every line
 (the same tables: tests hold the passes to them). On a new install numba compiles the two on
 first use, 25-45 s, most of a first run over a few MB of logs (the samples, most incidents'

@@ -16,7 +16,8 @@ import polars as pl
 from forensics import schema as s
 from forensics.ingestion import files as _files
 from forensics.ingestion.state import FileMeta, TimeHints
-from parsers import k8s, nvidia_smi, prometheus, ras_json
+from parsers import k8s
+from parsers.documents import nvidia_smi, prometheus, ras_json
 from parsers.jsonutil import load_json
 from parsers.wrappers import log_entries_document
 

@@ -13,7 +13,8 @@ from forensics.ingestion import files as _files
 from forensics.ingestion.batches import Segment, parse_batch
 from forensics.ingestion.documents import document_records, not_a_log
 from forensics.ingestion.timing import exact_time, time_columns
-from parsers import csv_export, k8s
+from parsers import k8s
+from parsers.documents import csv_export
 
 REFERENCE_HEAD_BYTES = (256 * 1024, 4 * 1024 * 1024)
 """The reference-time pass reads this much of each file: the first size, then the second for

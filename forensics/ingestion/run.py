@@ -27,7 +27,8 @@ from forensics.ingestion.result import EVENTS_FILE, METRICS_FILE, IngestResult
 from forensics.ingestion.sink import ParquetSink
 from forensics.ingestion.state import NO_HINTS, FileMeta, Progress, TimeHints
 from forensics.ingestion.timing import YearResolver
-from parsers import csv_export, flight_dump, k8s, nvidia_smi, prometheus
+from parsers import k8s
+from parsers.documents import csv_export, flight_dump, nvidia_smi, prometheus
 from parsers.wrappers import log_entries_document
 
 

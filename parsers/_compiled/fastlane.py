@@ -45,9 +45,10 @@ import polars as pl
 import pyarrow as pa
 from numba import njit
 
-from parsers import continuation, folding, torch, wrappers
+from parsers import continuation, torch, wrappers
 from parsers import schema as s
 from parsers._common import LEVEL_LETTERS, LEVEL_WORDS
+from parsers._compiled import folding
 from parsers.arrow_text import Text, bytes_at, packed_validity
 
 SLOW, VLLM, UVICORN, NCCL, KLOG, KV, TORCH = 0, 1, 2, 3, 4, 5, 6
