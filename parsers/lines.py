@@ -204,7 +204,7 @@ def _general_path(df: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
     parts: list[pl.DataFrame] = []
     pending = df
     if "_jsrc" in df.columns:
-        # A log store's Kubernetes event (`wrappers._json_record`) is parsed already: its
+        # A log store's Kubernetes event (`wrappers.records.json_record`) is parsed already: its
         # `Reason: message` is no producer's line, though it can look like one
         # (`CreateContainerConfigError: ...` like a Python exception, which would open a block).
         event = pending.select(pl.col("_jsrc") == "k8s-event").to_series().fill_null(False)
@@ -500,7 +500,7 @@ def _form_events(df: pl.DataFrame) -> pl.DataFrame:
         blank_only.alias("_drop"),
     )
     # An application's own JSON record (a level beside its message) that no producer claimed is
-    # read all the same: its time, level and logger came with it (`wrappers._json_record`); so
+    # read all the same: its time, level and logger came with it (`wrappers.records.json_record`); so
     # is a log store's Kubernetes event, with its reason, type, object and count.
     record = pl.col("_jsrc") if "_jsrc" in events.columns else pl.lit(None, pl.String)
     return events.with_columns(

@@ -7,7 +7,7 @@
 dcgm-exporter and containerd write logrus' form, Go's slog its own, Prometheus-family tools
 go-kit's. A record names its time (RFC3339, exact: UTC or its offset), level and message;
 the error it carries goes beside the message (`msg error="..."`), as in an application's
-JSON record (`wrappers._json_record`), and the caller's file or the logger is the component.
+JSON record (`wrappers.records.json_record`), and the caller's file or the logger is the component.
 The source is `app`: an application's structured record, of no producer this tool knows (a
 host daemon's, read from the node's journal or syslog, stays `syslog`).
 """

@@ -1146,7 +1146,7 @@ _DOCKER_TEXT = st.lists(
     )
 )
 def test_docker_json_records_read_by_polars_give_the_events_json_loads_gives(records):
-    """`wrappers._docker_json` (polars' decoder on the daemon's exact shape) against
+    """`wrappers.records.docker_json` (polars' decoder on the daemon's exact shape) against
     `_json_record_each` (`json.loads` and a dict a line) for every record."""
     lines = []
     for log, stream, time, ascii_only, newline in records:
@@ -1158,9 +1158,9 @@ def test_docker_json_records_read_by_polars_give_the_events_json_loads_gives(rec
 
 
 def _assert_polars_reads_as_json_loads(lines: list[str], shape: str) -> None:
-    """`lines` parse to the same events with the `wrappers` record shape `shape` (the lines
+    """`lines` parse to the same events with the `wrappers.records` shape `shape` (the lines
     polars decodes) as with it matching nothing (every line through `json.loads`)."""
-    from parsers import wrappers
+    from parsers.wrappers import records as wrappers
 
     frame = _lines_frame(lines)
     polars_read = parse_lines(frame)
@@ -1218,7 +1218,7 @@ _PY_RECORD = st.fixed_dictionaries(
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(_PY_RECORD, st.booleans(), st.booleans(), st.integers(0, 9)), min_size=1, max_size=12))
 def test_python_logging_records_read_by_polars_give_the_events_json_loads_gives(records):
-    """`wrappers._python_records` (polars' decoder on `PYTHON_RECORD` lines) against
+    """`wrappers.records._python_records` (polars' decoder on `PYTHON_RECORD` lines) against
     `_json_record_each` (`json.loads` and a dict a line) for every record."""
     lines = []
     for rec, ascii_only, compact, other in records:

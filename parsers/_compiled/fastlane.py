@@ -223,7 +223,7 @@ def _spread(values: pl.Series, rows: np.ndarray) -> pl.Series:
 
 
 def _syslog_column(text: Text, rows: np.ndarray, fields: np.ndarray, is_klog: np.ndarray) -> pl.Series:
-    """`_syslog` as `wrappers._peel_syslog` writes it (`Mon|dd|HH|MM|SS|frac`) for the klog rows."""
+    """`_syslog` as `wrappers.host.peel_syslog` writes it (`Mon|dd|HH|MM|SS|frac`) for the klog rows."""
     offsets, data = _syslog_texts(*text.where, rows[is_klog], fields)
     arr = pa.Array.from_buffers(pa.string(), int(is_klog.sum()), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     return _spread(pl.Series("_syslog", arr), is_klog)
@@ -1481,7 +1481,9 @@ def _classify(
             f[:] = -1  # (what it wrote before it found no such line)
         p0 = p1 = q0 = q1 = 0
         nested = 0
-        while at < len(d) and d[at] == 40 and nested < nested_max:  # (innermost last: `wrappers._peel_process`)
+        while (
+            at < len(d) and d[at] == 40 and nested < nested_max
+        ):  # (innermost last: `wrappers.prefixes._peel_process`)
             p0, p1, q0, q1, at = _process_prefix(d, at)
             if at < 0:
                 break

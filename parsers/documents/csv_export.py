@@ -5,7 +5,7 @@ Explore on Loki (`Time`, `Line`, `labels` as JSON, `tsNs`), Datadog's Log Explor
 `Host`, `Service`, `Status`, `Message`), Splunk (`_time`, `_raw`, `host`, `source`) and
 CloudWatch Logs Insights (`@timestamp`, `@message`, `@logStream`) all write one record a
 row, under a header naming the columns. Each row becomes one JSON record of the shape
-`wrappers._json_record` reads (the message, an RFC3339 time, the level, and the pod,
+`wrappers.records.json_record` reads (the message, an RFC3339 time, the level, and the pod,
 namespace, container and node under `kubernetes`), so that the line inside is parsed by
 its own producer's format, as a shipper's JSON record is.
 
