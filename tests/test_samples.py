@@ -12,8 +12,9 @@ import pytest
 from forensics import ingest
 from forensics import schema as s
 from samples.generate import HOLDOUT, SCENARIOS, generate
+from tests.conftest import SAMPLES
 
-SHIPPED = Path(__file__).parent.parent / "samples"
+SHIPPED = SAMPLES
 SHIPPED_NAMES = sorted(n for n in SCENARIOS if n not in HOLDOUT)
 
 

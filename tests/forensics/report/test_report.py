@@ -13,10 +13,9 @@ import pytest
 from forensics import analyze
 from forensics.report import render as rpt
 from forensics.report.postmortem import write_all
+from tests.conftest import GOLDEN, SAMPLES
 from tests.conftest import write as write_file
 
-SAMPLES = Path(__file__).parent.parent / "samples"
-GOLDEN = Path(__file__).parent / "golden"
 NAMES = ["cache-corruption", "nccl-network", "gpu-oom", "node-failure", "kv-pressure", "pd-transfer", "healthy"]
 PROMTOOL = shutil.which("promtool")
 

@@ -9,18 +9,16 @@ and the incidents and verdicts must match exactly.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from typer.testing import CliRunner
 
 from forensics.cli import app
 from forensics.diagnosis import analysis
 from forensics.shards import pipeline as scaleout
+from tests.conftest import SAMPLES
 
 ray = pytest.importorskip("ray")
 
-SAMPLES = Path(__file__).parent.parent / "samples"
 SCENARIOS = sorted(p.name for p in SAMPLES.iterdir() if (p / "ground_truth.json").is_file())
 TEMPLATE_TOLERANCE = 0.02
 

@@ -10,73 +10,7 @@ from hypothesis import strategies as st
 from forensics import ingest
 from parsers.documents import nvidia_smi
 from parsers.paths import node_of
-from tests.conftest import write
-
-
-def _gpu(
-    bus: str, uuid: str, *, dram_ue: int = 0, pending: str = "No", failed: str = "No", thermal: str = "Not Active"
-):
-    """One GPU's block as driver 550 prints it for an H100 (abridged, layout kept)."""
-    return (
-        f"GPU {bus}\n"
-        "    Product Name                          : NVIDIA H100 80GB HBM3\n"
-        "    Product Brand                         : NVIDIA\n"
-        f"    GPU UUID                              : {uuid}\n"
-        "    Minor Number                          : 1\n"
-        "    PCI\n"
-        "        Bus                               : 0x2A\n"
-        f"        Bus Id                            : {bus}\n"
-        "    Clocks Event Reasons\n"
-        "        Idle                              : Not Active\n"
-        "        Applications Clocks Setting       : Not Active\n"
-        "        SW Power Cap                      : Not Active\n"
-        "        HW Slowdown                       : Not Active\n"
-        f"            HW Thermal Slowdown           : {thermal}\n"
-        "            HW Power Brake Slowdown       : Not Active\n"
-        "        Sync Boost                        : Not Active\n"
-        "        SW Thermal Slowdown               : Not Active\n"
-        "    ECC Mode\n"
-        "        Current                           : Enabled\n"
-        "        Pending                           : Enabled\n"
-        "    ECC Errors\n"
-        "        Volatile\n"
-        "            SRAM Correctable              : 0\n"
-        "            SRAM Uncorrectable Parity     : 0\n"
-        "            SRAM Uncorrectable SEC-DED    : 0\n"
-        "            DRAM Correctable              : 0\n"
-        f"            DRAM Uncorrectable            : {dram_ue}\n"
-        "        Aggregate\n"
-        "            SRAM Correctable              : 0\n"
-        "            SRAM Uncorrectable Parity     : 0\n"
-        "            SRAM Uncorrectable SEC-DED    : 0\n"
-        "            DRAM Correctable              : 3\n"
-        "            DRAM Uncorrectable            : 7\n"
-        "    Retired Pages\n"
-        "        Single Bit ECC                    : N/A\n"
-        "        Double Bit ECC                    : N/A\n"
-        "        Pending Page Blacklist            : N/A\n"
-        "    Remapped Rows\n"
-        "        Correctable Error                 : 0\n"
-        f"        Uncorrectable Error               : {dram_ue}\n"
-        f"        Pending                           : {pending}\n"
-        f"        Remapping Failure Occurred        : {failed}\n"
-        "        Bank Remap Availability Histogram\n"
-        "            Max                           : 639 bank(s)\n"
-        "            High                          : 1 bank(s)\n"
-        "    Temperature\n"
-        "        GPU Current Temp                  : 41 C\n"
-        "        GPU T.Limit Temp                  : 44 C\n"
-    )
-
-
-def _snapshot(*gpus: str, stamp: str = "Sun Mar  2 08:09:12 2025") -> str:
-    return (
-        "\n==============NVSMI LOG==============\n\n"
-        f"Timestamp                                 : {stamp}\n"
-        "Driver Version                            : 550.54.15\n"
-        "CUDA Version                              : 12.4\n\n"
-        f"Attached GPUs                             : {len(gpus)}\n" + "".join(gpus) + "\n"
-    )
+from tests.conftest import nvidia_smi_gpu, nvidia_smi_snapshot, write
 
 
 def _findings(r) -> list[tuple]:
@@ -85,9 +19,9 @@ def _findings(r) -> list[tuple]:
 
 
 def test_a_gpus_pending_row_remap_and_uncorrectable_errors_are_events_of_its_node(tmp_path):
-    text = _snapshot(
-        _gpu("00000000:18:00.0", "GPU-3f1c0e1e-2d8b-4f7a-9e61-0c4c1d2b7a10"),
-        _gpu("00000000:2A:00.0", "GPU-5e7e3a2b-9c41-4d77-b1f0-7a2e6c5d4b33", dram_ue=2, pending="Yes"),
+    text = nvidia_smi_snapshot(
+        nvidia_smi_gpu("00000000:18:00.0", "GPU-3f1c0e1e-2d8b-4f7a-9e61-0c4c1d2b7a10"),
+        nvidia_smi_gpu("00000000:2A:00.0", "GPU-5e7e3a2b-9c41-4d77-b1f0-7a2e6c5d4b33", dram_ue=2, pending="Yes"),
     )
     write(tmp_path / "gpu-node-3" / "nvidia-smi.txt", text)
     r = ingest(tmp_path, tz="UTC")
@@ -108,12 +42,15 @@ def test_a_gpus_pending_row_remap_and_uncorrectable_errors_are_events_of_its_nod
 @pytest.mark.parametrize(
     ("gpu", "said"),
     [
-        (_gpu("00000000:18:00.0", "GPU-1", failed="Yes", dram_ue=9), "row remapping failed"),
-        (_gpu("00000000:18:00.0", "GPU-1", thermal="Active"), "clocks held down by the hardware (HW Thermal Slowdown)"),
+        (nvidia_smi_gpu("00000000:18:00.0", "GPU-1", failed="Yes", dram_ue=9), "row remapping failed"),
+        (
+            nvidia_smi_gpu("00000000:18:00.0", "GPU-1", thermal="Active"),
+            "clocks held down by the hardware (HW Thermal Slowdown)",
+        ),
     ],
 )
 def test_a_failed_remap_and_a_thermal_slowdown_are_findings(tmp_path, gpu, said):
-    write(tmp_path / "gpu-node-1-nvidia-smi-q.txt", _snapshot(gpu))
+    write(tmp_path / "gpu-node-1-nvidia-smi-q.txt", nvidia_smi_snapshot(gpu))
     r = ingest(tmp_path)
     assert any(said in m for _h, _l, m in _findings(r))
     assert set(r.events["host"]) == {"gpu-node-1"}
@@ -122,9 +59,9 @@ def test_a_failed_remap_and_a_thermal_slowdown_are_findings(tmp_path, gpu, said)
 def test_a_gpu_nvidia_smi_cannot_read_and_a_loop_of_snapshots_are_read_each_at_its_time(tmp_path):
     lost = "Unable to determine the device handle for GPU0000:2A:00.0: Unknown Error\n"
     text = (
-        _snapshot(_gpu("00000000:18:00.0", "GPU-1"))
+        nvidia_smi_snapshot(nvidia_smi_gpu("00000000:18:00.0", "GPU-1"))
         + lost
-        + _snapshot(_gpu("00000000:18:00.0", "GPU-1"), stamp="Sun Mar  2 08:09:17 2025")
+        + nvidia_smi_snapshot(nvidia_smi_gpu("00000000:18:00.0", "GPU-1"), stamp="Sun Mar  2 08:09:17 2025")
     )
     write(tmp_path / "node-7" / "smi.log", text)
     r = ingest(tmp_path)
@@ -153,7 +90,7 @@ def test_the_node_is_read_from_the_files_name_or_directory(rel, host):
 
 _LINES = st.sampled_from(
     [
-        *_gpu("00000000:2A:00.0", "GPU-2", dram_ue=2, pending="Yes", thermal="Active").splitlines(),
+        *nvidia_smi_gpu("00000000:2A:00.0", "GPU-2", dram_ue=2, pending="Yes", thermal="Active").splitlines(),
         "Timestamp                                 : Sun Mar  2 08:09:12 2025",
         "Timestamp                                 : not a time",
         "==============NVSMI LOG==============",
@@ -231,9 +168,9 @@ def test_a_snapshot_taken_after_the_timeouts_explains_them_without_claiming_it_c
 
     write(
         tmp_path / "gpu-node-3" / "nvidia-smi.txt",
-        _snapshot(
-            _gpu("00000000:18:00.0", "GPU-1"),
-            _gpu("00000000:2A:00.0", "GPU-2", dram_ue=2, pending="Yes"),
+        nvidia_smi_snapshot(
+            nvidia_smi_gpu("00000000:18:00.0", "GPU-1"),
+            nvidia_smi_gpu("00000000:2A:00.0", "GPU-2", dram_ue=2, pending="Yes"),
             stamp="Sun Mar  2 08:20:12 2025",
         ),
     )

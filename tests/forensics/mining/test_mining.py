@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -11,8 +10,7 @@ import pytest
 from forensics import ingest, mining
 from forensics import schema as s
 from forensics.errors import ParseError
-
-SAMPLES = Path(__file__).parent.parent / "samples"
+from tests.conftest import SAMPLES
 
 
 def _mask(text: str) -> str:

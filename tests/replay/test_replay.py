@@ -18,7 +18,7 @@ from replay import fastsim, policies, traces
 from replay.block_pool import BlockPool
 from replay.scheduler import Config, simulate_reference
 from replay.simulate import simulate
-from tests.conftest import REPO, write
+from tests.conftest import REPO, SHARED, write
 
 
 def _trace(tmp_path: Path, n: int = 120, rate: float = 40.0, seed: int = 3) -> Path:
@@ -136,11 +136,9 @@ def test_incident_load_is_the_first_doubling_that_fills_the_pool_as_the_logs_did
     assert incident_load(tr, cfg, 2.0, max_scale=8.0)[0] == 8.0  # never reached: stops at the cap
 
 
-@pytest.mark.skipif(
-    not (Path(__file__).parent.parent.parent / "shared/data/traces").is_dir(), reason="shared traces absent"
-)
+@pytest.mark.skipif(not (SHARED / "traces").is_dir(), reason="shared traces absent")
 def test_public_traces_load():
-    d = Path(__file__).parent.parent.parent / "shared/data/traces"
+    d = SHARED / "traces"
     assert len(traces.load(d / "mooncake_fast25_synthetic_trace.jsonl").requests) > 3000
     assert len(traces.load(d / "azure2023_AzureLLMInferenceTrace_code.csv").requests) > 1000
 

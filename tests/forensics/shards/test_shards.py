@@ -24,9 +24,8 @@ from forensics.ingestion import files as _files
 from forensics.ingestion import reference
 from forensics.shards import pipeline as scaleout
 from forensics.shards.engines import SerialExecutor
-from tests.conftest import write
+from tests.conftest import SAMPLES, write
 
-SAMPLES = Path(__file__).parent.parent / "samples"
 SCENARIOS = sorted(p.name for p in SAMPLES.iterdir() if (p / "ground_truth.json").is_file())
 SMALL_SHARDS = 150_000
 

@@ -1,0 +1,257 @@
+"""Throughput series over long and odd ranges: slowed and dark replicas, load that falls, stray timestamps (`forensics.diagnosis.series`)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from forensics import analyze
+from forensics.report.postmortem import write_all
+from tests.conftest import nvidia_smi_gpu, nvidia_smi_snapshot
+from tests.conftest import write as write_file
+from tests.forensics.diagnosis.conftest import k8s_event, metrics_lines, scheduled_on
+
+
+def _one_replica_slows(tmp_path: Path, queued: bool, dark: bool = False, replicas: int = 3) -> None:
+    """`replicas` replicas at ~1,000 tokens/s for 30 min; then llm-1 serves at 30% for 20 min (or,
+    `dark`, logs nothing more), requests queueing (`queued`) or not (less traffic sent to it)."""
+    start = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+    for pod in (f"llm-{k}" for k in range(replicas)):
+        lines = []
+        for i in range(300):
+            t = start + timedelta(seconds=10 * i)
+            slow = pod == "llm-1" and i >= 180
+            if slow and dark:
+                break
+            gen = (1000.0 + (i % 5) * 8) * (0.3 if slow else 1.0)
+            waiting = 40 if i >= 180 and queued and (slow or dark) else 0
+            lines.append(
+                f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z INFO {t:%m-%d %H:%M:%S} [loggers.py:123] Engine 000: Avg prompt "
+                f"throughput: {gen * 3:.1f} tokens/s, Avg generation throughput: {gen:.1f} tokens/s, Running: 25 reqs, "
+                f"Waiting: {waiting} reqs, GPU KV cache usage: 51.0%, Prefix cache hit rate: 12.0%\n"
+            )
+        write_file(tmp_path / "pods" / f"{pod}.log", "".join(lines))
+    scheduled_on(tmp_path, {"llm-0": "gpu-1", "llm-1": "gpu-2", "llm-2": "gpu-3"})
+
+
+def test_a_replica_slowed_while_its_requests_queue_is_an_incident_that_names_it(tmp_path):
+    # A GPU held down by heat slows one replica without an error: the cluster loses a fifth of
+    # its throughput, less than a drop, while that replica's users wait.
+    _one_replica_slows(tmp_path, queued=True)
+    (inc,) = analyze(tmp_path).to_json()["incidents"]
+    assert (inc["impact"]["detector"], inc["impact"]["affected"]) == ("replica-slowdown", ["llm-1"])
+    assert inc["start"].startswith("2026-11-24T12:30")
+    assert inc["root_cause"]["status"] == "inconclusive"
+    assert inc["root_cause"]["missing"].startswith("Replica llm-1 served at under half its usual throughput")
+
+
+def test_a_slowed_replicas_node_snapshot_showing_hw_slowdown_is_its_cause(tmp_path):
+
+    _one_replica_slows(tmp_path, queued=True)
+    write_file(
+        tmp_path / "nodes" / "gpu-2" / "nvidia-smi-q.txt",
+        nvidia_smi_snapshot(
+            nvidia_smi_gpu("00000000:C1:00.0", "GPU-9a1e", thermal="Active"), stamp="Tue Nov 24 12:35:00 2026"
+        ),
+    )
+    rc = analyze(tmp_path).to_json()["incidents"][0]["root_cause"]
+    assert (rc["status"], rc["label"], rc["hosts"]) == (
+        "supported",
+        "GPU clocks held down by heat or power (HW slowdown)",
+        ["gpu-2"],
+    )
+
+
+@pytest.mark.parametrize("queued", [True, False])
+def test_a_replica_gone_dark_while_requests_queue_is_an_incident_even_with_no_cause_logged(tmp_path, queued):
+    # Its log just stops (an OOM kill with no `describe` collected): with requests queueing on
+    # its peers that is capacity lost; without, it may be a scale-down, and nothing is claimed.
+    _one_replica_slows(tmp_path, queued=queued, dark=True, replicas=5)  # (a fifth of the total: no drop)
+    incs = analyze(tmp_path).to_json()["incidents"]
+    if not queued:
+        assert incs == []
+        return
+    (inc,) = incs
+    assert (inc["impact"]["detector"], inc["impact"]["affected"]) == ("replica-drop", ["llm-1"])
+    assert inc["root_cause"]["status"] == "inconclusive"
+    assert inc["root_cause"]["missing"].startswith("Replica llm-1 stopped serving while requests queued")
+
+
+@pytest.mark.parametrize(("crashed", "stopped"), [(True, False), (False, False), (True, True)])
+def test_one_replica_of_twelve_going_dark_after_a_fault_is_an_incident_and_without_one_is_not(
+    tmp_path, crashed, stopped
+):
+    # Losing one replica of twelve moves the cluster total by ~8%, what a rollout does too;
+    # a hard fault logged as it went dark tells a crash from a replica replaced, unless the
+    # pod was being stopped on purpose just before it (a shutdown's own errors).
+    start = datetime(2025, 5, 1, 9, 0, tzinfo=UTC)
+    if stopped:
+        kill = k8s_event(start + timedelta(minutes=21, seconds=30), "Killing", "llm-7", "Stopping container vllm")
+        write_file(tmp_path / "events.json", json.dumps({"kind": "List", "items": [kill]}))
+    for k in range(12):
+        lines = metrics_lines(start, 22 if k == 7 else 40, drop_at=None).splitlines(keepends=True)
+        if k == 7 and crashed:
+            t = start + timedelta(minutes=21, seconds=58)
+            head = f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z (EngineCore_DP0 pid=90) ERROR {t:%m-%d %H:%M:%S} [core.py:708] "
+            lines += [
+                head + "EngineCore encountered a fatal error.\n",
+                head + "Traceback (most recent call last):\n",
+                head + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",
+            ]
+        write_file(tmp_path / f"llm-{k}.log", "".join(lines))
+    incidents = analyze(tmp_path).to_json()["incidents"]
+    if stopped or not crashed:
+        assert incidents == []
+        return
+    (inc,) = incidents
+    rc = inc["root_cause"]
+    assert (inc["impact"]["detector"], rc["status"], rc["category"], rc["hosts"]) == (
+        "replica-drop",
+        "supported",
+        "gpu-memory",
+        ["llm-7"],
+    )
+    assert any("while its 11 peer pods were fine" in w for w in rc["why"])
+
+
+def test_one_replica_going_dark_after_its_nodes_xid_is_an_incident_named_by_the_node(tmp_path):
+    # The node's kernel names no pod: the replica the scheduler put there is the one it took down.
+    start = datetime(2025, 5, 1, 9, 0, tzinfo=UTC)
+    for k in range(12):
+        write_file(tmp_path / f"llm-{k}.log", metrics_lines(start, 22 if k == 7 else 40, drop_at=None))
+    assigned = k8s_event(start, "Scheduled", "llm-7", "Successfully assigned serving/llm-7 to gpu-node-3")
+    write_file(tmp_path / "events.json", json.dumps({"kind": "List", "items": [assigned]}))
+    write_file(
+        tmp_path / "nodes" / "gpu-node-3" / "kernel.journal",
+        "May 01 09:21:50 gpu-node-3 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=4121, GPU has fallen off the bus.\n",
+    )
+    (inc,) = analyze(tmp_path).to_json()["incidents"]
+    rc = inc["root_cause"]
+    assert (inc["impact"]["detector"], rc["status"], rc["label"], rc["hosts"]) == (
+        "replica-drop",
+        "supported",
+        "GPU fell off the bus (Xid 79)",
+        ["gpu-node-3"],
+    )
+
+
+def test_a_fault_the_throughput_did_not_feel_is_said_beside_no_incident_not_as_unexplained(tmp_path):
+    # One IB completion error on a replica that went on serving, and an error the catalog
+    # does not know: no incident, but "no incident" must not read as "nothing failed".
+    start = datetime(2025, 5, 1, 9, 0, tzinfo=UTC)
+    for k in range(3):
+        body = metrics_lines(start, 40, drop_at=None)
+        if k == 1:
+            t = start + timedelta(minutes=12)
+            body += (
+                f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z gpu-b:2343:2381 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : "
+                "Got completion from peer 10.0.0.7<52415> with status=12 opcode=0 len=0 vendor err 129 (Send)\n"
+                f"{t:%Y-%m-%dT%H:%M:%S}.500000000Z (APIServer pid=7) ERROR {t:%m-%d %H:%M:%S} [serving.py:88] "
+                "tool parser returned nothing for request 7\n"
+            )
+        write_file(tmp_path / "logs" / f"llm-{k}.log", body)
+    out = write_all(analyze(tmp_path / "logs"), tmp_path / "out")
+    a = json.loads(out["analysis"].read_text())
+    assert a["incidents"] == []
+    (quiet,) = a["quiet_faults"]
+    assert (quiet["label"], quiet["count"], quiet["file"]) == ("InfiniBand / RDMA transport error", 1, "llm-1.log")
+    assert [e["template"] for e in a["unexplained_errors"]] == ["tool parser returned nothing for request <NUM>"]
+    md = out["postmortem"].read_text()
+    assert "no replica went dark, but faults were logged" in md and "| InfiniBand / RDMA transport error |" in md
+    assert "no burst of faults" not in md
+
+
+def test_a_replica_serving_less_because_less_is_sent_to_it_is_no_incident(tmp_path):
+    _one_replica_slows(tmp_path, queued=False)
+    assert analyze(tmp_path).to_json()["incidents"] == []
+
+
+def test_a_drop_at_the_end_of_three_days_of_metrics_is_found(tmp_path):
+    # A pod that served for days before failing: `kubectl logs` returns its whole life, which
+    # is thousands of bins. (Python PELT took minutes per day of bins; the search must not.)
+    from datetime import UTC, datetime
+
+    start = datetime(2025, 3, 1, 0, 0, tzinfo=UTC)
+    write_file(tmp_path / "vllm-0.log", metrics_lines(start, 3 * 24 * 60, drop_at=3 * 24 * 60 - 20, every_s=30))
+    incs = analyze(tmp_path).to_json()["incidents"]
+    assert len(incs) == 1
+    assert incs[0]["start"].startswith("2025-03-03T23:4")
+    assert incs[0]["impact"]["measured"] is True
+
+
+def _ramp_lines(start, minutes: int, level, waiting=lambda m: 0) -> str:
+    """A V1 engine's metrics lines every 10 s; `level(minute)` is its generation throughput
+    (prompt throughput follows it: the load itself); an idle engine logs none (DEBUG)."""
+    from datetime import timedelta
+
+    out = []
+    for i in range(minutes * 6):
+        t, m = start + timedelta(seconds=10 * i), i / 6
+        gen = level(m) + (i % 5) * 8 if level(m) > 0 else 0.0
+        if gen <= 0:
+            continue
+        out.append(
+            f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z (APIServer pid=7) INFO {t:%m-%d %H:%M:%S} [loggers.py:123] Engine 000: "
+            f"Avg prompt throughput: {gen * 0.7:.1f} tokens/s, Avg generation throughput: {gen:.1f} tokens/s, "
+            f"Running: {int(gen / 60)} reqs, Waiting: {waiting(m)} reqs, GPU KV cache usage: 30.0%, "
+            "Prefix cache hit rate: 20.0%\n"
+        )
+    return "".join(out)
+
+
+def test_throughput_that_falls_with_the_load_is_said_but_is_no_incident(tmp_path):
+    # The end of the business day: prompt and generation sink together over an hour, nothing
+    # waits, nothing fails. A fall like this on the plot is explained, not paged on.
+    from datetime import UTC, datetime
+
+    start = datetime(2025, 3, 2, 16, 0, tzinfo=UTC)
+    evening = lambda m: 2400.0 if m < 60 else max(0.0, 2400.0 * (1 - (m - 60) / 60))  # noqa: E731
+    for pod in ("vllm-a", "vllm-b"):
+        write_file(tmp_path / "day" / f"{pod}.log", _ramp_lines(start, 180, evening))
+    report = analyze(tmp_path / "day")
+    d = report.to_json()
+    assert d["incidents"] == []
+    [decline] = d["load_declines"]
+    assert decline["unit"] == "generation tokens/s" and decline["to_per_s"] < 0.1 * decline["from_per_s"]
+    md = write_all(report, tmp_path / "out")["postmortem"].read_text()
+    assert "with the load" in md and "Throughput stayed within its normal range" not in md
+
+    # The same evening with a queue building up: work was sent and not served, an incident.
+    queued = lambda m: 0 if m < 70 else 25  # noqa: E731
+    for pod in ("vllm-a", "vllm-b"):
+        write_file(tmp_path / "queue" / f"{pod}.log", _ramp_lines(start, 180, evening, queued))
+    d = analyze(tmp_path / "queue").to_json()
+    assert len(d["incidents"]) == 1 and d["load_declines"] == []
+
+    # The same evening where the engines go dark at once while still busy: a loss, an incident.
+    for pod in ("vllm-a", "vllm-b"):
+        write_file(
+            tmp_path / "dark" / f"{pod}.log", _ramp_lines(start, 80, evening) + _ramp_lines(start, 180, lambda m: 0)
+        )
+    write_file(tmp_path / "dark" / "vllm-c.log", _ramp_lines(start, 180, lambda m: 300.0))
+    d = analyze(tmp_path / "dark").to_json()
+    assert len(d["incidents"]) == 1 and d["load_declines"] == []
+
+    # ...and where one of three goes dark mid-ramp: not the load either.
+    for pod in ("vllm-a", "vllm-b"):
+        write_file(tmp_path / "one" / f"{pod}.log", _ramp_lines(start, 180, evening))
+    write_file(tmp_path / "one" / "vllm-c.log", _ramp_lines(start, 85, evening))
+    assert analyze(tmp_path / "one").to_json()["load_declines"] == []
+
+
+def test_a_stray_timestamp_decades_away_does_not_stretch_the_throughput_series(tmp_path):
+    # A node whose clock was reset stamps a line 1970-01-01: the series keeps to the logs' own
+    # weeks (a grid of 30 s bins back to 1970 would be 58 million bins) and says what it left out.
+    from datetime import UTC, datetime
+
+    start = datetime(2025, 3, 2, 8, 0, tzinfo=UTC)
+    stray = metrics_lines(datetime(1970, 1, 1, tzinfo=UTC), 1, None)
+    write_file(tmp_path / "vllm-0.log", stray + metrics_lines(start, 60, drop_at=40))
+    report = analyze(tmp_path)
+    assert report.series.t[0] >= datetime(2025, 1, 1, tzinfo=UTC)
+    incs = report.to_json()["incidents"]
+    assert len(incs) == 1 and incs[0]["start"].startswith("2025-03-02T08:4")
+    assert any("1970-01-01" in w and "throughput series" in w for w in report.warnings)
