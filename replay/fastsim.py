@@ -24,6 +24,7 @@ allocates nothing and so runs without reference counting.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
@@ -186,48 +187,73 @@ DONE, CHECK, ROOM = range(3)
 """Why `_advance` returned: the replay is over, a full check is due, a buffer needs room."""
 
 
+class Limits(NamedTuple):
+    """The replay's configuration, as `_advance` reads it (see `replay.scheduler.Config`)."""
+
+    policy: int  # a code of CODES
+    B: int  # tokens per block
+    nb: int  # blocks in the pool, the null block 0 included
+    max_seqs: int
+    max_batched: int  # tokens per step
+    base_s: float  # step time: base_s + per_token_s * tokens
+    per_token_s: float
+    check_every: int  # steps between full checks (0: never)
+    numerics_every: int  # steps between attention samples (0: never)
+    max_tlen: int  # the longest block table
+    stall_steps: int  # steps without progress that end the replay
+
+
+class Pool(NamedTuple):
+    """The block pool: `blk` rows (REF..MARK), the prefix cache (hash -> block), the free queue,
+    and the blocks double-free handed out again (`ghosts`, grown by `_run`)."""
+
+    blk: np.ndarray
+    cached: np.ndarray
+    fq: np.ndarray
+    ghosts: np.ndarray
+
+
+class Requests(NamedTuple):
+    """One row per request in arrival order (`rq`, COMP..NH), the waiting queue, and what each request saw."""
+
+    rq: np.ndarray
+    wq: np.ndarray
+    first_tok: np.ndarray
+    finish: np.ndarray
+    corrupted: np.ndarray
+    failed_ver: np.ndarray  # pool VERSION when admission last failed (-1: never)
+    failed_avail: np.ndarray  # free blocks then
+
+
+class Batch(NamedTuple):
+    """The running requests: batch slots, their block tables and owner nodes, the step's plan.
+
+    `run[:st[N_RUN]]` are the running requests in admission order (preemption takes the last);
+    each one's `rq[q, SLOT]` is its row in `tables`, `tlen` and `tnode`, and -1 once it stops."""
+
+    run: np.ndarray
+    free_slots: np.ndarray
+    tables: np.ndarray
+    tlen: np.ndarray
+    tnode: np.ndarray
+    node: np.ndarray  # owner entries NQ..NPREV, one row per table slot
+    scratch: np.ndarray
+    plan_q: np.ndarray
+    plan_n: np.ndarray
+
+
+class Samples(NamedTuple):
+    """Numerics samples: per sampled sequence its length and start into the held/wanted content keys."""
+
+    m_len: np.ndarray
+    m_start: np.ndarray
+    m_held: np.ndarray
+    m_want: np.ndarray
+
+
 @njit(cache=True, _nrt=False)
 def _advance(  # noqa: C901 - one loop, kept whole so it reads against the reference line by line
-    arrival,
-    rq,
-    hashes,
-    policy,
-    B,
-    nb,
-    max_seqs,
-    max_batched,
-    base_s,
-    per_token_s,
-    check_every,
-    numerics_every,
-    max_tlen,
-    stall_steps,
-    st,
-    ft,
-    viol,
-    blk,
-    cached,
-    fq,
-    ghosts,
-    first_tok,
-    finish,
-    corrupted,
-    failed_ver,
-    failed_avail,
-    tables,
-    tlen,
-    tnode,
-    free_slots,
-    run,
-    wq,
-    node,
-    scratch,
-    plan_q,
-    plan_n,
-    m_len,
-    m_start,
-    m_held,
-    m_want,
+    arrival, hashes, limits, st, ft, viol, pool, reqs, batch, samples
 ):  # pragma: no cover - compiled; covered through `simulate`
     """Run scheduler steps from the state in the arrays until the replay is over (`DONE`), a
     full check is due (`CHECK`) or a growable buffer (`ghosts`, the numerics samples) could
@@ -236,7 +262,18 @@ def _advance(  # noqa: C901 - one loop, kept whole so it reads against the refer
     Compiled without numba's reference counting (`_nrt=False`): nothing here allocates, and
     the inlined closures would otherwise incref and decref the captured arrays (atomic
     operations) several times per block operation, a quarter of the run time.
+
+    The state arrives grouped by what it describes (`Limits`, `Pool`, `Requests`, `Batch`,
+    `Samples`) and is unpacked once here into the names the closures use; once compiled the
+    tuples cost nothing (bench/replay.py before and after in bench/HISTORY.md).
     """
+    policy, B, nb, max_seqs, max_batched, base_s, per_token_s, check_every, numerics_every, max_tlen, stall_steps = (
+        limits
+    )
+    blk, cached, fq, ghosts = pool
+    rq, wq, first_tok, finish, corrupted, failed_ver, failed_avail = reqs
+    run, free_slots, tables, tlen, tnode, node, scratch, plan_q, plan_n = batch
+    m_len, m_start, m_held, m_want = samples
     n = len(arrival)
     usable = nb - 1
     remove_on_reuse = policy != STALE_HASH
@@ -856,48 +893,23 @@ def _run(
     m_held = np.zeros(4 * max_tlen, np.int64)
     m_want = np.zeros(4 * max_tlen, np.int64)
 
+    limits = Limits(
+        policy, B, nb, max_seqs, max_batched, base_s, per_token_s, check_every, numerics_every, max_tlen, stall_steps
+    )
+    reqs = Requests(rq, wq, first_tok, finish, corrupted, failed_ver, failed_avail)
+    batch = Batch(run, free_slots, tables, tlen, tnode, node, scratch, plan_q, plan_n)
     while True:
         why = _advance(
             arrival,
-            rq,
             hashes,
-            policy,
-            B,
-            nb,
-            max_seqs,
-            max_batched,
-            base_s,
-            per_token_s,
-            check_every,
-            numerics_every,
-            max_tlen,
-            stall_steps,
+            limits,
             st,
             ft,
             viol,
-            blk,
-            cached,
-            fq,
-            ghosts,
-            first_tok,
-            finish,
-            corrupted,
-            failed_ver,
-            failed_avail,
-            tables,
-            tlen,
-            tnode,
-            free_slots,
-            run,
-            wq,
-            node,
-            scratch,
-            plan_q,
-            plan_n,
-            m_len,
-            m_start,
-            m_held,
-            m_want,
+            Pool(blk, cached, fq, ghosts),
+            reqs,
+            batch,
+            Samples(m_len, m_start, m_held, m_want),
         )
         if why == DONE:
             break
