@@ -21,6 +21,7 @@ from forensics.diagnosis import series as ser
 from forensics.diagnosis._format import iso, round1
 from forensics.diagnosis.narrative import IncidentReport, incident_report
 from forensics.diagnosis.quiet import quiet_faults, unexplained_errors
+from forensics.diagnosis.records import Stall
 from forensics.diagnosis.signals import faulted, signals_table, untimed
 from forensics.ingestion import IngestResult, TimeHints
 from forensics.shards import pipeline as scaleout
@@ -193,7 +194,7 @@ def analyze(
             # No timeout logged: requests running at 0 tokens/s is still a hang, before any
             # watchdog fires (NCCL's after 10 minutes by default).
             stall = ser.first_stall(metrics, before=(inc.end or series.t[-1]) if not series.empty else None)
-            if stall is not None and stall["start"] >= inc.start - rootcause.LOOKBACK:
+            if stall is not None and stall.start >= inc.start - rootcause.LOOKBACK:
                 v.missing = rootcause.sentences(
                     f"the engine hung: {_stalled(stall)} with no error logged, so a collective or a GPU kernel never "
                     "returned (a hang, not a crash). "
@@ -236,11 +237,11 @@ def analyze(
     )
 
 
-def _stalled(stall: dict) -> str:
+def _stalled(stall: Stall) -> str:
     """Where and how long an engine stalled (`series.first_stall`), as the verdict says it."""
     return (
-        f"from {iso(stall['start'])} on {stall['where']}, {stall['running']} request(s) running and 0 tokens/s "
-        f"for {stall['samples']} metrics samples ({stall['file']}:{stall['line']})"
+        f"from {iso(stall.start)} on {stall.where}, {stall.running} request(s) running and 0 tokens/s "
+        f"for {stall.samples} metrics samples ({stall.file}:{stall.line})"
     )
 
 

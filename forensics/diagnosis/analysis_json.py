@@ -15,6 +15,7 @@ from forensics.diagnosis._format import iso, round1
 from forensics.diagnosis.narrative import IncidentReport
 from forensics.diagnosis.records import (
     Detection,
+    Evidence,
     Impact,
     Resolution,
     Rollout,
@@ -45,7 +46,7 @@ def incident_json(ir: IncidentReport, offsets: dict) -> dict:
             "template_id": top.template_id,
             "hosts": top.hosts,
             "first_seen": iso(top.first_seen),
-            "evidence": top.evidence,
+            "evidence": [_evidence(e) for e in top.evidence],
             "why": top.why,
         }
         rc["missing"] = v.missing if v.status == "inconclusive" else None
@@ -92,7 +93,7 @@ def incident_json(ir: IncidentReport, offsets: dict) -> dict:
                 "hosts": h.hosts,
                 "count": h.count,
                 "why": "; ".join(h.why),
-                "evidence": h.evidence[:2],
+                "evidence": [_evidence(e) for e in h.evidence[:2]],
             }
             for i, h in enumerate(ir.hypotheses)
         ],
@@ -251,3 +252,7 @@ def _timeline_row(row: TimelineRow) -> dict:
         "file": row.file,
         "line": row.line,
     }
+
+
+def _evidence(e: Evidence) -> dict:
+    return {"file": e.file, "line": e.line, "text": e.text}

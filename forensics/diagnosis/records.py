@@ -13,6 +13,36 @@ from typing import Literal
 
 from forensics.schema import Detector
 
+EVIDENCE_CHARS = 2000
+"""How much of a quoted line the analysis keeps: a whole traceback's head, not a 50 MB line."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """A log line that shows a finding, quoted where the report can point at it (`file:line`)."""
+
+    file: str
+    line: int
+    """1-based, as editors and `sed -n` count."""
+    text: str
+
+    @classmethod
+    def quote(cls, file: str, line: int, text: str | None) -> Evidence:
+        return cls(file=file, line=line, text=(text or "")[:EVIDENCE_CHARS])
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stall:
+    """An engine that held requests while generating nothing, from its metrics (`series.first_stall`)."""
+
+    start: datetime
+    where: str
+    running: int
+    """Requests the engine held while it generated 0 tokens/s."""
+    samples: int
+    file: str
+    line: int
+
 
 @dataclass(frozen=True, kw_only=True)
 class Impact:

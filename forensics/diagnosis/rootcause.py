@@ -32,6 +32,7 @@ from forensics.diagnosis.advice import (
     STARTUP_KILL_LABEL,
     SYMPTOM_OF,
 )
+from forensics.diagnosis.records import Evidence
 from forensics.diagnosis.series import KV_FULL, UNTIMED_STEP, Incident, Series, tell_kv_full_no_queue
 from forensics.diagnosis.signatures import Trait
 from forensics.schema import Category, Kind, Role, Status
@@ -63,7 +64,7 @@ class Hypothesis:
     first_seen: datetime | None
     hosts: list[str]
     count: int
-    evidence: list[dict]
+    evidence: list[Evidence]
     score: float = 0.0
     role: Role = "unrelated"
     why: list[str] = field(default_factory=list)
@@ -124,7 +125,7 @@ def hypotheses(
                 if x and x not in hosts:
                     hosts.append(x)
         ev = [
-            {"file": r[s.FILE], "line": r[s.LINE], "text": (r["full"] or "")[:2000]}
+            Evidence.quote(r[s.FILE], r[s.LINE], r["full"])
             for r in part.unique(s.POD, keep="first", maintain_order=True).head(3).iter_rows(named=True)
         ]
         h = Hypothesis(
@@ -307,7 +308,7 @@ def _corroborate(out: list[Hypothesis], signals: pl.DataFrame) -> None:
         if not seen:
             continue
         h = min(seen, key=lambda h: h.first_seen)
-        h.evidence.append({"file": r[s.FILE], "line": r[s.LINE], "text": (r["full"] or "")[:2000]})
+        h.evidence.append(Evidence.quote(r[s.FILE], r[s.LINE], r["full"]))
         h.why.append(f"{r['_at']}'s own log names what failed, {_when_said(r)}: {r['label']} ({r[s.FILE]}:{r[s.LINE]})")
         h.score = round(h.score + 0.05, 3)
         if _as_the_app_saw_it(h.label) and not _as_the_app_saw_it(r["label"]):
@@ -711,10 +712,7 @@ def _saturated(
     if events is not None and first.height:
         lines = events.join(first.select(s.FILE, s.LINE), on=[s.FILE, s.LINE], how="semi")
         texts = {(f, n): m or "" for f, n, m in lines.select(s.FILE, s.LINE, s.MESSAGE).iter_rows()}
-    evidence = [
-        {"file": f, "line": n, "text": texts.get((f, n), "")[:2000]}
-        for f, n in first.select(s.FILE, s.LINE).iter_rows()
-    ]
+    evidence = [Evidence.quote(f, n, texts.get((f, n))) for f, n in first.select(s.FILE, s.LINE).iter_rows()]
     return hosts, evidence
 
 
@@ -876,7 +874,7 @@ def first_process_death(hyps: list[Hypothesis]) -> str | None:
     found = []
     for h in hyps:
         for ev in h.evidence:
-            text = ev.get("text") or ""
+            text = ev.text
             m = WORKER_DEATH.search(text) or NATIVE_CRASH.search(text)
             if m:
                 found.append((h.first_seen is None, h.first_seen or datetime.min, m, h, ev))
@@ -886,7 +884,7 @@ def first_process_death(hyps: list[Hypothesis]) -> str | None:
     if m.re is NATIVE_CRASH:
         sig = CRASH_SIGNAL[m["what"] or m["sig"] or m["shell"]]
         where = f" on {', '.join(h.hosts)}" if h.hosts else ""
-        at = f" ({ev['file']}:{ev['line']})" if ev.get("file") else ""
+        at = f" ({ev.file}:{ev.line})" if ev.file else ""
         return (
             f"The first failure logged is a process crashing in native code{where}{at}: `{m.group(0)}` "
             f"({SIGNAL_MEANING[sig]}); the errors after it follow from that. The thread stacks printed with it "

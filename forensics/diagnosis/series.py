@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 
 from forensics import schema as s
+from forensics.diagnosis.records import Stall
 from forensics.schema import Detector
 
 BIN_S = 30
@@ -660,14 +661,14 @@ def first_stall(metrics: pl.DataFrame, before: datetime | None = None) -> dict |
     if runs.is_empty():
         return None
     r = runs.row(0, named=True)
-    return {
-        "start": r[s.TS],
-        "where": r["_where"],
-        "running": int(r["running"]),
-        "samples": int(r["n"]),
-        "file": r[s.FILE],
-        "line": r[s.LINE],
-    }
+    return Stall(
+        start=r[s.TS],
+        where=r["_where"],
+        running=int(r["running"]),
+        samples=int(r["n"]),
+        file=r[s.FILE],
+        line=r[s.LINE],
+    )
 
 
 def _welch_p(seg: np.ndarray, before: np.ndarray, ttest_ind) -> float:

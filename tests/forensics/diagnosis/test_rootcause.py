@@ -713,6 +713,7 @@ def test_symptoms_only_with_a_dead_worker_name_it_and_its_signal(tmp_path):
 def test_first_process_death_reads_vllm_multiproc_and_shell_exit_codes():
     from datetime import datetime
 
+    from forensics.diagnosis.records import Evidence
     from forensics.diagnosis.rootcause import Hypothesis, first_process_death
 
     def hyp(text, seen):
@@ -726,7 +727,7 @@ def test_first_process_death_reads_vllm_multiproc_and_shell_exit_codes():
             first_seen=seen,
             hosts=[],
             count=1,
-            evidence=[{"text": text}],
+            evidence=[Evidence.quote("engine.log", 1, text)],
         )
 
     later = hyp("Worker VllmWorkerProcess pid 2210 died, exit code: -11", datetime(2025, 1, 1, 10, 5))
