@@ -9,6 +9,7 @@ not a cause, and what log would decide an inconclusive verdict.
 from __future__ import annotations
 
 from forensics.diagnosis import signatures
+from forensics.diagnosis.catalog import frames
 
 PROBE_KILL_LABEL = "liveness probe timed out on an engine that was serving: the kubelet restarted a working pod"
 PROBE_KILL_ACTION = (
@@ -78,4 +79,6 @@ ASK_FOR = {
 def action_for(category: str, label: str | None) -> str | None:
     """The action item for a root cause: its own (by the catalog entry or ranking rule that named
     it), else its category's; `{host}` is left for the report to fill."""
+    if label and frames.is_uncatalogued(label):
+        return frames.action_for(label)
     return ACTIONS_BY_LABEL.get(label) or ACTIONS.get(category)

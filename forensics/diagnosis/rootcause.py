@@ -46,6 +46,9 @@ BASELINE_MIN = timedelta(minutes=5)
 SUPPORTED_MIN = 0.45
 MARGIN_MIN = 0.08
 KIND_WEIGHT = {"fault": 1.0, "change": 0.75, "symptom": 0.15, "impact": 0.0}
+UNCATALOGUED_WEIGHT = 0.8
+"""A fault read from a traceback's frames (`catalog.frames`) ranks below a catalogued fault of
+the same timing and spread: a known fault's text is the stronger evidence."""
 
 
 @dataclass(kw_only=True)
@@ -641,6 +644,9 @@ def _score(h, part, inc, first_symptom, n_base, logs_from, base_span, win_span, 
         )
     base_score = 0.35 * prec + 0.2 * novelty + 0.15 * peer + 0.15 * layer + 0.15 * recur
     h.score = round(KIND_WEIGHT.get(h.kind, 0.0) * base_score + (bonus if h.kind == "fault" else 0.0), 3)
+    if Trait.UNCATALOGUED in signatures.traits_of(h.label):
+        h.score = round(h.score * UNCATALOGUED_WEIGHT, 3)
+        why.append("named by where its traceback was raised, not by a known fault's text")
 
 
 def _capacity(
@@ -827,7 +833,18 @@ def verdict(hyps: list[Hypothesis]) -> Verdict:
             status="inconclusive", confidence=0.0, top=None, missing=sentences(death, miss) if death else miss
         )
     top = causes[0]
-    rival = next((h for h in causes[1:] if h.category != top.category and not _brought(h, top)), None)
+    # A fault read only from where its traceback was raised is no rival to a catalogued one.
+    known = Trait.UNCATALOGUED not in signatures.traits_of(top.label)
+    rival = next(
+        (
+            h
+            for h in causes[1:]
+            if h.category != top.category
+            and not _brought(h, top)
+            and not (known and Trait.UNCATALOGUED in signatures.traits_of(h.label))
+        ),
+        None,
+    )
     margin = top.score - (rival.score if rival else 0.0)
     conf = round(max(0.0, min(0.99, top.score * (0.6 + min(margin, 0.4)))), 2)
     if top.score >= SUPPORTED_MIN and margin >= MARGIN_MIN:

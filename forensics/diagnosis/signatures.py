@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from forensics import schema as s
-from forensics.diagnosis.catalog import BY_ID, SIGNATURES, Layer, Signature, Trait, traits_of
+from forensics.diagnosis.catalog import BY_ID, SIGNATURES, Layer, Signature, Trait, frames, traits_of
 from forensics.diagnosis.catalog.labels import (
     DEEPEP_TIMEOUT,
     FD_EXHAUSTED,
@@ -132,7 +132,12 @@ def classify(events: pl.DataFrame) -> pl.DataFrame:
     seen: dict[str, tuple[str, str | None, Signature | None, Signature | None]] = {}
     for k, (msg, first) in enumerate(zip(distinct, firsts, strict=True)):
         exc = exception_line(msg)
-        seen[msg] = (first, exc, *classify_text(first, exc, np.flatnonzero(screen[k]).tolist()))
+        head, tb = classify_text(first, exc, np.flatnonzero(screen[k]).tolist())
+        if exc is not None and tb is None and (head is None or head.kind != "fault"):
+            read = frames.read(msg, exc)
+            if read is not None:
+                tb, exc = read
+        seen[msg] = (first, exc, head, tb)
     for idx, msg in cand.select("_ev", s.MESSAGE).iter_rows():
         first, exc, head, tb = seen[msg]
         if tb is not None and (head is None or head.kind != "fault"):

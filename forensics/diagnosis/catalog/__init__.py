@@ -12,7 +12,7 @@ one whose words it also contains (`CUDA error`), and faults before the symptoms 
 
 from __future__ import annotations
 
-from forensics.diagnosis.catalog import changes, gpu, kv_cache, network, node, process, ray, start, symptoms
+from forensics.diagnosis.catalog import changes, frames, gpu, kv_cache, network, node, process, ray, start, symptoms
 from forensics.diagnosis.catalog.entry import Layer, Signature, Trait
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -47,6 +47,8 @@ def traits_of(label: str) -> frozenset[Trait]:
     """The traits of the catalog entries a hypothesis or a report row is labelled by (none for a
     label the catalog does not give: a metric-derived cause, HTTP errors). Within one run a label
     is the catalog's own text, so rewording an entry changes nothing this answers."""
+    if frames.is_uncatalogued(label):
+        return frozenset({Trait.UNCATALOGUED})
     return _TRAITS.get(label, frozenset())
 
 

@@ -49,6 +49,9 @@ class Trait(StrEnum):
     """Disaggregated prefill/decode: where one is seen, the alerts watch NIXL's counters."""
     FD_LIMIT = "fd-limit"
     """A process out of its open-file limit: where one is seen, the alerts watch open files."""
+    UNCATALOGUED = "uncatalogued"
+    """Read from a traceback's frames, not the catalog (`catalog.frames`): ranked below any
+    catalogued cause, whose known text is the stronger evidence."""
 
 
 @dataclass(frozen=True, kw_only=True)
