@@ -112,6 +112,9 @@ NOTICES = frozenset(
 )
 """Exceptions that report an earlier failure or a stop, not a fault of where they were raised:
 vLLM's `EngineDeadError` says "See stack trace (above) for the root cause"."""
+SEE_ABOVE = re.compile(r"(?i)see (?:the )?(?:root cause|stack trace|error|logs?)\W*(?:\(?above\)?)")
+"""A message that points back at the real error: `Engine core initialization failed. See root
+cause above.` (vLLM's core client)."""
 
 
 def read(message: str, exception: str) -> tuple[Signature, str] | None:
@@ -119,7 +122,7 @@ def read(message: str, exception: str) -> tuple[Signature, str] | None:
     its text: the exception line with where it was raised. None when no frame is in one, or
     when the exception only reports an earlier failure (`NOTICES`)."""
     exc_type = exception.split(":", 1)[0].rsplit(".", 1)[-1]
-    if exc_type in NOTICES:
+    if exc_type in NOTICES or SEE_ABOVE.search(exception):
         return None
     frames = FRAME.findall(message)
     for path, line, func in reversed(frames):

@@ -176,6 +176,23 @@ ENTRIES: tuple[Signature, ...] = (
         r"|Timed out after \d+ seconds waiting for clients",
         label="torch.distributed rendezvous / TCPStore connection failed",
     ),
+    # Gloo's TCP pairs between the ranks at start-up (torch's `ProcessGroupGloo`, which vLLM
+    # builds beside NCCL): `connectFullMesh failed` (gloo/transport/tcp/pair.cc) when a rank
+    # cannot reach another's advertised address, typically after vLLM warned `Using the loopback
+    # address as fallback` (vllm/utils: no routable interface found), or with the wrong NIC picked.
+    Signature(
+        id="network.gloo-ranks-could-not-connect",
+        category="network",
+        kind="fault",
+        layer=Layer.NETWORK,
+        pattern=r"Gloo connectFullMesh failed|gloo/transport/tcp/\S+ (?:Connection refused|Connection reset|Timed out)",
+        label="the ranks could not connect to each other at start-up (Gloo's TCP mesh: the address or the interface "
+        "each rank advertised; engine start)",
+        action="Make every rank advertise an address the others reach: set `VLLM_HOST_IP` (and `GLOO_SOCKET_IFNAME` / "
+        "`NCCL_SOCKET_IFNAME`) to the pod's routable interface on {host}, since a `Using the loopback address as "
+        "fallback` warning means vLLM found none; check that the ports between the pods are open.",
+        traits=frozenset({Trait.AT_START}),
+    ),
     Signature(
         id="network.ray-node-cannot-reach",
         category="network",

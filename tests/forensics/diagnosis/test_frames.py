@@ -128,3 +128,35 @@ def test_the_innermost_frame_in_a_known_area_names_it_past_library_frames():
     assert Trait.UNCATALOGUED in traits_of(sig.label) and frames.is_uncatalogued(sig.label)
     # frames outside every serving package say nothing
     assert frames.read(tb.replace("lmcache/", "mylib/").replace("vllm/v1/engine/", "app/"), exc) is None
+
+
+def test_an_engine_that_never_started_is_named_by_the_first_failure_of_its_start(tmp_path):
+    # vLLM found no routable interface (the loopback warning), Gloo's mesh between the ranks could not
+    # connect, the engine core failed to start and the client's "see root cause above" followed.
+    start = [
+        "INFO 03-02 08:00:04 [api_server.py:1043] vLLM API server version 0.8.5",
+        "WARNING 03-02 08:00:20 [utils.py:2382] Using the loopback address as fallback: 127.0.0.1",
+        "INFO 03-02 08:00:21 [core.py:58] Initializing a V1 LLM engine (v0.8.5) with config: model='m'",
+    ]
+    failed = _engine_core_traceback(
+        [
+            CORE,
+            ("torch/distributed/distributed_c10d.py", 1710, "_new_process_group_helper", "ProcessGroupGloo(...)"),
+        ],
+        "RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
+        at="08:02:25",
+    ).replace("EngineCore encountered a fatal error.", "EngineCore failed to start.")
+    client = [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core_client.py", line 420, in __init__',
+        "RuntimeError: Engine core initialization failed. See root cause above.",
+    ]
+    write(tmp_path / "vllm-0.log", "\n".join([*start, failed, *client]) + "\n")
+    (inc,) = analyze(tmp_path).to_json()["incidents"]
+    rc = inc["root_cause"]
+    assert (rc["status"], rc["category"]) == ("supported", "network")
+    assert rc["label"].startswith("the ranks could not connect to each other at start-up")
+    assert rc["evidence"][0]["line"] == 4
+    # the client's pointer back at it is no fault of its own
+    assert not any(Trait.UNCATALOGUED in traits_of(h["label"]) for h in inc["hypotheses"])
+    assert "VLLM_HOST_IP" in advice.action_for(rc["category"], rc["label"])
