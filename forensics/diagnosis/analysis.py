@@ -22,7 +22,7 @@ from forensics.diagnosis._format import iso, round1
 from forensics.diagnosis.narrative import IncidentReport, incident_report
 from forensics.diagnosis.quiet import quiet_faults, unexplained_errors
 from forensics.diagnosis.records import Stall
-from forensics.diagnosis.signals import faulted, signals_table, untimed
+from forensics.diagnosis.signals import KILLED, faulted, signals_table, stops, untimed
 from forensics.ingestion import IngestResult, TimeHints
 from forensics.shards import pipeline as scaleout
 
@@ -109,11 +109,11 @@ def analyze(
     offsets = skew.estimate(events, pod_node)
     events = skew.apply(events, offsets, pod_node)
     metrics = skew.apply(r.metrics.with_columns(pl.lit("vllm").alias(s.SOURCE)), offsets, pod_node).drop(s.SOURCE)
-    series = ser.build(events, metrics)
     signals = signals_table(events, mined.templates, pod_node)
-    incidents = (
-        ser.detect(series, faulted(signals, pod_node, events)) if not series.empty else ser.error_bursts(signals)
-    )
+    stopped = stops(events)
+    hard = faulted(signals, pod_node, stopped)
+    series = ser.build(events, metrics, hard, stops(events, KILLED))
+    incidents = ser.detect(series, hard) if not series.empty else ser.error_bursts(signals)
     if not incidents:
         signals, incidents = untimed(signals)
     step("root cause")

@@ -101,13 +101,30 @@ class Incident:
     """Whether requests queued while they failed (`_queued`): capacity lost, not demand gone."""
 
 
-def build(events: pl.DataFrame, metrics: pl.DataFrame) -> Series:
-    """Cluster series from metrics lines, falling back to access lines."""
+def build(
+    events: pl.DataFrame,
+    metrics: pl.DataFrame,
+    faulted: dict[str, list[datetime]] | None = None,
+    stopped: dict[str, list[datetime]] | None = None,
+) -> Series:
+    """Cluster series from metrics lines, falling back to access lines.
+
+    `faulted` and `stopped`: when each replica (`REPLICA`) logged a hard fault
+    (`signals.faulted`) or its container was stopped (`signals.stops`, `KILLED`), the evidence that its
+    silence after one is an engine not serving rather than a log cut short (`_down`)."""
     m = metrics.filter(pl.col(s.TS).is_not_null())
     gen = m.filter(pl.col(s.METRIC) == "generation_tokens_per_s")
     if gen.height >= 6:
-        return _from_metrics(m, events)
+        return _from_metrics(m, events, Evidence(faulted or {}, stopped or {}))
     return _from_access(events)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What says a replica that reports nothing is not serving (`_down`), by `REPLICA` name."""
+
+    faulted: dict[str, list[datetime]]
+    stopped: dict[str, list[datetime]]
 
 
 def _covered(df: pl.DataFrame, what: str) -> tuple[pl.DataFrame, str | None]:
@@ -146,7 +163,7 @@ REPLICA = pl.coalesce(s.POD, s.FILE)
 """The name a replica goes by in `Series.per_pod` (before its `/engine`): its pod, else its file."""
 
 
-def _from_metrics(m: pl.DataFrame, events: pl.DataFrame) -> Series:
+def _from_metrics(m: pl.DataFrame, events: pl.DataFrame, evidence: Evidence) -> Series:
     key = pl.concat_str([REPLICA, pl.col(s.ENGINE).fill_null("")], separator="/")
     m, left_out = _covered(m.with_columns(key.alias("_src")), "metrics samples")
     lo = m[s.TS].min().replace(second=0, microsecond=0)
@@ -174,17 +191,20 @@ def _from_metrics(m: pl.DataFrame, events: pl.DataFrame) -> Series:
         return dict(sorted(out.items()))
 
     gen = per_src("generation_tokens_per_s")
-    # A pod that reported before and is silent now serves nothing (dead, or idle: V1 logs
-    # idle engines at DEBUG only). Before its first report it is not counted.
-    per_pod: dict[str, np.ndarray] = {}
-    for src, arr in gen.items():
-        first = int(np.argmax(~np.isnan(arr)))
-        filled = np.where(np.isnan(arr), 0.0, arr)
-        filled[:first] = np.nan
-        per_pod[src] = filled
-    total = np.nansum(np.vstack(list(per_pod.values())), axis=0) if per_pod else np.zeros(n)
-    started = ~np.all(np.isnan(np.vstack(list(per_pod.values()))), axis=0) if per_pod else np.zeros(n, bool)
-    total = np.where(started, total, np.nan)
+    running, waiting = per_src("running", "max"), per_src("waiting", "max")
+    failed = _errors_by_replica(answered, lo, n)
+    queue = np.nansum(np.vstack(list(waiting.values())), axis=0) if waiting else None
+    per_pod = {
+        src: _known(
+            arr,
+            running.get(src),
+            waiting.get(src),
+            down=_down(arr, grid, src.rsplit("/", 1)[0], evidence, failed, queue),
+        )
+        for src, arr in gen.items()
+    }
+    known = np.vstack(list(per_pod.values())) if per_pod else np.full((1, n), np.nan)
+    total = np.where(np.isnan(known).all(axis=0), np.nan, np.nansum(known, axis=0))
 
     def summed(metric: str, agg: str = "mean") -> np.ndarray | None:
         d = per_src(metric, agg)
@@ -208,6 +228,90 @@ def _from_metrics(m: pl.DataFrame, events: pl.DataFrame) -> Series:
         prompt=summed("prompt_tokens_per_s"),
         left_out=left_out,
     )
+
+
+def _known(gen: np.ndarray, running: np.ndarray | None, waiting: np.ndarray | None, *, down: np.ndarray) -> np.ndarray:
+    """A replica's generation throughput as far as it is known: NaN where it is not.
+
+    Absent metrics are no data, not zero: an excerpt cut short, a log collected over another
+    window, an engine that stops logging when idle (V0 logs only while it steps; V1 logs an
+    idle engine at DEBUG) or a pod gone in a rollout all leave gaps, and a gap read as zero
+    throughput is a false outage. A measured zero with nothing running and nothing waiting is
+    an idle engine: no demand, not a fault, so it is no data for the drop either. Only `down`
+    (the replica's own hard fault, until it serves again, or requests failing) makes a silent
+    or idle bin a real zero. Before its first report a replica is not counted at all."""
+    out = gen.copy()
+    if running is not None:
+        quiet = np.nan_to_num(waiting, nan=0.0) if waiting is not None else np.zeros(len(gen))
+        idle = (gen == 0) & (running == 0) & (quiet == 0)
+        out[idle] = np.nan
+    out = np.where(np.isnan(out) & down, 0.0, out)
+    started = ~np.isnan(gen)
+    if started.any():
+        out[: int(np.argmax(started))] = np.nan
+    else:
+        out[:] = np.nan
+    return out
+
+
+def _down(
+    gen: np.ndarray,
+    grid: list[datetime],
+    replica: str,
+    evidence: Evidence,
+    failed: dict[str | None, np.ndarray],
+    queue: np.ndarray | None,
+) -> np.ndarray:
+    """Bins in which `replica` is known not to serve, reported or not:
+
+    - from each hard fault it logged until it reports serving again;
+    - wherever requests failed (its own 5xx, or a gateway's, which any replica may have caused);
+    - once its container was stopped or killed, from its last report on (a stopped pod serves
+      nothing: capacity gone, whether a new pod takes its place or not);
+    - while it is silent and the cluster's waiting queue rises (`_queued`'s test): work kept
+      coming and was not served."""
+    n = len(grid)
+    down = np.zeros(n, bool)
+    serving = np.nan_to_num(gen, nan=0.0) > 0
+    at = lambda t: int((t - grid[0]).total_seconds() // BIN_S)  # noqa: E731
+    for f in evidence.faulted.get(replica, ()):
+        i = at(f)
+        if not 0 <= i < n:
+            continue
+        back = np.flatnonzero(serving[i + 1 :])
+        down[i : i + 1 + int(back[0]) if len(back) else n] = True
+    for key in (replica, None):
+        if key in failed:
+            down |= failed[key]
+    reported = np.flatnonzero(~np.isnan(gen))
+    if not len(reported):
+        return down
+    last, lead = int(reported[-1]), int(FAULT_LEAD.total_seconds() // BIN_S)
+    for x in evidence.stopped.get(replica, ()):
+        if at(x) >= last - lead:  # (one long before its last report: it came back)
+            down[max(last + 1, min(at(x), n)) if at(x) > last + lead else last + 1 :] = True
+    if queue is not None:
+        silent = np.isnan(gen)
+        silent[: int(reported[0])] = False
+        for a, b in _runs(silent, min_len=1):
+            if a >= 3 and float(np.mean(queue[a:b])) > max(1.0, 2 * float(np.median(queue[max(0, a - 10) : a]))):
+                down[a:b] = True
+    return down
+
+
+def _errors_by_replica(answered: pl.DataFrame, lo: datetime, n: int) -> dict[str | None, np.ndarray]:
+    """Bins with a 5xx answer, by the replica that logged it (`None`: a gateway, any replica)."""
+    gateway = pl.col(s.SOURCE).is_in(GATEWAY_SOURCES)
+    e = _binned(answered.filter((pl.col(s.HTTP_STATUS) >= 500) & pl.col(s.TS).is_not_null()), lo).with_columns(
+        pl.when(gateway).then(pl.lit(None, pl.String)).otherwise(REPLICA).alias("_r")
+    )
+    out: dict[str | None, np.ndarray] = {}
+    for (r,), part in e.group_by("_r", maintain_order=True):
+        arr = np.zeros(n, bool)
+        idx = part["_bin"].to_numpy()
+        arr[idx[(idx >= 0) & (idx < n)]] = True
+        out[r] = arr
+    return out
 
 
 GATEWAY_SOURCES = ("envoy", "nginx")
@@ -411,12 +515,12 @@ def _drops(series: Series) -> list[Incident]:
     from scipy.stats import ttest_ind
 
     y = series.throughput
-    valid = ~np.isnan(y)
-    if valid.sum() < 6:
+    # Only measured values make a drop: the bins with no data (`_known`) are left out of the
+    # search, and a segment's ends are mapped back to the grid (`at`).
+    at = np.flatnonzero(~np.isnan(y))
+    if len(at) < 6:
         return []
-    first = int(np.argmax(valid))
-    x = y[first:]
-    x = np.where(np.isnan(x), 0.0, x)
+    x = y[at]
     scale = float(np.median(x[x > 0])) if (x > 0).any() else 1.0
     z = x / (scale or 1.0)
     # Penalty from the noise level: the MAD of first differences estimates sigma.
@@ -446,11 +550,14 @@ def _drops(series: Series) -> list[Incident]:
         while j + 1 < len(segs) and float(np.mean(x[segs[j + 1][0] : segs[j + 1][1]])) < RECOVERY_FRACTION * base:
             j += 1
         end_idx = segs[j][1]
+        if not _measured_fall(series, int(at[a]), int(at[end_idx - 1]) + 1):
+            i = j + 1
+            continue
         low = x[a:end_idx]
-        end = series.t[first + end_idx] if end_idx < len(x) else None
+        end = series.t[int(at[end_idx])] if end_idx < len(x) else None
         incidents.append(
             Incident(
-                start=series.t[first + a],
+                start=series.t[int(at[a])],
                 end=end,
                 baseline=base,
                 minimum=float(np.min(low)),
@@ -460,6 +567,33 @@ def _drops(series: Series) -> list[Incident]:
         )
         i = j + 1
     return incidents
+
+
+def _measured_fall(series: Series, a: int, b: int) -> bool:
+    """Whether the fall over grid bins [a, b) is in what the replicas measured, not in who
+    stopped reporting.
+
+    The cluster total sums the replicas known in each bin, so one whose log was cut short
+    (collected over another window, rotated away) or that left in a rollout lowers it without
+    any loss. Over the replicas known in the fall (measured, or down on evidence: `_known`),
+    the sum in the bins all of them are known (two at least) must still be `DROP_FRACTION`
+    below its level in the bins before, where a replica not started yet counts as zero."""
+    if not series.per_pod:
+        return True  # (a series from access lines: every bin is measured)
+    ys = [y for y in series.per_pod.values() if not np.isnan(y[a:b]).all()]
+    if not ys:
+        return False
+    m = np.vstack(ys)
+    for row in m:
+        started = ~np.isnan(row)
+        row[: int(np.argmax(started))] = 0.0
+    known = ~np.isnan(m).any(axis=0)
+    sums = np.where(known, np.nansum(m, axis=0), np.nan)
+    before, during = sums[:a][known[:a]], sums[a:b][known[a:b]]
+    before = before[before > 0]
+    if not len(before) or len(during) < 2:
+        return False  # (one sample before a silence is a tail winding down, not a sustained fall)
+    return float(np.mean(during)) <= (1 - DROP_FRACTION) * float(np.median(before))
 
 
 DEMAND_RAMP = timedelta(minutes=10)
@@ -480,13 +614,14 @@ def demand_fell(series: Series, inc: Incident) -> bool:
     """
     if series.waiting is None or series.prompt is None or inc.baseline is None or inc.minimum is None:
         return False
-    t = np.array([x.timestamp() for x in series.t])
+    keep = ~np.isnan(series.throughput)  # (the bins with data: `_known`)
+    t = np.array([x.timestamp() for x in series.t])[keep]
     end = (inc.end or series.t[-1]).timestamp()
     before = (t >= inc.start.timestamp() - 1800) & (t < inc.start.timestamp())
     low = (t >= inc.start.timestamp()) & (t <= end)
     if before.sum() < 4 or not low.any():
         return False
-    gen, prompt = np.nan_to_num(series.throughput), np.nan_to_num(series.prompt)
+    gen, prompt = series.throughput[keep], np.nan_to_num(series.prompt[keep])
     g0, p0 = float(np.median(gen[before])), float(np.median(prompt[before]))
     if g0 <= 0 or p0 <= 0:
         return False
@@ -499,7 +634,7 @@ def demand_fell(series: Series, inc: Incident) -> bool:
     fall = gen[top] - gen[lowest]
     if fall <= 0 or (t[lowest] - t[top]) < DEMAND_RAMP.total_seconds():
         return False
-    waiting = np.nan_to_num(series.waiting)
+    waiting = np.nan_to_num(series.waiting[keep])
     usual = waiting[(t >= t[top] - 1800) & (t < t[top])].max(initial=0.0)
     if waiting[(t >= t[top]) & (t <= end)].max(initial=0.0) > usual:
         return False  # a queue grew as it fell: work was sent and not served
@@ -507,7 +642,7 @@ def demand_fell(series: Series, inc: Incident) -> bool:
     if steps.max(initial=0.0) > DEMAND_STEP * fall:
         return False
     for y in series.per_pod.values():
-        v = np.nan_to_num(y[top : lowest + 1])
+        v = np.nan_to_num(y[keep][top : lowest + 1])
         if len(v) > 1 and v.max() > 0 and (-np.diff(v)).max(initial=0.0) > 0.5 * v.max():
             return False  # a pod went dark at once: half its own level gone in one bin
     return True

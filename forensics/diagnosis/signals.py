@@ -45,19 +45,44 @@ gone first: `remote process exited`), not a crash. Strictly after: what made the
 it (an eviction, a preemption) is logged in the same second."""
 
 
-def faulted(signals: pl.DataFrame, pod_node: dict[str, str], events: pl.DataFrame) -> dict[str, list[datetime]]:
-    """When each replica, or the node it runs on, logged a hard fault, by the name the series
-    knows the replica by (`series.REPLICA`); leaving out the
-    faults of a pod stopped on purpose just before them (`STOPPED`, `STOP_ECHO`)."""
-    faults = signals.filter((pl.col("kind") == "fault") & pl.col(s.TS).is_not_null())
-    if faults.is_empty():  # (the stops' scan reads every message)
-        return {}
-    stops = (
-        events.filter(pl.col(s.MESSAGE).str.contains(STOPPED) & pl.col(s.TS).is_not_null())
-        .group_by(ser.REPLICA.alias("_src"))
-        .agg(pl.col(s.TS))
+SCALED_DOWN = r"Scaled down replica set (?P<rs>[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?) to \d+"
+"""A Deployment's scale-down (`ScalingReplicaSet` event): one or more pods of the replica set
+`rs`, named `rs-<suffix>`, are being stopped."""
+
+
+KILLED = rf"{STOPPED}|^Killing: "
+"""A container stopped for any reason: on purpose (`STOPPED`), or killed by the kubelet after
+its probe failed (`Killing: Container x failed liveness probe, will be restarted`)."""
+
+
+def stops(events: pl.DataFrame, pattern: str = STOPPED) -> dict[str, list[datetime]]:
+    """When each replica (`series.REPLICA`) was stopped on purpose: its own shutdown lines and
+    the kubelet's `Killing` event (`pattern`), or a scale-down of the replica set its pod name
+    starts with (`SCALED_DOWN`), which a rollout logs for the Deployment, not the pod."""
+    timed = events.filter(pl.col(s.TS).is_not_null())
+    own = timed.filter(pl.col(s.MESSAGE).str.contains(pattern)).group_by(ser.REPLICA.alias("_src")).agg(pl.col(s.TS))
+    out: dict[str, list[datetime]] = {src: list(ts) for src, ts in own.iter_rows() if src is not None}
+    scaled = timed.filter(pl.col(s.MESSAGE).str.contains(SCALED_DOWN)).select(
+        pl.col(s.MESSAGE).str.extract(SCALED_DOWN, 1).alias("_rs"), s.TS
     )
-    stopped = {src: ts for src, ts in stops.iter_rows() if src is not None}
+    if scaled.height:
+        replicas = timed.select(ser.REPLICA.alias("_src")).unique().drop_nulls()["_src"].to_list()
+        for rs, t in scaled.iter_rows():
+            for src in replicas:
+                if src.rsplit("/", 1)[-1].startswith(f"{rs}-"):
+                    out.setdefault(src, []).append(t)
+    return {src: sorted(ts) for src, ts in sorted(out.items())}
+
+
+def faulted(
+    signals: pl.DataFrame, pod_node: dict[str, str], stopped: dict[str, list[datetime]]
+) -> dict[str, list[datetime]]:
+    """When each replica, or the node it runs on, logged a hard fault, by the name the series
+    knows the replica by (`series.REPLICA`); leaving out the faults of a pod stopped on purpose
+    just before them (`stops`, `STOP_ECHO`)."""
+    faults = signals.filter((pl.col("kind") == "fault") & pl.col(s.TS).is_not_null())
+    if faults.is_empty():
+        return {}
     by = faults.group_by(ser.REPLICA.alias("_src")).agg(pl.col(s.TS))
     out: dict[str, list[datetime]] = {src: ts for src, ts in by.iter_rows() if src is not None}
     # A node's own reports (its kernel's Xid, its kubelet) name no pod: they are its pods' faults too.

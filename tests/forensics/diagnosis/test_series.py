@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from forensics import analyze
@@ -255,3 +256,98 @@ def test_a_stray_timestamp_decades_away_does_not_stretch_the_throughput_series(t
     incs = report.to_json()["incidents"]
     assert len(incs) == 1 and incs[0]["start"].startswith("2025-03-02T08:4")
     assert any("1970-01-01" in w and "throughput series" in w for w in report.warnings)
+
+
+def _engine_lines(start: datetime, seconds: range, *, gen: float = 2400.0, running: int = 12, waiting: int = 0) -> str:
+    """V1 metrics lines under `kubectl logs --timestamps`, at each second offset in `seconds`."""
+    out = []
+    for i in seconds:
+        t = start + timedelta(seconds=i)
+        out.append(
+            f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z (APIServer pid=7) INFO {t:%m-%d %H:%M:%S} [loggers.py:123] Engine 000: "
+            f"Avg prompt throughput: {gen * 0.7:.1f} tokens/s, Avg generation throughput: {gen + (i % 70 if gen else 0):.1f} tokens/s, "
+            f"Running: {running} reqs, Waiting: {waiting} reqs, GPU KV cache usage: 40.0%, Prefix cache hit rate: 20.0%\n"
+        )
+    return "".join(out)
+
+
+def test_a_gap_in_one_engines_metrics_is_no_data_not_a_drop(tmp_path):
+    # An excerpt pasted with 25 minutes cut out of its middle: before and after, the engine
+    # served at its usual rate. The cut is not an outage.
+    start = datetime(2026, 2, 3, 9, 0, tzinfo=UTC)
+    lines = _engine_lines(start, range(0, 1200, 10)) + _engine_lines(start, range(2700, 3600, 10))
+    write_file(tmp_path / "vllm.log", lines)
+    report = analyze(tmp_path)
+    assert report.to_json()["incidents"] == []
+    assert np.isnan(report.series.throughput[45])  # (minute 22: no data, not zero)
+
+
+def test_a_replica_whose_log_was_collected_over_a_shorter_window_is_no_drop(tmp_path):
+    # Two of three pods' logs were collected with `--since=1h`, one with `--since=20m`: the
+    # cluster sum loses its share, but no replica measured less than before.
+    start = datetime(2026, 2, 3, 9, 0, tzinfo=UTC)
+    for pod in ("llm-0", "llm-1"):
+        write_file(tmp_path / "pods" / f"{pod}.log", _engine_lines(start, range(0, 3600, 10)))
+    write_file(tmp_path / "pods" / "llm-2.log", _engine_lines(start, range(0, 1200, 10)))
+    assert analyze(tmp_path).to_json()["incidents"] == []
+
+
+def test_the_same_replica_going_silent_after_its_engine_died_is_a_drop(tmp_path):
+    # The control: the short log ends with its engine's death, so its silence is a known zero.
+    start = datetime(2026, 2, 3, 9, 0, tzinfo=UTC)
+    for pod in ("llm-0", "llm-1"):
+        write_file(tmp_path / "pods" / f"{pod}.log", _engine_lines(start, range(0, 3600, 10)))
+    t = start + timedelta(seconds=1201)
+    head = f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z (EngineCore_DP0 pid=90) ERROR {t:%m-%d %H:%M:%S} [core.py:708] "
+    died = head + "EngineCore encountered a fatal error.\n" + head + "torch.OutOfMemoryError: CUDA out of memory.\n"
+    write_file(tmp_path / "pods" / "llm-2.log", _engine_lines(start, range(0, 1200, 10)) + died)
+    (inc,) = analyze(tmp_path).to_json()["incidents"]
+    assert inc["root_cause"]["category"] == "gpu-memory"
+    assert inc["start"].startswith("2026-02-03T09:20")
+
+
+@pytest.mark.parametrize("last_line", ["idle", "busy"])
+def test_an_engine_that_stops_logging_when_idle_is_not_down(tmp_path, last_line):
+    # V1 logs one line with nothing running and nothing waiting, then only at DEBUG; V0 logs
+    # while it steps, so its last line may still show requests that finished seconds later.
+    # Its peer serves on; the idle one's silence, and its measured zero, are no outage.
+    start = datetime(2026, 2, 3, 9, 0, tzinfo=UTC)
+    write_file(tmp_path / "pods" / "llm-0.log", _engine_lines(start, range(0, 3600, 10)))
+    tail = (
+        _engine_lines(start, range(1200, 1230, 10), gen=0.0, running=0)
+        if last_line == "idle"
+        else _engine_lines(start, range(1200, 1210, 10), gen=300.0, running=3)
+    )
+    write_file(tmp_path / "pods" / "llm-1.log", _engine_lines(start, range(0, 1200, 10)) + tail)
+    assert analyze(tmp_path).to_json()["incidents"] == []
+
+
+def test_a_silent_replica_while_requests_fail_at_the_gateway_is_a_drop(tmp_path):
+    # Nothing in its own log says it died (its container's log was lost with the node), but the
+    # gateway answered 503 from then on: the silence is an outage, not a cut.
+    start = datetime(2026, 2, 3, 9, 0, tzinfo=UTC)
+    write_file(tmp_path / "pods" / "llm-0.log", _engine_lines(start, range(0, 1200, 10)))
+    access = []
+    for i in range(0, 3600, 2):
+        t = start + timedelta(seconds=i)
+        status = 200 if i < 1200 else 503
+        access.append(
+            f'[{t:%Y-%m-%dT%H:%M:%S}.000Z] "POST /v1/chat/completions HTTP/1.1" {status} - via_upstream - "-" 312 '
+            f'{"1024" if status == 200 else "19"} 850 849 "-" "python-httpx/0.27.0" "id-{i}" "llm.svc" "10.0.0.5:8000"\n'
+        )
+    write_file(tmp_path / "gateway" / "envoy.log", "".join(access))
+    (inc,) = analyze(tmp_path).to_json()["incidents"]
+    assert inc["impact"]["detector"] == "throughput-drop"
+    assert inc["start"].startswith("2026-02-03T09:20")
+
+
+def test_an_only_engine_that_goes_on_logging_while_idle_has_no_incident(tmp_path):
+    # The load test ended at 09:20: the engine logs nothing running and nothing waiting for
+    # twenty minutes. Zero throughput with no work is no demand, not a failure.
+    start = datetime(2026, 2, 3, 9, 0, tzinfo=UTC)
+    busy, idle = (
+        _engine_lines(start, range(0, 1200, 10)),
+        _engine_lines(start, range(1200, 2400, 10), gen=0.0, running=0),
+    )
+    write_file(tmp_path / "vllm.log", busy + idle)
+    assert analyze(tmp_path).to_json()["incidents"] == []
