@@ -45,9 +45,12 @@ Status = Literal["supported", "inconclusive"]
 """A verdict's standing: `inconclusive` when the evidence does not decide between causes."""
 STATUSES: Final = Status.__args__
 
-Detector = Literal["throughput-drop", "replica-drop", "replica-slowdown", "saturation", "error-burst"]
+Detector = Literal[
+    "throughput-drop", "replica-drop", "replica-slowdown", "saturation", "error-burst", "startup-failure"
+]
 """How an incident was found: in the served throughput, in one replica's, in a saturated KV
-cache, or, with no throughput to read, in a burst of errors."""
+cache, or, with no throughput to read, in a burst of errors, or in a start-up that failed
+before the service ever served (`forensics.diagnosis.startup`)."""
 DETECTORS: Final = Detector.__args__
 
 # --- tables made after ingest -----------------------------------------------

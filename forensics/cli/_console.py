@@ -194,6 +194,8 @@ def print_verdict(analysis: dict, written: dict[str, Path]) -> None:
             head = f"[bold]Incident {n}[/]: untimed (no timestamps in these logs; ordered by position)"
         if imp["measured"] and imp["min_per_s"] is not None:
             head += f"  throughput {imp['baseline_per_s']:,.0f} -> {imp['min_per_s']:,.0f} {imp['unit']}"
+        elif imp["detector"] == "startup-failure":
+            head += "  (the service failed during start-up and never served)"
         elif not imp["measured"]:
             head += "  (impact not measurable: no throughput series in these logs)"
         console.print(head)

@@ -16,7 +16,7 @@ import polars as pl
 
 from forensics import mining
 from forensics import schema as s
-from forensics.diagnosis import analysis_json, collectives, rootcause, skew
+from forensics.diagnosis import analysis_json, collectives, rootcause, skew, startup
 from forensics.diagnosis import series as ser
 from forensics.diagnosis._format import iso, round1
 from forensics.diagnosis.narrative import IncidentReport, incident_report
@@ -202,6 +202,15 @@ def analyze(
                     "(`TORCH_NCCL_TRACE_BUFFER_SIZE`), and the logs past the watchdog's timeout",
                     v.missing,
                 )
+        if inc.detector == "error-burst":
+            failure = startup.never_served(events, v.top, hyps)
+            if failure is not None:
+                inc.detector = "startup-failure"
+                reason = startup.explain(failure, v.top)
+                if reason is not None:
+                    v.top.why.append(reason)
+                if v.status == "inconclusive":
+                    v.missing = rootcause.sentences(startup.missing(failure), v.missing)
         reports.append(incident_report(inc, hyps, v, events, signals, series, metrics))
     changes = None
     if incidents:

@@ -8,7 +8,7 @@ match) and turns matches into rows. It re-exports the catalog's names its caller
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import polars as pl
@@ -95,8 +95,18 @@ def exception_line(message: str) -> str | None:
     says what failed (vLLM's block pool guards its invariants with plain asserts), so it is
     given as the text: `AssertionError: assert curr_block is not None`.
     """
+    return next(exception_lines(message), None)
+
+
+def exception_lines(message: str) -> Iterator[str]:
+    """Every `SomeError: text` line of a multi-line message, the last first (`exception_line`).
+
+    One event can hold several: a chained exception (`The above exception was the direct
+    cause of the following exception`), or a process's traceback and its parent's notice
+    (`Engine core initialization failed. See root cause above`) folded together. The fault
+    may be any of them, the notice never."""
     if "\n" not in message:
-        return None
+        return
     lines = message.split("\n")
     for i in range(len(lines) - 1, -1, -1):
         line = lines[i].strip()
@@ -104,9 +114,26 @@ def exception_line(message: str) -> str | None:
             if line.endswith("AssertionError"):
                 stmt = next((x.strip() for x in reversed(lines[:i]) if x.strip().startswith("assert ")), None)
                 if stmt:
-                    return f"{line}: {stmt}"
-            return line
-    return None
+                    yield f"{line}: {stmt}"
+                    continue
+            yield line
+
+
+def _traceback_fault(message: str, first: str, head: Signature | None) -> tuple[Signature | None, str | None]:
+    """The fault a message's traceback names, and its exception line: the last exception line
+    the catalog knows as a fault, else the last one whose frames name a layer (`frames.read`).
+    (None, the last exception line) when neither."""
+    excs = list(exception_lines(message))
+    for exc in excs:
+        tb = classify_text(first, exc, ())[1]
+        if tb is not None:
+            return tb, exc
+    if head is None or head.kind != "fault":
+        for exc in excs:
+            read = frames.read(message, exc)
+            if read is not None:
+                return read
+    return None, excs[0] if excs else None
 
 
 def classify(events: pl.DataFrame) -> pl.DataFrame:
@@ -131,12 +158,8 @@ def classify(events: pl.DataFrame) -> pl.DataFrame:
     screen = _screen(firsts)
     seen: dict[str, tuple[str, str | None, Signature | None, Signature | None]] = {}
     for k, (msg, first) in enumerate(zip(distinct, firsts, strict=True)):
-        exc = exception_line(msg)
-        head, tb = classify_text(first, exc, np.flatnonzero(screen[k]).tolist())
-        if exc is not None and tb is None and (head is None or head.kind != "fault"):
-            read = frames.read(msg, exc)
-            if read is not None:
-                tb, exc = read
+        head = classify_text(first, None, np.flatnonzero(screen[k]).tolist())[0]
+        tb, exc = _traceback_fault(msg, first, head)
         seen[msg] = (first, exc, head, tb)
     for idx, msg in cand.select("_ev", s.MESSAGE).iter_rows():
         first, exc, head, tb = seen[msg]

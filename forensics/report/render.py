@@ -288,6 +288,8 @@ def _summary(inc: dict, red: list[dict]) -> str:
         out.append(
             f"Nothing crashed: the waiting queue grew to {imp['peak_waiting'] or 0:,.0f} requests with the KV cache full."
         )
+    elif imp["detector"] == "startup-failure":
+        out.append("The service never started: it failed during start-up, before it served a request.")
     else:
         out.append("The impact could not be measured: these logs carry no throughput series.")
     trig = inc.get("trigger") or {}
