@@ -115,6 +115,8 @@ def analyze(
     series = ser.build(events, metrics, hard, stops(events, KILLED))
     incidents = ser.detect(series, hard) if not series.empty else ser.error_bursts(signals)
     if not incidents:
+        incidents = ser.request_failures(events)
+    if not incidents:
         signals, incidents = untimed(signals)
     step("root cause")
     ranked = []

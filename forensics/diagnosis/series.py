@@ -733,6 +733,29 @@ def error_bursts(signals: pl.DataFrame, gap: timedelta = timedelta(minutes=10)) 
     return out
 
 
+def request_failures(events: pl.DataFrame, gap: timedelta = timedelta(minutes=10)) -> list[Incident]:
+    """Bursts of failed requests that no throughput drop shows: `FAILING_MIN` or more 5xx
+    answers (GETs, probes, left out), clustered like `error_bursts`, that were most of what
+    was answered in their span. With no throughput lines, or access lines that never held a
+    success (every request failed: nothing to fall from), the errors are the impact."""
+    answered = served(events)[0].filter(pl.col(s.TS).is_not_null() & (pl.col(s.HTTP_METHOD) != "GET")).sort(s.TS)
+    failed = answered.filter(pl.col(s.HTTP_STATUS) >= 500)
+    if failed.height < FAILING_MIN:
+        return []
+    ts = failed[s.TS].to_list()
+    spans, start = [], 0
+    for i in range(1, len(ts) + 1):
+        if i == len(ts) or ts[i] - ts[i - 1] > gap:
+            spans.append((ts[start], ts[i - 1], i - start))
+            start = i
+    out = []
+    for lo, hi, n in spans:
+        total = answered.filter((pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi)).height
+        if n >= FAILING_MIN and 2 * n > total:
+            out.append(Incident(start=lo, end=hi, baseline=None, minimum=None, detector="error-burst"))
+    return out
+
+
 WAIT_MAX_MS = 6 * 3600 * 1000
 """The longest wait a watchdog timeout may stretch a cluster back over (collective timeouts
 are minutes to an hour; a larger `ran for` is a garbled line)."""

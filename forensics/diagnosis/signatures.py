@@ -136,6 +136,13 @@ def _traceback_fault(message: str, first: str, head: Signature | None) -> tuple[
     return None, excs[0] if excs else None
 
 
+ENGINE_PROCESS = r"^(?:EngineCore|VllmWorker|Worker|RayWorker|TP\d|DP\d|Scheduler|scheduler)"
+"""The processes that run the model (vLLM's engine core and its workers, SGLang's TP/DP
+schedulers), as the prefix of their lines names them; the API server's tracebacks are mostly
+requests it refused, not the engine failing."""
+LONE_TRACEBACK = "an engine process logged a traceback cut before its exception (its error is not in these logs)"
+
+
 def classify(events: pl.DataFrame) -> pl.DataFrame:
     """One row per event that matches a signature: category, kind, layer, label, text.
 
@@ -167,6 +174,27 @@ def classify(events: pl.DataFrame) -> pl.DataFrame:
             rows.append((idx, tb.category, tb.kind, tb.layer, tb.label, exc))
         if head is not None:
             rows.append((idx, head.category, head.kind, head.layer, head.label, first))
+    # An engine process's traceback that nothing above read: the engine failed, and these logs
+    # do not say why (cut before its exception, or an exception raised outside the known layers).
+    read = pl.Series("_ev", [r[0] for r in rows], dtype=pl.UInt32)
+    lone = (
+        events.with_row_index("_ev")
+        .filter(
+            pl.col(s.LEVEL).is_in(["ERROR", "CRITICAL"])
+            & pl.col(s.PROCESS).cast(pl.String).str.contains(ENGINE_PROCESS).fill_null(False)
+            & pl.col(s.MESSAGE).str.contains(r'(?m)^\s*File "[^"]+", line \d+, in ')
+            & ~pl.col("_ev").is_in(read.implode())
+        )
+        .select("_ev", s.MESSAGE)
+    )
+    for idx, msg in lone.iter_rows():
+        exc = exception_line(msg)
+        label = (
+            LONE_TRACEBACK
+            if exc is None
+            else f"an engine process raised {exc.split(':', 1)[0]} outside the layers the catalog reads"
+        )
+        rows.append((idx, "engine", "symptom", int(Layer.ENGINE), label, exc or msg.split("\n", 1)[0]))
     sig = pl.DataFrame(
         rows,
         schema={
