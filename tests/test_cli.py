@@ -53,12 +53,12 @@ def test_version_flag_prints_the_version():
 
 
 def test_analyze_with_no_incident_still_points_at_error_lines_nothing_explains(tmp_path):
-    # An engine's traceback with no known fault in it: "no incident" must not read as "all clear".
+    # The API server's traceback with no known fault in it: "no incident" must not read as "all clear".
     write(
         tmp_path / "logs/vllm-0.log",
-        "(EngineCore_DP0 pid=7) ERROR 09-17 04:06:37 [core.py:720] Traceback (most recent call last):\n"
-        '(EngineCore_DP0 pid=7) ERROR 09-17 04:06:37 [core.py:720]   File "executor.py", line 246, in get_response\n'
-        "(EngineCore_DP0 pid=7) ERROR 09-17 04:06:37 [core.py:720]     status, result = w.worker_response_mq.dequeue(\n",
+        "(APIServer pid=7) ERROR 09-17 04:06:37 [serving_chat.py:222] Traceback (most recent call last):\n"
+        '(APIServer pid=7) ERROR 09-17 04:06:37 [serving_chat.py:222]   File "serving_chat.py", line 205, in create\n'
+        "(APIServer pid=7) ERROR 09-17 04:06:37 [serving_chat.py:222]     ) = await self._preprocess_chat(\n",
     )
     p = run("analyze", str(tmp_path / "logs"), "--out", str(tmp_path / "out"), "--year", "2025")
     assert p.returncode == 0, p.stderr

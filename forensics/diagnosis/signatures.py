@@ -143,6 +143,20 @@ requests it refused, not the engine failing."""
 LONE_TRACEBACK = "an engine process logged a traceback cut before its exception (its error is not in these logs)"
 
 
+def _lone_tracebacks(events: pl.DataFrame, read: pl.Series) -> pl.DataFrame:
+    """Error-level tracebacks of engine processes (`ENGINE_PROCESS`) that no row in `read` explains."""
+    return (
+        events.with_row_index("_ev")
+        .filter(
+            pl.col(s.LEVEL).is_in(["ERROR", "CRITICAL"])
+            & pl.col(s.PROCESS).cast(pl.String).str.contains(ENGINE_PROCESS).fill_null(False)
+            & pl.col(s.MESSAGE).str.contains(r'(?m)^\s*File "[^"]+", line \d+, in ')
+            & ~pl.col("_ev").is_in(read.implode())
+        )
+        .select("_ev", s.MESSAGE)
+    )
+
+
 def classify(events: pl.DataFrame) -> pl.DataFrame:
     """One row per event that matches a signature: category, kind, layer, label, text.
 
@@ -178,14 +192,9 @@ def classify(events: pl.DataFrame) -> pl.DataFrame:
     # do not say why (cut before its exception, or an exception raised outside the known layers).
     read = pl.Series("_ev", [r[0] for r in rows], dtype=pl.UInt32)
     lone = (
-        events.with_row_index("_ev")
-        .filter(
-            pl.col(s.LEVEL).is_in(["ERROR", "CRITICAL"])
-            & pl.col(s.PROCESS).cast(pl.String).str.contains(ENGINE_PROCESS).fill_null(False)
-            & pl.col(s.MESSAGE).str.contains(r'(?m)^\s*File "[^"]+", line \d+, in ')
-            & ~pl.col("_ev").is_in(read.implode())
-        )
-        .select("_ev", s.MESSAGE)
+        _lone_tracebacks(events, read)
+        if {s.LEVEL, s.PROCESS} <= set(events.columns)
+        else pl.DataFrame(schema={"_ev": pl.UInt32, s.MESSAGE: pl.String})
     )
     for idx, msg in lone.iter_rows():
         exc = exception_line(msg)

@@ -270,15 +270,16 @@ def test_a_cause_seen_on_no_named_node_and_at_no_time_reads_as_such(tmp_path):
 
 
 def test_no_incident_report_still_lists_error_lines_no_signature_explains(tmp_path):
-    # A traceback pasted without its exception line: nothing classifies it, so no incident,
-    # but the reader must see that errors were logged, where, and how often.
-    prefix = "(EngineCore_DP0 pid=8812) ERROR 06-11 09:14:02 [core.py:720] "
+    # The API server's traceback pasted without its exception line: nothing classifies it (an
+    # engine's would be an engine failure), so no incident, but the reader must see that errors
+    # were logged, where, and how often.
+    prefix = "(APIServer pid=8812) ERROR 06-11 09:14:02 [serving_chat.py:222] "
     body = [
-        "EngineCore failed to execute the model step",
+        "Error in preprocessing prompt inputs",
         "Traceback (most recent call last):",
-        '  File "/opt/vllm/vllm/v1/executor/multiproc_executor.py", line 266, in collective_rpc',
-        "    result = get_response(w, dequeue_timeout,",
-        "             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        '  File "/opt/vllm/vllm/entrypoints/openai/serving_chat.py", line 205, in create_chat_completion',
+        "    ) = await self._preprocess_chat(",
+        "        ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
     ]
     write_file(tmp_path / "logs/engine.log", "".join(prefix + b + "\n" for b in body))
     out = write_all(analyze(tmp_path / "logs", year=2025), tmp_path / "out")
@@ -287,7 +288,7 @@ def test_no_incident_report_still_lists_error_lines_no_signature_explains(tmp_pa
     assert "match no known fault or symptom" in md
     # These logs have no throughput series: nothing may be said of throughput's range.
     assert "Throughput stayed" not in md and "no throughput series in these logs" in md
-    row = next(line for line in md.splitlines() if "EngineCore failed to execute the model step" in line)
+    row = next(line for line in md.splitlines() if "Error in preprocessing prompt inputs" in line)
     assert "| 1 | 09:14:02 | engine.log:1 |" in row
     healthy = write_all(analyze(SAMPLES / "healthy"), tmp_path / "healthy")["postmortem"].read_text()
     assert "match no known fault or symptom" not in healthy
