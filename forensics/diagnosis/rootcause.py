@@ -34,7 +34,7 @@ from forensics.diagnosis.advice import (
 )
 from forensics.diagnosis.records import Evidence
 from forensics.diagnosis.series import KV_FULL, UNTIMED_STEP, Incident, Series, tell_kv_full_no_queue
-from forensics.diagnosis.signatures import Trait
+from forensics.diagnosis.signatures import Layer, Trait
 from forensics.schema import Category, Kind, Role, Status
 
 LOOKBACK = timedelta(minutes=30)
@@ -104,8 +104,10 @@ def hypotheses(
     hi = (inc.end or signals[s.TS].max() or inc.start) + timedelta(minutes=2)
     win = signals.filter((pl.col(s.TS) >= lo) & (pl.col(s.TS) <= hi))
     out: list[Hypothesis] = []
+    tell = tell_kv_full_no_queue(series, inc.start + timedelta(seconds=ONSET_SLACK_S)) if not series.empty else None
     if win.is_empty():
         _capacity(out, inc, series, metrics, events)
+        _stale_kv(out, inc, tell, metrics, events)
         _assign_roles(out, inc)
         return out
     base = signals.filter(pl.col(s.TS) < lo).group_by("template_id").len()
@@ -118,7 +120,6 @@ def hypotheses(
     win_span = max((hi - lo).total_seconds(), 1.0)
     logs_from = (events if events is not None and events.height else signals)[s.TS].min()
     first_symptom = win.filter(pl.col("kind") == "symptom")[s.TS].min()
-    tell = tell_kv_full_no_queue(series, inc.start + timedelta(seconds=ONSET_SLACK_S)) if not series.empty else None
     timeouts = _trap_timeouts(win)
     for (cat, kind, tid), part in win.sort(s.TS).group_by("category", "kind", "template_id", maintain_order=True):
         first = part.row(0, named=True)
@@ -170,6 +171,7 @@ def hypotheses(
     _probe_killed_a_serving_engine(out, metrics)
     _probe_killed_a_starting_engine(out, events)
     _capacity(out, inc, series, metrics, events)
+    _stale_kv(out, inc, tell, metrics, events)
     _corroborate(out, signals)
     _assign_roles(out, inc)
     out.sort(key=lambda h: (h.role != "root_cause", -h.score, h.first_seen or inc.start, h.template_id))
@@ -689,6 +691,77 @@ def _capacity(
             count=int(hot.sum()),
             evidence=evidence,
             score=score,
+            role="unrelated",
+            why=why,
+        )
+    )
+
+
+STALE_KV_READ = re.compile(
+    r"probability tensor contains either `inf`, `nan` or element < 0|\b(?:nan|inf)\b.{0,40}\b(?:logits|probs|probabilities)\b"
+    r"|(?:logits|probs|probabilities)\b.{0,40}\b(?:nan|inf)\b|block_table|slot_mapping|num_computed_tokens"
+    r"|(?i:garbage|garbled) output",
+    re.IGNORECASE,
+)
+"""What an engine reading another request's KV blocks runs into: probabilities turned NaN/inf in
+the sampler (`torch.multinomial`), block-table and slot-mapping asserts, garbage output."""
+TELL_SCORE = 0.5
+"""A stale-KV hypothesis from the tell alone (no fault text names the KV cache)..."""
+TELL_WITH_READS = 0.65
+"""...and with the engine faults a stale read produces after it."""
+
+
+def _stale_kv(
+    out: list[Hypothesis],
+    inc: Incident,
+    tell: tuple[datetime, datetime] | None,
+    metrics: pl.DataFrame | None,
+    events: pl.DataFrame | None,
+) -> None:
+    """Add the KV cache as a cause from its state alone: usage at 100% with nothing waiting and
+    nothing preempted (`series.tell_kv_full_no_queue`) before the incident.
+
+    A correct allocator that is full queues new work or preempts; one that frees blocks still
+    in use (the motivating off-by-one eviction) shows a full cache and an empty queue, and then
+    the engine reads another request's keys and values: NaN/inf probabilities in the sampler,
+    block-table asserts, garbage output. With no KV fault logged, those faults are read as
+    what they are, a stale read's consequences (symptoms), and the tell as their cause."""
+    if tell is None or any(h.category == "kv-cache" and h.kind == "fault" for h in out):
+        return
+    reads = [
+        h
+        for h in out
+        if h.kind in ("fault", "symptom")
+        and h.first_seen is not None
+        and h.first_seen >= tell[0]
+        and STALE_KV_READ.search(" ".join([h.template, h.label, *(e.text for e in h.evidence)]))
+    ]
+    for h in reads:
+        if h.kind == "fault":
+            _as_symptom(h, "what reading a stale KV block produces, after the KV cache showed the tell")
+    hosts, evidence = _saturated(metrics, events, tell[0], tell[1])
+    why = [
+        f"KV cache at 100% with an empty queue and no preemptions from {tell[0]:%H:%M:%S}: a correct allocator "
+        "would queue or preempt; one that frees live blocks does not",
+        "starts before the incident's first signal",
+    ]
+    if reads:
+        why.append(f"followed by what a stale KV read produces: {', '.join(h.label for h in reads[:3])}")
+    else:
+        why.append("no fault logged names it: read from the metrics alone")
+    out.append(
+        Hypothesis(
+            category="kv-cache",
+            kind="fault",
+            layer=int(Layer.MEMORY_KV),
+            label="KV blocks reused while still in use (the KV-full-with-empty-queue tell)",
+            template="GPU KV cache usage: 100%, Waiting: 0 reqs, no preemptions",
+            template_id="metric:kv-full-no-queue",
+            first_seen=tell[0],
+            hosts=hosts,
+            count=len(evidence),
+            evidence=evidence,
+            score=TELL_WITH_READS if reads else TELL_SCORE,
             role="unrelated",
             why=why,
         )

@@ -69,6 +69,30 @@ ENTRIES: tuple[Signature, ...] = (
         "'Releasing expired KV blocks' warnings.",
         traits=frozenset({Trait.KV_TRANSFER}),
     ),
+    # SGLang's scheduler checks, when it goes idle, that every KV slot is free or held by its radix
+    # cache (python/sglang/srt/managers/scheduler.py, `check_memory`): slots neither free nor held
+    # were lost by the allocator, and it raises.
+    Signature(
+        id="kv-cache.sglang-kv-pool-leak",
+        category="kv-cache",
+        kind="fault",
+        layer=Layer.MEMORY_KV,
+        pattern=r"(?:token_to_kv_pool_allocator|token_to_kv_pool|req_to_token_pool) memory leak detected",
+        label="SGLang's KV pool lost track of slots (memory leak detected by the scheduler's idle check)",
+        action="Treat the outputs served before the leak as suspect, pin the SGLang version that does not leak "
+        "(or turn off the feature whose path frees slots: radix cache, speculative decoding, hierarchical cache), and "
+        "report the scheduler's `available_size` / `protected_size` numbers upstream.",
+    ),
+    # SGLang retracting running requests because the KV pool is full (scheduler.py,
+    # `update_running_batch`): its preemption, which vLLM counts in its metrics line instead.
+    Signature(
+        id="kv-cache.sglang-kv-pool-full-retract",
+        category="kv-cache",
+        kind="fault",
+        layer=Layer.MEMORY_KV,
+        pattern=r"KV cache pool is full\. Retract requests",
+        label="SGLang's KV pool full: running requests retracted (recomputed later)",
+    ),
     Signature(
         id="kv-cache.requests-produced-nan-logits",
         category="kv-cache",

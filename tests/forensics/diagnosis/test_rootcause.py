@@ -991,3 +991,71 @@ def test_an_api_server_out_of_file_descriptors_is_the_cause_and_gets_an_open_fil
         d = tmp_path / "out"
         run = subprocess.run([promtool, "test", "rules", "alerts_test.yaml"], cwd=d, capture_output=True, text=True)
         assert run.returncode == 0 and "SUCCESS" in run.stdout, run.stdout + run.stderr
+
+
+def _kv_tell_then_drop(tmp_path, *, fault: str | None) -> None:
+    """Two V1 engines: 20 min healthy (KV 40-60 %, a few waiting), then KV at 100 % with nothing
+    waiting for 6 min (the tell), then generation falls to 0 with requests running; `fault`, when
+    given, is the EngineCore's exception a minute into the fall."""
+    start = datetime(2026, 3, 3, 2, 0, tzinfo=UTC)
+    for pod in ("llm-0", "llm-1"):
+        lines = []
+        for i in range(40 * 6):
+            t = start + timedelta(seconds=10 * i)
+            minute = i / 6
+            kv, waiting, gen = (45.0 + (i % 15), 2 + i % 3, 2300.0 + (i % 9) * 15)
+            if minute >= 20:
+                kv, waiting = 100.0, 0
+            if minute >= 26:
+                gen = 0.0
+            lines.append(
+                f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z (APIServer pid=7) INFO {t:%m-%d %H:%M:%S} [loggers.py:123] Engine "
+                f"000: Avg prompt throughput: {gen * 0.6:.1f} tokens/s, Avg generation throughput: {gen:.1f} tokens/s, "
+                f"Running: 40 reqs, Waiting: {waiting} reqs, GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: 31.0%\n"
+            )
+        if fault and pod == "llm-0":
+            t = start + timedelta(minutes=27)
+            head = f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z (EngineCore_DP0 pid=90) ERROR {t:%m-%d %H:%M:%S} [core.py:720] "
+            lines[27 * 6 : 27 * 6] = [
+                head + "EngineCore encountered a fatal error.\n",
+                head + "Traceback (most recent call last):\n",
+                head
+                + '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/sample/sampler.py", line 112, in sample\n',
+                head + "    random_sampled = self.topk_topp_sampler(\n",
+                head + fault + "\n",
+            ]
+        write_file(tmp_path / "pods" / f"{pod}.log", "".join(lines))
+
+
+def test_nan_probabilities_after_the_kv_full_empty_queue_tell_point_at_the_kv_cache(tmp_path):
+    _kv_tell_then_drop(tmp_path, fault="RuntimeError: probability tensor contains either `inf`, `nan` or element < 0")
+    inc = analyze(tmp_path).to_json()["incidents"][0]
+    rc = inc["root_cause"]
+    assert (rc["status"], rc["category"]) == ("supported", "kv-cache")
+    assert rc["first_seen"] == "2026-03-03T02:20:00Z"
+    assert any("probability tensor" in w or "stale KV read" in w for w in rc["why"])
+    nan = next(h for h in inc["hypotheses"] if "probability tensor" in h["template"])
+    assert nan["role"] == "symptom"
+
+
+def test_the_tell_alone_before_a_drop_names_the_kv_cache_from_the_metrics(tmp_path):
+    _kv_tell_then_drop(tmp_path, fault=None)
+    rc = analyze(tmp_path).to_json()["incidents"][0]["root_cause"]
+    assert (rc["status"], rc["category"]) == ("supported", "kv-cache")
+    assert any("read from the metrics alone" in w for w in rc["why"])
+
+
+def test_sglangs_kv_pool_leak_is_a_kv_cache_fault(tmp_path):
+    leak = (
+        "[2026-03-03 02:27:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2011, in run_scheduler_process\n'
+        "    scheduler.event_loop_overlap()\n"
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1402, in check_memory\n'
+        "    raise ValueError(msg)\n"
+        "ValueError: token_to_kv_pool_allocator memory leak detected! available_size=1837, protected_size=0, "
+        "self.max_total_num_tokens=412816\n"
+    )
+    write_file(tmp_path / "sglang.log", leak)
+    rc = analyze(tmp_path).to_json()["incidents"][0]["root_cause"]
+    assert (rc["status"], rc["category"]) == ("supported", "kv-cache")
+    assert rc["label"].startswith("SGLang's KV pool lost track of slots")
