@@ -91,8 +91,21 @@ FALL_TO = 0.1
 """`fall`: a value under this fraction of the series' peak so far (after a healthy one)."""
 FALL_FROM = 1.0
 """`fall`: the peak a series must have reached first (GB/s): an idle one falls from nothing."""
+CLOCK_EVENTS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
+"""DCGM's bitmask of why a GPU's clocks are below their maximum (NVML's
+`nvmlClocksEventReason*`, `nvml.h`; the older name says throttle)."""
+SLOWDOWN_BITS = {
+    0x8: "HW Slowdown",
+    0x20: "SW Thermal Slowdown",
+    0x40: "HW Thermal Slowdown",
+    0x80: "HW Power Brake Slowdown",
+}
+"""The reasons that hold a busy GPU below the clocks it was asked to run at: heat, power, the
+board's own slowdown signal (`nvidia-smi -q -d PERFORMANCE` prints the same names). Idle,
+application clocks, the software power cap and sync boost are how a healthy GPU runs."""
 NOTABLE = {
     XID: ("change", "Xid={v}"),
+    **{name: ("slowdown", "clocks held down by the hardware ({reasons})") for name in CLOCK_EVENTS},
     "DCGM_FI_DEV_ROW_REMAP_FAILURE": (
         "change",
         "row remapping failed (uncorrectable ECC errors; reset or replace the GPU)",
@@ -492,6 +505,11 @@ def _notable(keyed: pl.DataFrame) -> list[dict]:
             if msg is not None:
                 out.append(_event(row[s.LINE], row[s.TS], "WARNING", msg, host=row[s.HOST], pod=row[s.POD], extra=True))
             continue
+        if mode == "slowdown":
+            msg = _slowdown_message(family, says, row)
+            if msg is not None and (before is None or _slowed(before) != _slowed(v)):
+                out.append(_event(row[s.LINE], row[s.TS], "WARNING", msg, host=row[s.HOST], pod=row[s.POD], extra=True))
+            continue
         if v is None or v != v or v <= 0 or v == float("inf"):
             continue
         if family.startswith(KSM_PREFIX):
@@ -525,6 +543,25 @@ def _notable(keyed: pl.DataFrame) -> list[dict]:
                 msg = f"{family} rose by {int(n)} on {where}: {what}"
         out.append(_event(row[s.LINE], row[s.TS], "ERROR", msg, host=row[s.HOST], pod=row[s.POD], extra=True))
     return out
+
+
+def _slowed(v: float | None) -> int:
+    """The slowdown bits (`SLOWDOWN_BITS`) set in a clock-event mask."""
+    if v is None or v != v or v < 0 or v == float("inf"):
+        return 0
+    return int(v) & sum(SLOWDOWN_BITS)
+
+
+def _slowdown_message(family: str, says: str, row: dict) -> str | None:
+    """A GPU's clock-event mask turning to include a slowdown, in `nvidia-smi`'s words; None
+    when it holds none (the caller says each change once)."""
+    bits = _slowed(row[s.VALUE])
+    if not bits:
+        return None
+    reasons = ", ".join(name for bit, name in SLOWDOWN_BITS.items() if bits & bit)
+    where = f"GPU {row['_gpu']}" if row["_gpu"] is not None else "a GPU"
+    where += f" ({row['_UUID']})" if row["_UUID"] else ""
+    return f"{family} is {int(row[s.VALUE])} on {where}: {says.format(reasons=reasons)}"
 
 
 def _fall_message(family: str, says: str, row: dict, fallen: set[tuple[str, str]]) -> str | None:

@@ -351,3 +351,36 @@ def test_an_only_engine_that_goes_on_logging_while_idle_has_no_incident(tmp_path
     )
     write_file(tmp_path / "vllm.log", busy + idle)
     assert analyze(tmp_path).to_json()["incidents"] == []
+
+
+def test_a_slowed_replica_whose_gpu_dcgm_reports_thermal_slowdown_is_named_from_the_export(tmp_path):
+    # No nvidia-smi was run: the Prometheus export saved beside the logs (a `promtool tsdb dump`)
+    # has DCGM's clock-event reasons, and llm-1's GPU turned to HW thermal slowdown (0x40|0x8)
+    # just before its throughput halved.
+    _one_replica_slows(tmp_path, queued=True)
+    start = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+    rows = []
+    for i in range(0, 50 * 60, 30):
+        t = int((start + timedelta(seconds=i)).timestamp() * 1000)
+        for node, gpu in (("gpu-1", "GPU-11aa"), ("gpu-2", "GPU-9a1e"), ("gpu-3", "GPU-77c0")):
+            mask = 72 if node == "gpu-2" and i >= 29 * 60 else 0
+            labels = f'gpu="0",UUID="{gpu}",Hostname="{node}"'
+            rows.append(f'{{__name__="DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", {labels}}} {mask} {t}')
+    write_file(tmp_path / "metrics" / "dcgm-tsdb-dump.txt", "\n".join(rows) + "\n")
+    rc = analyze(tmp_path).to_json()["incidents"][0]["root_cause"]
+    assert (rc["status"], rc["category"], rc["hosts"]) == ("supported", "gpu-fault", ["gpu-2"])
+    assert "HW Slowdown, HW Thermal Slowdown" in rc["evidence"][0]["text"]
+
+
+def test_dcgm_clock_events_of_an_idle_or_power_capped_gpu_are_not_slowdowns(tmp_path):
+    from parsers.documents import prometheus
+
+    text = "\n".join(
+        f'DCGM_FI_DEV_CLOCKS_EVENT_REASONS{{gpu="1",UUID="GPU-1",Hostname="n"}} {v} {1764000000000 + 30000 * k}'
+        for k, v in enumerate([1, 4, 16, 5, 64, 64, 0])
+    )
+    export = prometheus.parse_document(text + "\n", "text", "UTC")
+    said = [e["message"] for e in export.events if "clocks held down" in (e.get("message") or "")]
+    assert said == [
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASONS is 64 on GPU 1 (GPU-1): clocks held down by the hardware (HW Thermal Slowdown)"
+    ]
