@@ -19,7 +19,8 @@ are. A sample's time is its own timestamp, else the scrape's: the last bare time
 
 Events: one per scrape (its lines folded in), plus one for each change a human should
 see (`NOTABLE`): a GPU's Xid gauge turning non-zero (DCGM keeps the *last* Xid, so a change
-is the event, not the value), its uncorrectable ECC counters rising or row remapping failing,
+is the event, not the value), its clock-event reasons turning to a thermal or power slowdown,
+its uncorrectable ECC counters rising or row remapping failing,
 `vllm:corrupted_requests` rising, the NIXL connector's failed transfers, failed
 notifications and expired leases rising, and NCCL Inspector's bus bandwidth of a GPU
 collapsing. A line that is none of
