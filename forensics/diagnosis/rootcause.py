@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 import polars as pl
 
 from forensics import schema as s
-from forensics.diagnosis import signatures
+from forensics.diagnosis import engine_config, signatures
 from forensics.diagnosis.advice import (
     ASK_FOR,
     PROBE_KILL_LABEL,
@@ -108,6 +108,7 @@ def hypotheses(
     if win.is_empty():
         _capacity(out, inc, series, metrics, events)
         _stale_kv(out, inc, tell, metrics, events)
+        _engine_config(out, inc, events)
         _assign_roles(out, inc)
         return out
     base = signals.filter(pl.col(s.TS) < lo).group_by("template_id").len()
@@ -172,6 +173,7 @@ def hypotheses(
     _probe_killed_a_starting_engine(out, events)
     _capacity(out, inc, series, metrics, events)
     _stale_kv(out, inc, tell, metrics, events)
+    _engine_config(out, inc, events)
     _corroborate(out, signals)
     _assign_roles(out, inc)
     out.sort(key=lambda h: (h.role != "root_cause", -h.score, h.first_seen or inc.start, h.template_id))
@@ -762,6 +764,50 @@ def _stale_kv(
             count=len(evidence),
             evidence=evidence,
             score=TELL_WITH_READS if reads else TELL_SCORE,
+            role="unrelated",
+            why=why,
+        )
+    )
+
+
+CONFIG_SHRANK_SCORE = 0.9
+"""A rollout whose engines got less KV cache than the ones they replaced, before the incident:
+above a saturation's capacity hypothesis (0.8), which is what that change leaves..."""
+CONFIG_CHANGED_SCORE = 0.6
+"""...and one that changed their arguments without a smaller cache: a suspect, not a verdict alone."""
+
+
+def _engine_config(out: list[Hypothesis], inc: Incident, events: pl.DataFrame | None) -> None:
+    """Add a rollout that started engines with other arguments (`engine_config.rollout_change`)
+    in the `LOOKBACK` before the incident, with the before and after values; the capacity it
+    left (a full KV cache, a growing queue) becomes its symptom."""
+    if events is None or events.is_empty() or not inc.timed:
+        return
+    change = engine_config.rollout_change(events, inc.start - LOOKBACK, inc.start + timedelta(seconds=ONSET_SLACK_S))
+    if change is None:
+        return
+    who = ", ".join(change.replicas[:3]) + (f" and {len(change.replicas) - 3} more" if len(change.replicas) > 3 else "")
+    why = [f"the engines started from {change.first:%H:%M:%S} ({who}) run another configuration than those before them"]
+    if change.shrank:
+        why.append(
+            "each new engine holds fewer requests at once: the full KV cache and the queue that followed are what it leaves"
+        )
+        for h in out:
+            if h.category == "capacity":
+                _as_symptom(h, "the capacity the new engine configuration left")
+    out.append(
+        Hypothesis(
+            category="config-change",
+            kind="change",
+            layer=int(Layer.PODS),
+            label=f"engine configuration changed in a rollout: {change.summary()}",
+            template="non-default args: {<*>}",
+            template_id="metric:engine-config-change",
+            first_seen=change.first,
+            hosts=list(change.replicas),
+            count=len(change.replicas),
+            evidence=list(change.evidence),
+            score=CONFIG_SHRANK_SCORE if change.shrank else CONFIG_CHANGED_SCORE,
             role="unrelated",
             why=why,
         )

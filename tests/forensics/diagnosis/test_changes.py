@@ -273,3 +273,114 @@ def test_an_untimed_describe_with_an_image_pull_after_the_fault_names_no_resolut
     (inc,) = analyze(tmp_path).to_json()["incidents"]
     assert inc["root_cause"]["label"].startswith("health probe misconfigured")
     assert inc["resolution"]["kind"] == "no recovery logged" and inc["resolution"]["ts"] is None
+
+
+def _engine_start(t, args: str, kv_tokens: int, concurrency: float) -> str:
+    stamp = lambda dt: f"{dt:%Y-%m-%dT%H:%M:%S}.000000000Z"  # noqa: E731
+    return (
+        f"{stamp(t)} (APIServer pid=1) INFO {t:%m-%d %H:%M:%S} [api_server.py:1885] vLLM API server version 0.10.2\n"
+        f"{stamp(t)} (APIServer pid=1) INFO {t:%m-%d %H:%M:%S} [utils.py:328] non-default args: {args}\n"
+        f"{stamp(t + timedelta(seconds=50))} (EngineCore_DP0 pid=9) INFO {t + timedelta(seconds=50):%m-%d %H:%M:%S} "
+        f"[kv_cache_utils.py:1087] GPU KV cache size: {kv_tokens:,} tokens\n"
+        f"{stamp(t + timedelta(seconds=50))} (EngineCore_DP0 pid=9) INFO {t + timedelta(seconds=50):%m-%d %H:%M:%S} "
+        f"[kv_cache_utils.py:1091] Maximum concurrency for 32,768 tokens per request: {concurrency:.2f}x\n"
+    )
+
+
+def _serving(t0, minutes: int, gen: float, kv, waiting) -> str:
+    out = []
+    for i in range(minutes * 6):
+        t = t0 + timedelta(seconds=10 * i)
+        out.append(
+            f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z (APIServer pid=1) INFO {t:%m-%d %H:%M:%S} [loggers.py:123] Engine 000: "
+            f"Avg prompt throughput: {gen * 0.8:.1f} tokens/s, Avg generation throughput: {gen + i % 5:.1f} tokens/s, "
+            f"Running: 48 reqs, Waiting: {waiting(i)} reqs, GPU KV cache usage: {kv(i):.1f}%, Prefix cache hit rate: 22.0%\n"
+        )
+    return "".join(out)
+
+
+def _config_rollout(tmp_path, new_args: str, new_kv: int, new_conc: float) -> None:
+    """Two replicas with 0.92 of the GPU and 412,816 KV tokens, replaced at 08:30 by two started
+    with `new_args`; from 08:32 the new ones fill their cache and requests queue."""
+    start, roll = datetime(2025, 3, 2, 8, 0, tzinfo=UTC), datetime(2025, 3, 2, 8, 30, tzinfo=UTC)
+    old_args = "{'model': '/models/llama-3.1-70b', 'tensor_parallel_size': 4, 'gpu_memory_utilization': 0.92}"
+    for pod in ("vllm-5c8b-a", "vllm-5c8b-b"):
+        body = _engine_start(start, old_args, 412_816, 12.6) + _serving(
+            start + timedelta(minutes=2), 28, 2400.0, lambda i: 50.0 + i % 7, lambda i: 0
+        )
+        write_file(tmp_path / "pods" / f"{pod}.log", body)
+    shrank = new_kv < 412_816
+    for pod in ("vllm-7d9f-c", "vllm-7d9f-d"):
+        body = _engine_start(roll - timedelta(minutes=1), new_args, new_kv, new_conc) + _serving(
+            roll,
+            30,
+            2400.0,
+            (lambda i: 100.0 if i >= 12 else 70.0) if shrank else (lambda i: 50.0 + i % 7),
+            (lambda i: min(10 * (i - 11), 180) if i >= 12 else 0) if shrank else (lambda i: 0),
+        )
+        write_file(tmp_path / "pods" / f"{pod}.log", body)
+    items = [
+        k8s_event(
+            roll - timedelta(minutes=1, seconds=20),
+            "ScalingReplicaSet",
+            "vllm",
+            "Scaled up replica set vllm-7d9f to 2",
+            kind="Deployment",
+        ),
+        k8s_event(
+            roll, "ScalingReplicaSet", "vllm", "Scaled down replica set vllm-5c8b to 0 from 2", kind="Deployment"
+        ),
+    ]
+    write_file(tmp_path / "events.json", json.dumps({"kind": "List", "items": items}))
+
+
+def test_a_rollout_that_left_the_engines_less_kv_cache_is_the_cause_with_before_and_after(tmp_path):
+    # The capacity looks exhausted (KV full, a growing queue), but the load did not change:
+    # the new engines were started with 0.6 of the GPU, and got a third of the KV cache.
+    new_args = "{'model': '/models/llama-3.1-70b', 'tensor_parallel_size': 4, 'gpu_memory_utilization': 0.6}"
+    _config_rollout(tmp_path, new_args, 131_072, 4.0)
+    report = analyze(tmp_path)
+    inc = report.to_json()["incidents"][0]
+    rc = inc["root_cause"]
+    assert (rc["status"], rc["category"]) == ("supported", "config-change")
+    assert "gpu_memory_utilization 0.92 → 0.6" in rc["label"]
+    assert "GPU KV cache size 412,816 → 131,072 tokens" in rc["label"]
+    assert sorted(rc["hosts"]) == ["vllm-7d9f-c", "vllm-7d9f-d"]
+    capacity = [h for h in inc["hypotheses"] if h["category"] == "capacity"]
+    assert all(h["role"] == "symptom" for h in capacity)
+    md = write_all(report, tmp_path / "out")["postmortem"].read_text()
+    assert r"gpu\_memory\_utilization 0.92 → 0.6" in md
+
+
+def test_a_rollout_with_the_same_engine_arguments_is_no_config_change():
+    import polars as pl
+
+    from forensics.diagnosis import engine_config
+
+    start = datetime(2025, 3, 2, 8, 0, tzinfo=UTC)
+    args = "{'model': '/models/llama-3.1-70b', 'tensor_parallel_size': 4}"
+    rows = []
+    for pod, t in (("a", start), ("b", start + timedelta(minutes=30))):
+        for n, line in enumerate(_engine_start(t, args, 412_816, 12.6).splitlines()):
+            stamp, msg = line.split(" ", 1)
+            rows.append(
+                {
+                    "ts": datetime.fromisoformat(stamp[:19]).replace(tzinfo=UTC),
+                    "pod": pod,
+                    "file": f"{pod}.log",
+                    "line": n + 1,
+                    "message": msg.split("] ", 1)[1],
+                }
+            )
+    events = pl.DataFrame(
+        rows,
+        schema={
+            "ts": pl.Datetime("us", "UTC"),
+            "pod": pl.String,
+            "file": pl.String,
+            "line": pl.Int64,
+            "message": pl.String,
+        },
+    )
+    assert len(engine_config.configs(events)) == 2
+    assert engine_config.rollout_change(events, start + timedelta(minutes=20), start + timedelta(minutes=40)) is None
