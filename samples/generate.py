@@ -299,7 +299,14 @@ def start_all(w: World, pods: list[Pod], start: datetime, **kw) -> None:
 
 
 def startup(
-    w: World, p: Pod, t: datetime, version: str = "0.10.2", image: str = "vllm/vllm-openai:v0.10.2"
+    w: World,
+    p: Pod,
+    t: datetime,
+    version: str = "0.10.2",
+    image: str = "vllm/vllm-openai:v0.10.2",
+    gpu_util: float = 0.92,
+    kv_tokens: int = KV_TOKENS,
+    concurrency: float = 112.5,
 ) -> datetime:
     """A V1 engine starting: API server, engine core, TP workers, NCCL init, KV sizing, compile."""
     w.vllm(p, t, "APIServer", "INFO", "api_server.py:1885", f"vLLM API server version {version}")
@@ -309,7 +316,7 @@ def startup(
         "APIServer",
         "INFO",
         "utils.py:328",
-        f"non-default args: {{'model': '{MODEL}', 'tensor_parallel_size': {p.tp}, 'gpu_memory_utilization': 0.92, 'kv_transfer_config': {{'kv_connector': 'LMCacheConnectorV1', 'kv_role': 'kv_both'}}}}",
+        f"non-default args: {{'model': '{MODEL}', 'tensor_parallel_size': {p.tp}, 'gpu_memory_utilization': {gpu_util}, 'kv_transfer_config': {{'kv_connector': 'LMCacheConnectorV1', 'kv_role': 'kv_both'}}}}",
     )
     w.vllm(
         p,
@@ -369,7 +376,7 @@ def startup(
         "EngineCore_DP0",
         "INFO",
         "kv_cache_utils.py:864",
-        f"GPU KV cache size: {KV_TOKENS:,} tokens",
+        f"GPU KV cache size: {kv_tokens:,} tokens",
     )
     w.vllm(
         p,
@@ -377,7 +384,7 @@ def startup(
         "EngineCore_DP0",
         "INFO",
         "kv_cache_utils.py:868",
-        "Maximum concurrency for 16,384 tokens per request: 112.50x",
+        f"Maximum concurrency for 16,384 tokens per request: {concurrency:.2f}x",
     )
     w.vllm(
         p,
@@ -447,6 +454,8 @@ class Load:
     waiting: Callable[[Pod, datetime], int] = lambda p, t: 0
     preempt: Callable[[Pod, datetime], int] = lambda p, t: 0
     gen_per_req: float = 2.4
+    share: Callable[[Pod, datetime], float] | None = None
+    """A pod's throughput against an even split of `rate` (a slowed GPU serves less); None: 1."""
 
 
 def serve(
@@ -459,6 +468,8 @@ def serve(
         live = [p for p in pods if up(p, t)]
         for p in live:
             rate = load.rate(t) / max(len(pods), 1)
+            if load.share is not None:
+                rate *= load.share(p, t)
             jitter = w.rng.uniform(0.93, 1.07)
             gen = rate * load.gen_per_req * jitter
             prompt = rate * 9.7 * w.rng.uniform(0.9, 1.1)
@@ -1337,6 +1348,299 @@ def healthy(w: World) -> dict:
     capture_trace(w, at("10:20"), at("10:25"), daily, n_max=600)
     noise(w, start, end)
     return {"root_cause": None, "symptoms": [], "impact": None}
+
+
+@scenario("config-rollout")
+def config_rollout(w: World) -> dict:
+    """A rollout lowers `gpu_memory_utilization`: the new engines get a third of the KV cache, and
+    under the same load their cache fills, requests queue and throughput falls. No error anywhere."""
+    nodes = skewed_nodes(w, 2)
+    old = deployment(w, "llama-70b", 2, "7d9c5b8f6", nodes)
+    new = deployment(w, "llama-70b", 2, "5f8d7c9b4", nodes)
+    start, roll, end = at("09:00"), at("09:40"), at("10:25")
+    start_all(w, old, start)
+    w.event(
+        roll - timedelta(seconds=95),
+        "Normal",
+        "ScalingReplicaSet",
+        "Deployment",
+        "llama-70b",
+        "Scaled up replica set llama-70b-5f8d7c9b4 to 2",
+        component="deployment-controller",
+    )
+    began = {}
+    for p in new:
+        began[p.name] = roll - timedelta(seconds=90 - w.rng.uniform(0, 20))
+        startup(w, p, began[p.name], gpu_util=0.6, kv_tokens=614_400, concurrency=37.5)
+    w.event(
+        roll,
+        "Normal",
+        "ScalingReplicaSet",
+        "Deployment",
+        "llama-70b",
+        "Scaled down replica set llama-70b-7d9c5b8f6 to 0 from 2",
+        component="deployment-controller",
+    )
+    for p in old:
+        w.event(
+            roll + timedelta(seconds=1),
+            "Normal",
+            "Killing",
+            "Pod",
+            p.name,
+            "Stopping container vllm",
+            p.node,
+            field_path="spec.containers{vllm}",
+        )
+        w.vllm(
+            p, roll + timedelta(seconds=2), "APIServer", "INFO", "launcher.py:80", "Shutting down FastAPI HTTP server."
+        )
+    rate = lambda t: 6200.0 + 300.0 * math.sin((t - start).total_seconds() / 1500.0)  # noqa: E731
+    serve(w, old, Load(rate, lambda p, t: 52.0 + w.rng.uniform(-6, 6)), at("09:02"), roll, lambda p, t: True)
+    filled = roll + timedelta(minutes=2)
+    load = Load(
+        rate,
+        lambda p, t: 100.0 if t >= filled else 88.0 + w.rng.uniform(-3, 3),
+        waiting=lambda p, t: int(min(240, max(0.0, (t - filled).total_seconds()) / 4)) + w.rng.randrange(4),
+        share=lambda p, t: 0.55 if t >= filled else 0.9,
+    )
+    serve(w, new, load, roll, end, lambda p, t: True)
+    capture_trace(w, roll - timedelta(minutes=5), roll + timedelta(minutes=5), rate, n_max=800)
+    noise(w, start, end)
+    first = min(new, key=lambda p: (began[p.name], p.name))
+    return {
+        "root_cause": {
+            "category": "config-change",
+            "template": "engine configuration changed in a rollout: gpu_memory_utilization 0.92 → 0.6",
+            "host": first.name,
+            "pod": first.name,
+            "first_time": iso(began[first.name]),
+        },
+        "symptoms": [{"category": "capacity", "template": "GPU KV cache usage: 100%, Waiting: <*> reqs"}],
+        "impact": {"start": iso(filled), "end": iso(end)},
+    }
+
+
+SM_CLOCK_MHZ = 1980
+"""An H100 SXM's boost clock, what DCGM's `DCGM_FI_DEV_SM_CLOCK` reads on a busy healthy GPU."""
+
+
+@scenario("gpu-throttle")
+def gpu_throttle(w: World) -> dict:
+    """Slow, not dead: one node's GPUs overheat (a failed fan) and hold their clocks down; that
+    replica serves at 40 % while its queue grows. Nothing crashes; DCGM's exporter, saved as a
+    `promtool tsdb dump` beside the logs, has the clock-event reasons, SM clocks and temperatures."""
+    nodes = skewed_nodes(w, 3)
+    pods = deployment(w, "qwen-72b", 3, "6c8f9d7b5", nodes)
+    start, hot, end = at("14:00"), at("14:31:10"), at("15:10")
+    start_all(w, pods, start)
+    victim = pods[1]
+    rate = lambda t: 5400.0 + 250.0 * math.sin((t - start).total_seconds() / 1300.0)  # noqa: E731
+    load = Load(
+        rate,
+        lambda p, t: 55.0 + w.rng.uniform(-5, 5) + (35.0 if p is victim and t >= hot else 0.0),
+        waiting=lambda p, t: (
+            (int(min(180, (t - hot).total_seconds() / 6)) if p is victim and t >= hot else 0) + w.rng.randrange(3)
+        ),
+        share=lambda p, t: 0.4 if p is victim and t >= hot + timedelta(seconds=40) else 1.0,
+    )
+    serve(w, pods, load, at("14:02"), end, lambda p, t: True)
+    dump = "metrics/dcgm-tsdb-dump.txt"
+    t = start
+    while t < end:
+        ms = int(t.timestamp() * 1000)
+        for p in pods:
+            for gpu in range(p.tp):
+                throttled = p is victim and t >= hot
+                labels = f'gpu="{gpu}", UUID="GPU-{_uid(p.node + str(gpu))[:8]}", Hostname="{p.node}"'
+                temp = (91 + w.rng.randrange(4)) if throttled else (63 + w.rng.randrange(6))
+                clock = (1095 + 15 * w.rng.randrange(5)) if throttled else (SM_CLOCK_MHZ - 15 * w.rng.randrange(3))
+                for name, value in (
+                    ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", 72 if throttled else 0),
+                    ("DCGM_FI_DEV_SM_CLOCK", clock),
+                    ("DCGM_FI_DEV_GPU_TEMP", temp),
+                ):
+                    w.emit(dump, t, f'{{__name__="{name}", {labels}}} {value} {ms}')
+        t += timedelta(seconds=30)
+    capture_trace(w, hot - timedelta(minutes=3), hot + timedelta(minutes=3), rate, n_max=600)
+    noise(w, start, end)
+    return {
+        "root_cause": {
+            "category": "gpu-fault",
+            "template": "clocks held down by the hardware (HW Slowdown, HW Thermal Slowdown)",
+            "host": victim.node,
+            "pod": victim.name,
+            "first_time": iso(hot),
+        },
+        "symptoms": [{"category": "capacity", "template": "Waiting: <*> reqs"}],
+        "impact": {"start": iso(hot + timedelta(seconds=40)), "end": iso(end)},
+    }
+
+
+@scenario("silent-kv")
+def silent_kv(w: World) -> dict:
+    """The motivating fault without its message: the store that would say "Cache corruption
+    detected" is not there. Only the tell (KV cache at 100 % with nothing waiting and nothing
+    preempted) comes before the engines read stale blocks: NaN probabilities in the sampler,
+    engine death, 500s, restarts."""
+    nodes = skewed_nodes(w, 2)
+    pods = deployment(w, "llama-70b", 2, "4b7d8c6f9", nodes)
+    start, tell, fault, end = at("11:00"), at("11:20"), at("11:27:14.310"), at("11:55")
+    start_all(w, pods, start)
+    down: dict[str, tuple[datetime, datetime]] = {}
+    for k, p in enumerate(pods):
+        t = fault + timedelta(seconds=41 * k)
+        crash_engine(
+            w,
+            p,
+            t,
+            "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+            [
+                '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 1623, in execute_model',
+                "    sampler_output = self.sampler(logits=logits, sampling_metadata=sampling_metadata)",
+                '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/sample/sampler.py", line 86, in forward',
+                "    sampled = self.sample(logits, sampling_metadata)",
+                '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/sample/ops/topk_topp_sampler.py", line 291, in random_sample',
+                "    return probs.div_(q).argmax(dim=-1).view(-1)",
+            ],
+        )
+        back = kill_and_restart(w, p, t + timedelta(seconds=6))
+        down[p.name] = (t, startup(w, p, back))
+    rate = lambda t: 6100.0 + 200.0 * math.sin((t - start).total_seconds() / 1100.0)  # noqa: E731
+    load = Load(rate, lambda p, t: 100.0 if tell <= t < down[p.name][0] else 58.0 + w.rng.uniform(-6, 6))
+    serve(w, pods, load, at("11:02"), end, lambda p, t: not (down[p.name][0] <= t < down[p.name][1]))
+    capture_trace(w, tell - timedelta(minutes=3), fault, rate, n_max=900)
+    noise(w, start, end)
+    return {
+        "root_cause": {
+            "category": "kv-cache",
+            "template": "GPU KV cache usage: 100%, Waiting: 0 reqs, no preemptions",
+            "host": None,
+            "pod": None,
+            "first_time": iso(tell),
+        },
+        "symptoms": [
+            {"category": "engine", "template": "RuntimeError raised in the sampler"},
+            {"category": "request-errors", "template": "HTTP 500"},
+        ],
+        "impact": {"start": iso(fault), "end": iso(max(up for _, up in down.values()))},
+    }
+
+
+@scenario("startup-failure")
+def startup_failure(w: World) -> dict:
+    """A new two-node deployment never serves: vLLM finds no routable address in the pods
+    (`Failed to get the IP address, using 0.0.0.0`), the ranks advertise one the others cannot
+    reach, Gloo's mesh fails to connect, and the containers crash-loop for forty minutes."""
+    nodes = skewed_nodes(w, 2)
+    pods = deployment(w, "deepseek-v3", 2, "8d6f5c7b9", nodes)
+    start, end = at("13:00"), at("13:45")
+    for p in pods:
+        t = start + timedelta(seconds=w.rng.uniform(0, 15))
+        attempt = 0
+        while t < end:
+            w.vllm(p, t, "APIServer", "INFO", "api_server.py:1885", "vLLM API server version 0.10.2")
+            w.vllm(
+                p,
+                t + timedelta(seconds=0.2),
+                "APIServer",
+                "INFO",
+                "utils.py:328",
+                "non-default args: {'model': 'deepseek-ai/DeepSeek-V3', 'tensor_parallel_size': 8, "
+                "'pipeline_parallel_size': 2, 'distributed_executor_backend': 'mp'}",
+            )
+            w.vllm(
+                p,
+                t + timedelta(seconds=8),
+                "EngineCore_DP0",
+                "INFO",
+                "core.py:93",
+                "Initializing a V1 LLM engine (v0.10.2) with config: model='deepseek-ai/DeepSeek-V3', "
+                "tensor_parallel_size=8, pipeline_parallel_size=2",
+            )
+            w.raw(
+                p,
+                t + timedelta(seconds=8.5),
+                "EngineCore_DP0",
+                "/usr/local/lib/python3.12/dist-packages/vllm/utils/__init__.py:752: UserWarning: Failed to get the "
+                "IP address, using 0.0.0.0 by default.The value can be set by the environment variable VLLM_HOST_IP "
+                "or HOST_IP.\n  warnings.warn(",
+            )
+            for r in range(16):
+                w.vllm(
+                    p,
+                    t + timedelta(seconds=10 + r * 0.01),
+                    f"Worker_TP{r % p.tp}",
+                    "INFO",
+                    "parallel_state.py:1165",
+                    f"world_size=16 rank={r} local_rank={r % 8} distributed_init_method=tcp://0.0.0.0:29500 backend=nccl",
+                )
+                w.nccl(p, t + timedelta(seconds=11 + r * 0.01), r % p.tp, "INFO", "Bootstrap : Using lo:127.0.0.1<0>")
+            fail = t + timedelta(seconds=40)
+            w.vllm(
+                p,
+                fail,
+                "EngineCore_DP0",
+                "ERROR",
+                "core.py:708",
+                "\n".join(
+                    [
+                        "EngineCore failed to start.",
+                        "Traceback (most recent call last):",
+                        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 699, in run_engine_core',
+                        "    engine_core = EngineCoreProc(*args, **kwargs)",
+                        '  File "/usr/local/lib/python3.12/dist-packages/vllm/distributed/parallel_state.py", line 1011, in init_distributed_environment',
+                        "    torch.distributed.init_process_group(",
+                        "RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
+                    ]
+                ),
+            )
+            w.vllm(
+                p,
+                fail + timedelta(seconds=0.5),
+                "APIServer",
+                "ERROR",
+                "core_client.py:441",
+                "Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': 1}",
+            )
+            attempt += 1
+            back_off = min(300, 10 * 2**attempt)
+            w.event(
+                fail + timedelta(seconds=2),
+                "Warning",
+                "BackOff",
+                "Pod",
+                p.name,
+                f"Back-off restarting failed container vllm in pod {p.name}_{NS}({p.uid})",
+                p.node,
+                count=attempt,
+                first=start + timedelta(seconds=45),
+                field_path="spec.containers{vllm}",
+            )
+            w.kubelet(
+                p.node,
+                fail + timedelta(seconds=3),
+                "E",
+                "pod_workers.go:1301",
+                f'"Error syncing pod, skipping" err="failed to \\"StartContainer\\" for \\"vllm\\" with CrashLoopBackOff: '
+                f'\\"back-off {back_off}s restarting failed container=vllm pod={p.name}_{NS}({p.uid})\\"" pod="{NS}/{p.name}" podUID="{p.uid}"',
+            )
+            w.restart(p)
+            t = fail + timedelta(seconds=back_off + 5)
+    rate = lambda t: 4000.0  # noqa: E731  (what the clients sent, captured at the load generator)
+    capture_trace(w, start + timedelta(minutes=5), start + timedelta(minutes=8), rate, n_max=500)
+    noise(w, start - timedelta(hours=6), end)
+    return {
+        "root_cause": {
+            "category": "network",
+            "template": "RuntimeError: Gloo connectFullMesh failed with <*>",
+            "host": None,
+            "pod": None,
+            "first_time": iso(start + timedelta(seconds=40)),
+        },
+        "symptoms": [{"category": "pod-lifecycle", "template": "Back-off restarting failed container"}],
+        "impact": {"start": iso(start + timedelta(seconds=40)), "end": iso(end)},
+    }
 
 
 HOLDOUT = ("holdout-gpu-xid", "holdout-ray-socket", "holdout-node-memory")

@@ -64,9 +64,10 @@ def explain(failure: StartupFailure, top: Hypothesis | None) -> str | None:
     if failure.warning is None or top is None or top.category not in ("network", "collective-timeout"):
         return None
     w = failure.warning
+    said = re.split(r"\.(?=[A-Z ])", w.text.split("Warning: ", 1)[-1])[0]  # (its first sentence, no source path)
     return (
         f"vLLM warned before it that it found no routable address for this host "
-        f"({w.file}:{w.line}: {w.text[:120]}): the ranks advertised an address the others cannot reach"
+        f"({w.file}:{w.line}: {said[:120]}): the ranks advertised an address the others cannot reach"
     )
 
 

@@ -12,7 +12,18 @@ from forensics import analyze
 from forensics.report.postmortem import write_all
 from tests.conftest import SAMPLES
 
-FAULT_SCENARIOS = ["cache-corruption", "nccl-network", "gpu-oom", "node-failure", "kv-pressure", "pd-transfer"]
+FAULT_SCENARIOS = [
+    "cache-corruption",
+    "nccl-network",
+    "gpu-oom",
+    "node-failure",
+    "kv-pressure",
+    "pd-transfer",
+    "config-rollout",
+    "gpu-throttle",
+    "silent-kv",
+    "startup-failure",
+]
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +45,24 @@ def test_root_cause_category_and_host_match_the_ground_truth(analyses, name):
     assert rc["category"] == truth["category"]
     if truth["host"]:
         assert rc["hosts"][0] == truth["host"]
+
+
+def test_the_new_samples_name_what_their_class_of_fault_shows(analyses):
+    # Each sample of issue 44's classes: its detector, and the values the verdict rests on.
+    rollout, throttle, silent, start = (
+        analyses[n]["incidents"][0] for n in ("config-rollout", "gpu-throttle", "silent-kv", "startup-failure")
+    )
+    assert (
+        "gpu_memory_utilization 0.92 → 0.6; GPU KV cache size 1,843,200 → 614,400 tokens"
+        in rollout["root_cause"]["label"]
+    )
+    assert throttle["impact"]["detector"] == "replica-slowdown"
+    assert "qwen-72b-6c8f9d7b5-lft7s" in throttle["impact"]["affected"]
+    assert "HW Thermal Slowdown" in throttle["root_cause"]["evidence"][0]["text"]
+    assert silent["root_cause"]["template_id"] == "metric:kv-full-no-queue"
+    assert any(h["role"] == "symptom" and "sampler" in h["label"] for h in silent["hypotheses"])
+    assert start["impact"]["detector"] == "startup-failure"
+    assert any("no routable address" in w for w in start["root_cause"]["why"])
 
 
 @pytest.mark.parametrize("name", FAULT_SCENARIOS)

@@ -16,7 +16,19 @@ from forensics.report.postmortem import write_all
 from tests.conftest import GOLDEN, SAMPLES
 from tests.conftest import write as write_file
 
-NAMES = ["cache-corruption", "nccl-network", "gpu-oom", "node-failure", "kv-pressure", "pd-transfer", "healthy"]
+FAULTS = [
+    "cache-corruption",
+    "nccl-network",
+    "gpu-oom",
+    "node-failure",
+    "kv-pressure",
+    "pd-transfer",
+    "config-rollout",
+    "gpu-throttle",
+    "silent-kv",
+    "startup-failure",
+]
+NAMES = [*FAULTS, "healthy"]
 PROMTOOL = shutil.which("promtool")
 
 
@@ -239,9 +251,7 @@ def test_the_alert_tests_expect_only_the_rules_written_for_the_incident():
 
 
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package `prometheus`; CI installs it)")
-@pytest.mark.parametrize(
-    "name", ["cache-corruption", "nccl-network", "gpu-oom", "node-failure", "kv-pressure", "pd-transfer"]
-)
+@pytest.mark.parametrize("name", FAULTS)
 def test_promtool_accepts_the_rules_and_the_incident_fixture_fires_the_alerts(outputs, name):
     d = outputs[name]
     check = subprocess.run([PROMTOOL, "check", "rules", "alerts.rules.yaml"], cwd=d, capture_output=True, text=True)

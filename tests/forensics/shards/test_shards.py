@@ -39,7 +39,8 @@ def test_sharded_run_gives_the_local_events_accounting_and_templates(scenario, t
     root = SAMPLES / scenario
     local = ingestion.ingest(root)
     mined = mining.mine(local.events)
-    sharded = _sharded(root, tmp_path / "events")
+    size = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+    sharded = _sharded(root, tmp_path / "events", shard_bytes=min(SMALL_SHARDS, size // 5))
 
     assert sharded.shards >= 3, "the sample should be cut into several shards"
     assert sharded.ingest.events.equals(local.events)
