@@ -1643,6 +1643,159 @@ def startup_failure(w: World) -> dict:
     }
 
 
+def sglang(w: World, p: Pod, t: datetime, text: str, ranks: str = " TP0") -> None:
+    """An SGLang server line: `[date time ranks] message` in the node's local clock (no level)."""
+    nt = w.node_time(p.node, t)
+    for i, line in enumerate(text.split("\n")):
+        w.pod_line(p, t + timedelta(microseconds=i), (f"[{nt:%Y-%m-%d %H:%M:%S}{ranks}] " if i == 0 else "") + line)
+
+
+SGL_TOKENS = 412_816
+"""The KV pool SGLang sizes for Qwen2.5-32B on two 80 GB GPUs at `mem_fraction_static=0.88`."""
+
+
+def sglang_start(w: World, p: Pod, t: datetime) -> datetime:
+    """An SGLang server starting: its arguments, weights, the KV pool, CUDA graphs, uvicorn."""
+    sglang(
+        w,
+        p,
+        t,
+        "server_args=ServerArgs(model_path='Qwen/Qwen2.5-32B-Instruct', tp_size=2, mem_fraction_static=0.88, "
+        "max_running_requests=256, chunked_prefill_size=8192, context_length=32768, page_size=1, host='0.0.0.0', "
+        "port=30000, enable_metrics=True)",
+        ranks="",
+    )
+    for r in range(p.tp):
+        sglang(w, p, t + timedelta(seconds=6 + r * 0.01), "Load weight begin. avail mem=78.62 GB", ranks=f" TP{r}")
+        sglang(
+            w,
+            p,
+            t + timedelta(seconds=48 + r * 0.01),
+            "Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=47.81 GB",
+            ranks=f" TP{r}",
+        )
+        sglang(
+            w,
+            p,
+            t + timedelta(seconds=49 + r * 0.01),
+            f"KV Cache is allocated. #tokens: {SGL_TOKENS}, K size: 19.70 GB, V size: 19.70 GB",
+            ranks=f" TP{r}",
+        )
+    sglang(
+        w,
+        p,
+        t + timedelta(seconds=70),
+        f"max_total_num_tokens={SGL_TOKENS}, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=256, context_len=32768",
+    )
+    sglang(
+        w,
+        p,
+        t + timedelta(seconds=72),
+        "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+        ranks="",
+    )
+    sglang(w, p, t + timedelta(seconds=75), "The server is fired up and ready to roll!", ranks="")
+    return t + timedelta(seconds=75)
+
+
+@scenario("sglang-kv-leak")
+def sglang_kv_leak(w: World) -> dict:
+    """SGLang, not vLLM: a radix-cache bug leaks KV slots; the scheduler's idle check finds them
+    (`token_to_kv_pool_allocator memory leak detected!`) and raises, the server dies, requests fail
+    and the pod restarts; the other replica leaks nine minutes later."""
+    nodes = skewed_nodes(w, 2)
+    pods = deployment(w, "qwen-32b-sgl", 2, "6f9c8d7b4", nodes)
+    start, fault, end = at("15:00"), at("15:22:37"), at("16:10")
+    for p in pods:
+        sglang_start(w, p, start + timedelta(seconds=w.rng.uniform(0, 15)))
+    down: dict[str, tuple[datetime, datetime]] = {}
+    for k, p in enumerate(pods):
+        t = fault + timedelta(minutes=9 * k, seconds=13 * k)
+        avail = 412_816 - 1837 - 611 * k
+        sglang(
+            w,
+            p,
+            t,
+            "\n".join(
+                [
+                    "Scheduler hit an exception: Traceback (most recent call last):",
+                    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2641, in run_scheduler_process',
+                    "    scheduler.event_loop_overlap()",
+                    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 804, in event_loop_overlap',
+                    "    self.self_check_during_idle()",
+                    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1466, in check_memory',
+                    "    raise ValueError(msg)",
+                    f"ValueError: token_to_kv_pool_allocator memory leak detected! available_size={avail}, "
+                    f"protected_size=0, self.max_total_num_tokens={SGL_TOKENS}",
+                ]
+            ),
+        )
+        sglang(
+            w,
+            p,
+            t + timedelta(seconds=0.4),
+            "Received sigquit from a child process. It usually means the child failed.",
+            ranks="",
+        )
+        for i in range(5):
+            w.pod_line(
+                p,
+                t + timedelta(seconds=0.6 + i * 0.3),
+                f'[{w.node_time(p.node, t):%Y-%m-%d %H:%M:%S}] INFO:     10.0.{i + 1}.9:4{i}112 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+            )
+        back = kill_and_restart(w, p, t + timedelta(seconds=4))
+        down[p.name] = (t, sglang_start(w, p, back))
+    rate = lambda t: 3600.0 + 200.0 * math.sin((t - start).total_seconds() / 1200.0)  # noqa: E731
+    t = at("15:02")
+    while t < end:
+        for p in pods:
+            if down[p.name][0] <= t < down[p.name][1]:
+                continue
+            per = rate(t) / len(pods)
+            usage = 0.52 + w.rng.uniform(-0.05, 0.05)
+            sglang(
+                w,
+                p,
+                t + timedelta(seconds=w.rng.uniform(0, 0.4)),
+                f"Decode batch. #running-req: {int(per / 14) + w.rng.randrange(5)}, #token: {int(usage * SGL_TOKENS)}, "
+                f"token usage: {usage:.2f}, cuda graph: True, gen throughput (token/s): {per * 2.4 * w.rng.uniform(0.93, 1.07):.2f}, "
+                f"#queue-req: {w.rng.randrange(3)}",
+            )
+            for _ in range(_poisson(w.rng, 1.0 * w.scale)):
+                ta = t + timedelta(seconds=w.rng.uniform(0, 10))
+                status = 200 if w.rng.random() > 0.004 else 400
+                phrase = "OK" if status == 200 else "Bad Request"
+                client = f"10.0.{w.rng.randrange(1, 9)}.{w.rng.randrange(2, 250)}:{w.rng.randrange(30000, 65000)}"
+                w.pod_line(
+                    p,
+                    ta,
+                    f'[{w.node_time(p.node, ta):%Y-%m-%d %H:%M:%S}] INFO:     {client} - "POST /v1/chat/completions HTTP/1.1" {status} {phrase}',
+                )
+            w.pod_line(
+                p,
+                t + timedelta(seconds=5.1),
+                f'[{w.node_time(p.node, t + timedelta(seconds=5.1)):%Y-%m-%d %H:%M:%S}] INFO:     10.0.0.1:51000 - "GET /health HTTP/1.1" 200 OK',
+            )
+        t += timedelta(seconds=10)
+    capture_trace(w, fault - timedelta(minutes=4), fault, rate, n_max=800)
+    noise(w, start, end)
+    victim = pods[0]
+    return {
+        "root_cause": {
+            "category": "kv-cache",
+            "template": "ValueError: token_to_kv_pool_allocator memory leak detected! <*>",
+            "host": victim.node,
+            "pod": victim.name,
+            "first_time": iso(w.node_time(victim.node, fault)),
+        },
+        "symptoms": [
+            {"category": "engine", "template": "Received sigquit from a child process"},
+            {"category": "pod-lifecycle", "template": "Back-off restarting failed container"},
+        ],
+        "impact": {"start": iso(fault), "end": iso(max(up for _, up in down.values()))},
+    }
+
+
 HOLDOUT = ("holdout-gpu-xid", "holdout-ray-socket", "holdout-node-memory")
 """Scenarios written after the analysis was tuned on the six above, to measure how it
 generalises (other pod naming, vLLM generations and failure kinds). Not shipped."""

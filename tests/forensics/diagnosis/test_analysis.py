@@ -23,6 +23,7 @@ FAULT_SCENARIOS = [
     "gpu-throttle",
     "silent-kv",
     "startup-failure",
+    "sglang-kv-leak",
 ]
 
 

@@ -27,6 +27,7 @@ FAULTS = [
     "gpu-throttle",
     "silent-kv",
     "startup-failure",
+    "sglang-kv-leak",
 ]
 NAMES = [*FAULTS, "healthy"]
 PROMTOOL = shutil.which("promtool")
