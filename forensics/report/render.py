@@ -282,7 +282,9 @@ def _summary(inc: dict, red: list[dict]) -> str:
     if imp["measured"] and imp["min_per_s"] is not None:
         s = f"Cluster {imp['unit']} fell from {imp['baseline_per_s']:,.0f} to {imp['min_per_s']:,.0f} at {hhmmss(inc['start'])}"
         if imp["partial_recoveries"]:
-            s += f"; restarts brought it back {len(imp['partial_recoveries'])} times and the same fault took it down again each time"
+            n = len(imp["partial_recoveries"])
+            again = "took it down again" + ("" if n == 1 else " each time")
+            s += f"; restarts brought it back {'once' if n == 1 else f'{n} times'} and the same fault {again}"
         out.append(s + ".")
     elif imp["detector"] == "saturation":
         out.append(
