@@ -61,9 +61,11 @@ def main() -> None:
     try:
         app()  # standalone: usage errors print and exit 2, --help exits 0
     except (ForensicsError, ReplayError) as e:
-        print(f"error: {e.message}", file=sys.stderr)
+        from forensics.cli._console import visible
+
+        print(f"error: {visible(e.message)}", file=sys.stderr)
         if e.hint:
-            print(f"hint: {e.hint}", file=sys.stderr)
+            print(f"hint: {visible(e.hint)}", file=sys.stderr)
         sys.exit(EXIT_ANALYSIS_ERROR)
     except Exception:  # noqa: BLE001 - the last line of defence: report our bug
         traceback.print_exc()

@@ -3,16 +3,33 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 console = Console(stderr=False, highlight=False)
 err_console = Console(stderr=True, highlight=False)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: object) -> str:
+    """Text from the logs as the console may print it: control characters (a terminal's escape
+    sequences, which retitle or reset the terminal or hide a link) shown as `\\x1b`, not sent."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def safe(text: object) -> str:
+    """`visible`, and rich's markup escaped: a path, host or log line holding `[/]` or
+    `[link=...]` is printed as it is, never read as markup (which fails, or makes a link)."""
+    return escape(visible(text))
 
 
 @contextlib.contextmanager
@@ -84,7 +101,7 @@ def print_ingest_summary(result, written: dict[str, Path]) -> None:
     t.add_column("files", justify="right")
     t.add_column("lines", justify="right")
     for k in sorted(by_format):
-        t.add_row(k, str(by_format[k]), f"{lines_by_format[k]:,}")
+        t.add_row(safe(k), str(by_format[k]), f"{lines_by_format[k]:,}")
     console.print(t)
     lo, hi = result.time_span()
     pct = (100.0 * result.unparsed / result.lines) if result.lines else 0.0
@@ -98,17 +115,17 @@ def print_ingest_summary(result, written: dict[str, Path]) -> None:
     hosts = sorted(h for h in result.column("host").drop_nulls().unique().to_list())
     pods = sorted(p for p in result.column("pod").drop_nulls().unique().to_list())
     if hosts:
-        console.print(f"hosts ({len(hosts)}): " + ", ".join(hosts[:12]) + (" ..." if len(hosts) > 12 else ""))
+        console.print(f"hosts ({len(hosts)}): " + safe(", ".join(hosts[:12])) + (" ..." if len(hosts) > 12 else ""))
     if pods:
-        console.print(f"pods ({len(pods)}): " + ", ".join(pods[:12]) + (" ..." if len(pods) > 12 else ""))
+        console.print(f"pods ({len(pods)}): " + safe(", ".join(pods[:12])) + (" ..." if len(pods) > 12 else ""))
     for f in result.files:
         for n in f.notes:
-            console.print(f"[yellow]note[/] {f.file}: {n}")
+            console.print(f"[yellow]note[/] {safe(f.file)}: {safe(n)}")
     for k in result.skipped:
-        console.print(f"[yellow]skipped[/] {k.file}: {k.reason}")
+        console.print(f"[yellow]skipped[/] {safe(k.file)}: {safe(k.reason)}")
     for w in result.warnings:
-        console.print(f"[yellow]warning[/] {w}")
-    console.print("wrote " + ", ".join(str(p) for p in written.values()))
+        console.print(f"[yellow]warning[/] {safe(w)}")
+    console.print("wrote " + safe(", ".join(str(p) for p in written.values())))
 
 
 def print_templates(table, changes, top: int) -> None:
@@ -124,12 +141,12 @@ def print_templates(table, changes, top: int) -> None:
             ratio = "-" if r["rate_ratio"] is None else f"{r['rate_ratio']:.1f}x"
             t.add_row(
                 f"[{style}]{r['status']}[/]",
-                r["template_id"],
+                safe(r["template_id"]),
                 str(r["count_current"]),
                 str(r["count_baseline"]),
                 ratio,
                 f"{r['score']:.1f}",
-                r["template"][:110],
+                safe(r["template"][:110]),
             )
         console.print(t)
         return
@@ -141,14 +158,14 @@ def print_templates(table, changes, top: int) -> None:
         first = r["first_seen"].strftime("%m-%d %H:%M:%S") if r["first_seen"] else "-"
         last = r["last_seen"].strftime("%m-%d %H:%M:%S") if r["last_seen"] else "-"
         t.add_row(
-            r["template_id"],
+            safe(r["template_id"]),
             f"{r['count']:,}",
             first,
             last,
-            r["source"],
-            r["level"] or "-",
-            where[:40],
-            r["template"][:110],
+            safe(r["source"]),
+            safe(r["level"] or "-"),
+            safe(where[:40]),
+            safe(r["template"][:110]),
         )
     console.print(t)
 
@@ -177,12 +194,12 @@ def print_verdict(analysis: dict, written: dict[str, Path]) -> None:
             why = "no fault bursts, and no throughput series in these logs to look for a drop in"
         console.print(f"[green]No incident found[/]: {why}.")
         for f in quiet:
-            console.print(f"  fault: {f['label']} (x{f['count']}), first at {f['file']}:{f['line']}")
+            console.print(f"  fault: {safe(f['label'])} (x{f['count']}), first at {safe(f['file'])}:{f['line']}")
         errors = analysis.get("unexplained_errors") or []
         if errors:
             console.print(
                 f"[yellow]{sum(e['count'] for e in errors):,} error-level message(s)[/] match no known fault or "
-                f"symptom ({len(errors)} template(s), first at {errors[0]['file']}:{errors[0]['line']}): "
+                f"symptom ({len(errors)} template(s), first at {safe(errors[0]['file'])}:{errors[0]['line']}): "
                 "read them in the postmortem before closing the ticket."
             )
     for n, inc in enumerate(analysis["incidents"], 1):
@@ -202,20 +219,20 @@ def print_verdict(analysis: dict, written: dict[str, Path]) -> None:
         style = "bold green" if rc["status"] == "supported" else "bold yellow"
         console.print(
             f"  root cause [{style}]{rc['status']}[/] ({rc['confidence']:.2f}): "
-            f"[bold]{rc['category']}[/] {rc.get('label', '')}"
-            + (f" on {', '.join(rc['hosts'][:2])}" if rc["hosts"] else "")
+            f"[bold]{rc['category']}[/] {safe(rc.get('label', ''))}"
+            + (f" on {safe(', '.join(rc['hosts'][:2]))}" if rc["hosts"] else "")
             + (f" from {rc['first_seen']}" if rc["first_seen"] else "")
         )
         if rc.get("template"):
-            console.print(f"    {rc['template'][:140]}", markup=False)
+            console.print(f"    {visible(rc['template'][:140])}", markup=False)
         for ev in rc.get("evidence", [])[:1]:
-            console.print(f"    evidence {ev['file']}:{ev['line']}", markup=False)
+            console.print(f"    evidence {visible(ev['file'])}:{ev['line']}", markup=False)
         if rc.get("missing"):
-            console.print(f"  [yellow]missing:[/] {rc['missing']}")
+            console.print(f"  [yellow]missing:[/] {safe(rc['missing'])}")
         symptoms = [h for h in inc["hypotheses"] if h["role"] == "symptom"][:4]
         for h in symptoms:
             console.print(
-                f"  symptom: {h['category']} {h['template'][:100] if h['template'] else ''} (x{h['count']})",
+                f"  symptom: {h['category']} {visible(h['template'][:100]) if h['template'] else ''} (x{h['count']})",
                 markup=False,
             )
-    console.print("wrote " + ", ".join(str(p) for p in written.values()))
+    console.print("wrote " + safe(", ".join(str(p) for p in written.values())))

@@ -65,4 +65,4 @@ def templates(
     if not quiet:
         _console.print_templates(table, changes, top)
         for w in mined.warnings:
-            _console.console.print(f"[yellow]warning[/] {w}")
+            _console.console.print(f"[yellow]warning[/] {_console.safe(w)}")
