@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -65,3 +66,35 @@ def test_analyze_with_no_incident_still_points_at_error_lines_nothing_explains(t
     out = " ".join(p.stdout.split())  # (rich wraps to the terminal's width)
     assert "No incident found: no fault bursts, and no throughput series in these logs to look for a drop in." in out
     assert "1 error-level message(s) match no known fault or symptom (1 template(s), first at vllm-0.log:1)" in out
+
+
+def test_analyze_into_an_out_that_is_a_file_says_so_and_exits_1(tmp_path):
+    write(tmp_path / "logs/vllm.log", "INFO 03-14 10:00:01 [api_server.py:1] vLLM API server version 0.10.2\n")
+    write(tmp_path / "report", "not a directory\n")
+    p = run("analyze", str(tmp_path / "logs"), "--out", str(tmp_path / "report"), "-q")
+    assert p.returncode == 1, p.stderr
+    assert "is a file, not a directory" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_markup_and_terminal_escapes_from_the_logs_are_printed_as_text(tmp_path):
+    # A file name and a log line carrying rich markup, an OSC title sequence and HTML: the console
+    # shows them as they are, sends no escape to the terminal, and the postmortem holds no raw HTML.
+    head = "2025-03-02T10:00:00.000000000Z (EngineCore_DP0 pid=9) ERROR 03-02 10:00:00 [core.py:708] "
+    body = (
+        head
+        + "EngineCore encountered a fatal error.\n"
+        + head
+        + "Traceback (most recent call last):\n"
+        + head
+        + "torch.OutOfMemoryError: CUDA out of memory [/] [link=http://evil.example]x[/link] \x1b]0;pwned\x07 "
+        "<img src=x onerror=alert(1)>\n"
+    )
+    write(tmp_path / "logs" / "vllm-[x]y.log", body)
+    p = run("analyze", str(tmp_path / "logs"), "--out", str(tmp_path / "out"))
+    assert p.returncode == 0, p.stderr
+    out = " ".join(p.stdout.split())
+    assert "\x1b" not in p.stdout and "\\x1b]" in out
+    assert "vllm-[x]y" in out and "[link=http://evil.example]x[/link]" in out
+    md = (tmp_path / "out" / "postmortem.md").read_text()
+    prose = re.sub(r"(`+)(.+?)\1", "", re.sub(r"```.*?```", "", md, flags=re.S))
+    assert "<img" not in prose

@@ -55,8 +55,15 @@ def analyze(
 
     from forensics.diagnosis.analysis import analyze as run
     from forensics.errors import ForensicsError
+    from forensics.ingestion.files import printable
     from forensics.report.postmortem import ALERT_FORMATS, write_all
     from forensics.shards import engines
+
+    if out.exists() and not out.is_dir():
+        raise ForensicsError(
+            f"--out {printable(str(out))} is a file, not a directory",
+            hint="pass a new or existing directory for the report (it is created when missing)",
+        )
 
     engines.check(engine)
     if fmt not in ("md", "html"):
@@ -99,14 +106,10 @@ def analyze(
             )
         if on_stage:
             on_stage("report")
-    command = "forensics " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = printable("forensics " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     written = write_all(
         result, out, fmt=fmt, template=template, alerts_format=alerts_format, command=command, replay=replayed
     )
-    if replayed is not None:
-        import json
 
-        (out / "replay.json").write_text(json.dumps(replayed, indent=2) + "\n")
-        written["replay"] = out / "replay.json"
     if not quiet:
         _console.print_verdict(result.to_json(), written)

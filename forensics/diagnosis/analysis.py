@@ -24,6 +24,7 @@ from forensics.diagnosis.quiet import quiet_faults, unexplained_errors
 from forensics.diagnosis.records import Stall
 from forensics.diagnosis.signals import KILLED, faulted, signals_table, stops, untimed
 from forensics.ingestion import IngestResult, TimeHints
+from forensics.ingestion.files import printable
 from forensics.shards import pipeline as scaleout
 
 
@@ -240,7 +241,7 @@ def analyze(
         pod_nodes=pod_node,
         template_changes=changes,
         warnings=mined.warnings + ([series.left_out] if series.left_out else []),
-        inputs=[str(p) for p in roots],
+        inputs=[printable(str(p)) for p in roots],
         run_stats=run_stats,
         unexplained_errors=[] if reports else unexplained_errors(events, mined.templates, signals),
         load_declines=declines,

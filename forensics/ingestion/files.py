@@ -100,37 +100,87 @@ def discover(paths: list[Path], _depth: int = 0) -> tuple[list[InputFile], list[
     skipped: list[Skipped] = []
     seen_real: dict[str, str] = {}
     multi = len(paths) > 1
+    inside = [os.path.realpath(r) for r in paths]
     for root in paths:
         label = root.name if multi else ""
         if not root.exists():
             reason = "broken symlink" if root.is_symlink() else "does not exist"
-            skipped.append(Skipped(str(root), reason))
+            skipped.append(Skipped(printable(str(root)), reason))
             continue
         if root.is_file():
-            _add(root, _join(label, root.name) if multi else root.name, found, seen_real, skipped, _depth)
+            _add(root, _join(label, root.name) if multi else root.name, found, seen_real, skipped, _depth, inside)
             continue
         visited: set[str] = set()
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-            real_dir = os.path.realpath(dirpath)
+        stack: list[tuple[Path, int]] = [(root, 0)]
+        while stack:  # (depth first, in name order; a stack, not recursion: trees 1,000 deep exist)
+            here, level = stack.pop()
+            rel = here.relative_to(root).as_posix()
+            where = printable(str(root) if rel == "." else _join(label, rel))
+            real_dir = os.path.realpath(here)
             if real_dir in visited:
-                dirnames[:] = []
-                rel = Path(dirpath).relative_to(root).as_posix()
-                skipped.append(Skipped(_join(label, rel), "symlink loop: directory already visited"))
+                skipped.append(Skipped(where, "symlink loop: directory already visited"))
+                continue
+            if not _within(real_dir, inside):
+                skipped.append(Skipped(where, _OUTSIDE.format(target=real_dir)))
                 continue
             visited.add(real_dir)
-            if own := sorted(n for pair in OWN_OUTPUTS if set(pair) <= set(filenames) for n in pair):
-                dirnames[:] = []
-                rel = Path(dirpath).relative_to(root).as_posix()
-                where = str(root) if rel == "." else _join(label, rel)
-                what = ", ".join(own)
-                skipped.append(Skipped(where, f"an earlier forensics run's output ({what}), not logs"))
+            try:
+                entries = sorted(os.scandir(here), key=lambda e: e.name)
+            except OSError as e:
+                skipped.append(Skipped(where, f"cannot list: {e.strerror}"))
                 continue
-            dirnames.sort()
-            for name in sorted(filenames):
-                p = Path(dirpath) / name
-                _add(p, _join(label, p.relative_to(root).as_posix()), found, seen_real, skipped, _depth)
+            filenames = [e.name for e in entries if not _is_dir(e)]
+            if own := sorted(n for pair in OWN_OUTPUTS if set(pair) <= set(filenames) for n in pair):
+                skipped.append(Skipped(where, f"an earlier forensics run's output ({', '.join(own)}), not logs"))
+                continue
+            for e in entries:
+                if not _is_dir(e):
+                    _add(
+                        Path(e.path),
+                        _join(label, Path(e.path).relative_to(root).as_posix()),
+                        found,
+                        seen_real,
+                        skipped,
+                        _depth,
+                        inside,
+                    )
+            subdirs = [e for e in entries if _is_dir(e)]
+            if subdirs and level + 1 > MAX_DIR_DEPTH:
+                skipped.append(
+                    Skipped(where, f"directories nested over {MAX_DIR_DEPTH} deep; the deeper ones are not read")
+                )
+                continue
+            stack.extend((Path(e.path), level + 1) for e in reversed(subdirs))
     skipped.sort(key=lambda s: s.file)
     return sorted(found.values(), key=lambda f: f.rel), skipped
+
+
+MAX_DIR_DEPTH = 64
+"""Directories are read this many levels below a given path: deeper is a hostile or broken
+tree (a log collection is a few levels deep), said in the skipped list."""
+_OUTSIDE = "symlink to {target}, outside the paths given: never read (pass that path itself to read it)"
+"""Why a link out of the given paths is not followed: a log bundle from a compromised or careless
+host can point at `/etc`, `/proc/self/environ` or another tree, and what is read ends up in the
+report."""
+
+
+def printable(name: str) -> str:
+    """A file name as the tables and the report can hold it: bytes that are not UTF-8 (a name
+    from another locale, or made to break tools) as `\\xff` escapes, not surrogates that no
+    encoder accepts. The file itself is still opened by its real name."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _is_dir(e: os.DirEntry) -> bool:
+    try:
+        return e.is_dir(follow_symlinks=True)
+    except OSError:
+        return False
+
+
+def _within(real: str, roots: list[str]) -> bool:
+    """Whether the resolved path `real` is one of `roots` or below one."""
+    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
 
 
 OWN_OUTPUTS = frozenset({("analysis.json", "postmortem.md"), ("events.parquet", "ingest.json")})
@@ -143,7 +193,13 @@ def _join(prefix: str, rel: str) -> str:
     return f"{prefix}/{rel}" if prefix else rel
 
 
-def _add(p: Path, rel: str, found: dict, seen_real: dict, skipped: list, depth: int = 0) -> None:
+def _add(
+    p: Path, rel: str, found: dict, seen_real: dict, skipped: list, depth: int = 0, inside: list[str] | None = None
+) -> None:
+    rel = printable(rel)
+    if inside is not None and p.is_symlink() and not _within(os.path.realpath(p), inside):
+        skipped.append(Skipped(rel, _OUTSIDE.format(target=os.path.realpath(p))))
+        return
     try:
         st = p.stat()
     except OSError as e:
@@ -217,7 +273,15 @@ def _unpack(p: Path, rel: str, kind: str, found: dict, skipped: list, depth: int
                 # Member by member, so a truncated download still yields the members before the cut.
                 total = 0
                 for m in tar:
-                    if not m.isreg() or m.name.startswith("/") or ".." in Path(m.name).parts:
+                    if m.isdir():
+                        continue
+                    if m.name.startswith("/") or ".." in Path(m.name).parts:
+                        skipped.append(Skipped(f"{rel}/{m.name}", _ESCAPING))
+                        continue
+                    if not m.isreg():
+                        skipped.append(
+                            Skipped(f"{rel}/{m.name}", "archive member that is a link or device: not unpacked")
+                        )
                         continue
                     total += m.size
                     if total > limit:
@@ -260,6 +324,7 @@ def _unpack(p: Path, rel: str, kind: str, found: dict, skipped: list, depth: int
 
 
 _KEPT = "what was unpacked before the damage is read"
+_ESCAPING = "archive member with an absolute or `..` path: not unpacked (it would land outside the archive)"
 
 
 def _open_tar(p: Path, kind: str, notes: list[str]) -> tarfile.TarFile:
@@ -345,6 +410,16 @@ def compression(head: bytes) -> str | None:
     return None
 
 
+DECOMPRESSED_MAX = 32 * 1024**3
+"""The most read from one compressed file: past it the rest is cut, with a note."""
+BOMB_RATIO = 200
+"""Logs compress 5-20:1 (gzip) and 20-50:1 (zstd at high levels); a stream that has given more
+than this many bytes for each compressed one, past `BOMB_FLOOR`, is a compression bomb (a few MB
+that expand to many GB of zeros or one repeated line), and is cut, with a note."""
+BOMB_FLOOR = 256 * 1024**2
+"""Output below which no ratio is judged: a small, very repetitive log is no threat."""
+
+
 def decompress_pieces(
     name: str, read: Callable[[int], bytes], notes: list[str], size: int = 1 << 20, *, read_size: int | None = None
 ) -> Iterator[bytes]:
@@ -353,8 +428,38 @@ def decompress_pieces(
 
     Damage ends the stream with a note, and what was decompressed before it is kept (the
     lines written just before an outage are the valuable ones); bytes after the last member
-    that start no other member are ignored.
+    that start no other member are ignored. A stream that expands past `DECOMPRESSED_MAX`, or
+    past `BOMB_RATIO` to one after `BOMB_FLOOR`, is cut there, with a note.
     """
+    consumed = kept = 0
+
+    def counted(n: int) -> bytes:
+        nonlocal consumed
+        data = read(n)
+        consumed += len(data)
+        return data
+
+    for piece in _decompressed(name, counted, notes, size, read_size=read_size):
+        kept += len(piece)
+        yield piece
+        if kept > DECOMPRESSED_MAX:
+            notes.append(
+                f"decompression stopped at {kept:,} bytes, the most read from one compressed file "
+                f"(DECOMPRESSED_MAX); the rest is not read"
+            )
+            return
+        if kept > BOMB_FLOOR and kept > BOMB_RATIO * max(consumed, 1):
+            notes.append(
+                f"decompression stopped at {kept:,} bytes from {consumed:,} compressed ({kept // max(consumed, 1):,}:1, "
+                f"over the {BOMB_RATIO}:1 no log reaches): a compression bomb, the rest is not read"
+            )
+            return
+
+
+def _decompressed(
+    name: str, read: Callable[[int], bytes], notes: list[str], size: int, *, read_size: int | None = None
+) -> Iterator[bytes]:
+    """`decompress_pieces` without its caps."""
     read_size = read_size or size
     magic, new = next((m, new) for m, (n, new) in COMPRESSIONS.items() if n == name)
     if new is None:
@@ -501,8 +606,33 @@ def decode(data: bytes) -> tuple[str, list[str]]:
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         # PowerShell's `kubectl logs pod > out.log` writes UTF-16 with a byte-order mark.
         return data.decode("utf-16", errors="replace"), ["UTF-16 text (e.g. a PowerShell redirect) decoded"]
+    if order := utf16_without_bom(data):
+        text = data.decode(order, errors="replace")
+        return _lines_by_cr(text, [f"UTF-16 text without a byte-order mark ({order[-2:].upper()}) decoded"])
     text, nuls, invalid = _decode_utf8(data, head=True)
-    return text, _repairs(nuls, invalid)
+    return _lines_by_cr(text, _repairs(nuls, invalid))
+
+
+def utf16_without_bom(data: bytes) -> str | None:
+    """`utf-16-le` or `utf-16-be` when `data` reads as UTF-16 with no byte-order mark: mostly
+    ASCII text, so NUL in nearly every odd (little-endian) or even byte and in no other.
+    Dropping the NULs instead would turn every character past ASCII into garbage."""
+    head = data[:SNIFF_BYTES]
+    n = len(head) // 2
+    if n < 16:
+        return None
+    even, odd = head[0 : 2 * n : 2], head[1 : 2 * n : 2]
+    for order, zeros, text in (("utf-16-le", odd, even), ("utf-16-be", even, odd)):
+        if zeros.count(0) >= 0.9 * n and text.count(0) <= 0.01 * n:
+            return order
+    return None
+
+
+def _lines_by_cr(text: str, notes: list[str]) -> tuple[str, list[str]]:
+    """Classic Mac line endings (CR alone, no LF anywhere) as lines: else a whole file is one line."""
+    if "\r" in text and "\n" not in text:
+        return text.replace("\r", "\n"), [*notes, "CR-only line endings read as line breaks"]
+    return text, notes
 
 
 def _decode_utf8(data: bytes, *, head: bool) -> tuple[str, int, bool]:
@@ -552,6 +682,8 @@ def stream_head(f: InputFile) -> str | None:
     # many path strings can make it pass for text)
     if not head or head.startswith((b"\xff\xfe", b"\xfe\xff", b"\x80")) or is_binary(head):
         return None
+    if utf16_without_bom(head) or (b"\r" in head and b"\n" not in head):
+        return None  # (decoded whole: `decode` reads UTF-16 with no BOM and CR-only line endings)
     if starts_a_document(head) and not json_lines(head):
         return None
     return _decode_utf8(head, head=True)[0]
