@@ -558,11 +558,21 @@ def sniff_event_document(text: str) -> str | None:
     return None
 
 
+YAML_ANCHOR = re.compile(r"(?m)(?:^|[\s:\[{,-])&[\w-]+\s")
+YAML_ALIAS = re.compile(r"(?m)(?:^|[\s:\[{,-])\*[\w-]+\s*(?:$|[,\]}])")
+"""A YAML anchor (`&name`) and an alias of one (`*name`): what an alias bomb is made of."""
+
+
 def _load(text: str, kind: str, what: str) -> tuple[object, str | None]:
     """A JSON or YAML document, or (None, a note that it is read line by line instead)."""
     try:
         if kind == "json":
             return load_json(text), None
+        if YAML_ANCHOR.search(text) and YAML_ALIAS.search(text):
+            return None, (
+                f"YAML {what} with anchors and aliases, not expanded (kubectl never writes them; a 'billion "
+                "laughs' bomb expands them to billions of nodes); parsed line by line instead"
+            )
         import yaml
 
         return without_surrogates(yaml.safe_load(text)), None
