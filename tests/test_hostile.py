@@ -198,3 +198,11 @@ def test_a_yaml_alias_bomb_is_not_expanded(tmp_path):
     report = analyze(tmp_path)
     (f,) = report.ingest.files
     assert any("anchors and aliases, not expanded" in n for n in f.notes)
+
+
+def test_a_sparse_file_of_zeros_is_judged_by_its_head_not_read_whole(tmp_path):
+    write_file(tmp_path / "vllm.log", LINE)
+    with open(tmp_path / "huge.log", "wb") as fh:
+        fh.truncate(20 * 1024**3)  # (sparse: no disk used; read whole it would need 20 GB of memory)
+    reason = _skipped(analyze(tmp_path))["huge.log"]
+    assert reason == "binary file (21474836480 bytes), not a text log (judged by its first bytes)"

@@ -372,8 +372,9 @@ def read_head(f: InputFile, limit: int) -> bytes:
     return head_of(f, limit)[0]
 
 
-def head_of(f: InputFile, limit: int) -> tuple[bytes, bool]:
-    """`read_head`, and whether that is the whole of the file's text."""
+def head_of(f: InputFile, limit: int, *, whole_lines: bool = True) -> tuple[bytes, bool]:
+    """`read_head`, and whether that is the whole of the file's text; `whole_lines=False`: not
+    cut at the last newline (to judge bytes that may hold none, a file of zeros)."""
     try:
         with open(f.path, "rb") as fh:
             pieces, n = [], 0
@@ -388,7 +389,7 @@ def head_of(f: InputFile, limit: int) -> tuple[bytes, bool]:
     if len(raw) < limit:
         return raw, True
     raw = raw[:limit]
-    return raw[: raw.rfind(b"\n") + 1], False
+    return (raw[: raw.rfind(b"\n") + 1] if whole_lines else raw), False
 
 
 def _raw_pieces(fh: BinaryIO, notes: list[str], size: int) -> Iterator[bytes]:
@@ -410,6 +411,8 @@ def compression(head: bytes) -> str | None:
     return None
 
 
+WHOLE_BINARY_CHECK = 64 * 1024**2
+"""A file over this size that would be read whole is first judged binary or not by its head."""
 DECOMPRESSED_MAX = 32 * 1024**3
 """The most read from one compressed file: past it the rest is cut, with a note."""
 BOMB_RATIO = 200

@@ -204,6 +204,11 @@ def ingest_files(
             if what:
                 skipped.append(_files.Skipped(f.rel, f"binary file ({f.size} bytes; {what}), not a text log"))
                 continue
+            if f.size > _files.WHOLE_BINARY_CHECK and _large_binary(f):
+                skipped.append(
+                    _files.Skipped(f.rel, f"binary file ({f.size} bytes), not a text log (judged by its first bytes)")
+                )
+                continue
             data, fnotes, reason = _files.read_bytes(f)
             if reason:
                 skipped.append(_files.Skipped(f.rel, reason))
@@ -285,3 +290,11 @@ def ingest_files(
         result.streamed_to = str(stream_to)
         result.written = {"events": sinks[0].rows, "metrics": sinks[1].rows}
     return result
+
+
+def _large_binary(f: _files.InputFile) -> bool:
+    """Whether a large file read whole is binary by its head: a sparse 20 GB file of zeros or a
+    core dump must not be read into memory to find it out. A pickle (a flight-recorder dump,
+    binary but read) is not judged here."""
+    head = _files.head_of(f, _files.SNIFF_BYTES, whole_lines=False)[0]
+    return bool(head) and not head.startswith(b"\x80") and _files.is_binary(head)

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from forensics import ingest
@@ -827,6 +827,9 @@ def test_a_file_read_a_segment_at_a_time_decodes_to_the_text_read_whole(tmp_path
 
     path = tmp_path / "f.log"
     text = b"\xef\xbb\xbf" * bom + data
+    # (UTF-16 with no byte-order mark and CR-only line endings are decoded whole, never in
+    # segments: `stream_head` sends them that way)
+    assume(not _files.utf16_without_bom(text) and not (b"\r" in text and b"\n" not in text))
     compress = {
         None: bytes,
         "gzip": lambda b: gzip.compress(b, mtime=0),
