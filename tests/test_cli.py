@@ -8,8 +8,9 @@ import subprocess
 import sys
 
 import polars as pl
+import pytest
 
-from tests.conftest import write
+from tests.conftest import SAMPLES, write
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -98,3 +99,19 @@ def test_markup_and_terminal_escapes_from_the_logs_are_printed_as_text(tmp_path)
     md = (tmp_path / "out" / "postmortem.md").read_text()
     prose = re.sub(r"(`+)(.+?)\1", "", re.sub(r"```.*?```", "", md, flags=re.S))
     assert "<img" not in prose
+
+
+def test_console_output_piped_to_a_file_is_not_wrapped(tmp_path):
+    p = run("analyze", str(SAMPLES / "gpu-oom"), "--out", str(tmp_path / "out"))
+    assert p.returncode == 0, p.stderr
+    root = next(line for line in p.stdout.splitlines() if line.startswith("  root cause"))
+    assert len(root) > 80 and "from 2025-" in root  # (one line, not cut at 80 columns)
+
+
+def test_ray_engine_with_no_cluster_to_join_is_an_error_with_a_hint_not_a_bug(tmp_path):
+    pytest.importorskip("ray")
+    p = run(
+        "analyze", str(SAMPLES / "healthy"), "--out", str(tmp_path / "out"), "--engine", "ray", "--ray-address", "auto"
+    )
+    assert p.returncode == 1, p.stderr
+    assert "cannot start or reach Ray at auto" in p.stderr and "ray start --head" in p.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-console = Console(stderr=False, highlight=False)
+console = Console(stderr=False, highlight=False, soft_wrap=not sys.stdout.isatty())
+"""Piped to a file or another tool, lines are not wrapped at 80 columns (mid-sentence, mid-path)."""
 err_console = Console(stderr=True, highlight=False)
 
 

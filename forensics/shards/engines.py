@@ -2,7 +2,7 @@
 
 All engine-specific code lives here, behind one small protocol (`Executor.map`), so the
 sharded pipeline (`forensics.shards.pipeline`) is the same plain functions on every engine.
-Ray is an optional extra (`pip install "forensics[ray]"`); nothing imports it unless
+Ray is an optional extra (`pip install -e ".[ray]"` from the checkout); nothing imports it unless
 `--engine ray` is asked for.
 
 Rules that keep the engines interchangeable (shared docs, scale-out.md §4):
@@ -95,7 +95,7 @@ class RayExecutor:
         except ImportError as e:
             raise ForensicsError(
                 "--engine ray needs Ray, which is not installed",
-                hint='pip install "forensics[ray]" (or use --engine pool on one machine)',
+                hint='pip install -e ".[ray]" in the checkout (or use --engine pool on one machine)',
             ) from e
         self._ray = ray
         self._started = False
@@ -103,7 +103,15 @@ class RayExecutor:
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
             if address is None:
                 kwargs |= {"num_cpus": workers or os.cpu_count() or 1, "object_store_memory": RAY_OBJECT_STORE_BYTES}
-            ray.init(address=address, **kwargs)
+            try:
+                ray.init(address=address, **kwargs)
+            except Exception as e:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError: Ray's own, by version
+                raise ForensicsError(
+                    f"cannot start or reach Ray at {address or 'a new local instance'}: "
+                    f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+                    hint="start a cluster first (`ray start --head`), leave out --ray-address to start a local one, "
+                    "or use --engine pool on one machine",
+                ) from e
             self._started = True
         self.workers = int(ray.cluster_resources().get("CPU", 1))
         self._remotes: dict[Callable, Any] = {}
