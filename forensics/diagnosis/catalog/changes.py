@@ -8,6 +8,7 @@ ENTRIES: tuple[Signature, ...] = (
     # --- changes
     Signature(
         id="config-change.rollout-config-change",
+        source="Kubernetes deployment controller and kubelet events (ScalingReplicaSet, Pulling, SuccessfulRescale)",
         category="config-change",
         kind="change",
         layer=Layer.PODS,

@@ -72,3 +72,7 @@ class Signature:
     """The postmortem's action item when this is the root cause, where it differs from its
     category's (`forensics.diagnosis.advice.ACTIONS`)."""
     traits: frozenset[Trait] = frozenset()
+    source: str = ""
+    """Where its text comes from: the file of the project that logs it, or the vendor document
+    that lists it. Every catalogued entry names one (`tests/.../test_catalog.py`); an
+    uncatalogued fault read from frames says so."""

@@ -150,6 +150,7 @@ def _signature(exc_type: str, area: Area) -> Signature:
         pattern=re.escape(exc_type),
         label=f"{exc_type} raised in {area.name}{UNCATALOGUED}",
         traits=frozenset({Trait.UNCATALOGUED}),
+        source="the traceback's innermost frame in a known area (catalog.frames), no catalog text",
     )
 
 

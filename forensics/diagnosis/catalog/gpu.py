@@ -11,6 +11,7 @@ ENTRIES: tuple[Signature, ...] = (
     # --- GPU memory and GPU faults
     Signature(
         id="gpu-memory.gpu-out-memory",
+        source="PyTorch c10/cuda/CUDACachingAllocator.cpp (torch.OutOfMemoryError); NCCL src/include/alloc.h ('Cuda failure out of memory')",
         category="gpu-memory",
         kind="fault",
         layer=Layer.MEMORY_KV,
@@ -26,6 +27,7 @@ ENTRIES: tuple[Signature, ...] = (
     # generic GPU fault would otherwise take for the hardware's.
     Signature(
         id="gpu-memory.cublas-could-not-allocate",
+        source="cuBLAS status codes (NVIDIA cuBLAS documentation, cublasStatus_t); PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp",
         category="gpu-memory",
         kind="fault",
         layer=Layer.MEMORY_KV,
@@ -36,6 +38,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-memory.kv-cache-too-small",
+        source="vLLM vllm/v1/core/kv_cache_utils.py (check_enough_kv_cache_memory)",
         category="gpu-memory",
         kind="fault",
         layer=Layer.MEMORY_KV,
@@ -49,6 +52,7 @@ ENTRIES: tuple[Signature, ...] = (
     # takes the rest.
     Signature(
         id="gpu-fault.gpu-fell-off-bus",
+        source="NVIDIA Xid catalog (docs.nvidia.com/deploy/xid-errors): Xid 79; the driver's NVRM kernel message",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
@@ -59,6 +63,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.gpu-memory-ecc-error",
+        source="NVIDIA Xid catalog: Xid 48 (DBE), 63/64 (row remapping), 92 (SBE rate), 94/95 (contained/uncontained ECC)",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
@@ -69,6 +74,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.nvlink-error-xid-74",
+        source="NVIDIA Xid catalog: Xid 74 (NVLink error)",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
@@ -79,6 +85,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.gpu-firmware-gsp-timeout",
+        source="NVIDIA Xid catalog: Xid 119 (GSP RPC timeout), 120 (GSP error), 140 (unrecovered ECC)",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
@@ -89,6 +96,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.gpu-exception-kernel-xid",
+        source="NVIDIA Xid catalog: Xid 13 (graphics engine exception), 31 (GPU memory page fault), 43 (GPU stopped processing)",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
@@ -101,6 +109,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.gpu-clocks-held-down",
+        source="nvidia-smi -q -d PERFORMANCE ('Clocks Event Reasons'); NVML nvmlClocksEventReason* via DCGM_FI_DEV_CLOCKS_EVENT_REASONS (parsers/documents/prometheus.py)",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
@@ -111,6 +120,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.gpu-error-state-nvidia",
+        source="nvidia-smi's table ('ERR!' where a query failed)",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
@@ -123,6 +133,7 @@ ENTRIES: tuple[Signature, ...] = (
     # (PyTorch's and CUDA's own words). Before the generic fault, whose `CUDA error: ` it contains.
     Signature(
         id="engine.image-cuda-needs-newer",
+        source="PyTorch torch/cuda/__init__.py ('The NVIDIA driver on your system is too old'); CUDA runtime cudaErrorInsufficientDriver",
         category="engine",
         kind="fault",
         layer=Layer.ENGINE,
@@ -139,6 +150,7 @@ ENTRIES: tuple[Signature, ...] = (
     # of that image on that GPU model fails at start. Before the generic fault (`CUDA error: `).
     Signature(
         id="engine.image-kernels-dtype-do",
+        source="CUDA runtime cudaErrorNoKernelImageForDevice; PyTorch torch/cuda/__init__.py (capability warning)",
         category="engine",
         kind="fault",
         layer=Layer.ENGINE,
@@ -156,6 +168,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.gpu-work-cleaned-up",
+        source="NVIDIA Xid catalog: Xid 45 (preemptive cleanup after an earlier error)",
         category="gpu-fault",
         kind="symptom",
         layer=Layer.NODE,
@@ -164,6 +177,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.gpu-cuda-fault",
+        source="CUDA runtime errors (cudaErrorIllegalAddress, device-side assert); NVIDIA k8s-device-plugin ('device will go unhealthy'); any other Xid",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
@@ -179,6 +193,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.nvswitch-nvlink-fabric-failure",
+        source="NVIDIA Fabric Manager logs and NVSwitch SXid messages (NVIDIA Fabric Manager user guide)",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
@@ -188,6 +203,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.cuda-call-failed-inside",
+        source="NCCL src/include/checks.h (CUDACHECK: 'Cuda failure'), ncclUnhandledCudaError in src/nccl.h.in",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
@@ -197,6 +213,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.gpu-driver-nvml-failure",
+        source="NVML (nvmlInit errors, NVML_ERROR_*); nvidia-smi 'Driver/library version mismatch'; PyTorch 'Found no NVIDIA driver'",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,

@@ -10,6 +10,7 @@ ENTRIES: tuple[Signature, ...] = (
     # --- KV cache / block manager (vLLM V0/V1 asserts, LMCache-style stores)
     Signature(
         id="kv-cache.kv-cache-corruption",
+        source="KV stores behind vLLM's connectors (LMCache-style: 'Cache corruption detected in block N'), the incident this tool was built for",
         category="kv-cache",
         kind="fault",
         layer=Layer.MEMORY_KV,
@@ -18,6 +19,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="kv-cache.kv-block-pool-invariant",
+        source="vLLM vllm/v1/core/block_pool.py, kv_cache_utils.py (FreeKVCacheBlockQueue), vllm/core/block/ (V0); TensorRT-LLM cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp, evictionPolicy.cpp (TLLM_CHECK)",
         category="kv-cache",
         kind="fault",
         layer=Layer.MEMORY_KV,
@@ -32,6 +34,7 @@ ENTRIES: tuple[Signature, ...] = (
     # fewer tokens means a chunk left the store between the two (evicted or lost).
     Signature(
         id="kv-cache.kv-store-returned-fewer",
+        source="LMCache lmcache/integration/vllm/vllm_v1_adapter.py (retrieve against lookup)",
         category="kv-cache",
         kind="fault",
         layer=Layer.MEMORY_KV,
@@ -43,6 +46,7 @@ ENTRIES: tuple[Signature, ...] = (
     # engine recomputes every prefix it would have read (throughput falls, no wrong output).
     Signature(
         id="kv-cache.remote-kv-store-redis",
+        source="redis-py redis/exceptions.py and redis/connection.py ('Error N connecting to host:port')",
         category="kv-cache",
         kind="fault",
         layer=Layer.MEMORY_KV,
@@ -58,6 +62,7 @@ ENTRIES: tuple[Signature, ...] = (
     # read it no longer recognises may have copied blocks already freed and reused: stale KV.
     Signature(
         id="kv-cache.decode-read-kv-blocks",
+        source="vLLM vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py",
         category="kv-cache",
         kind="fault",
         layer=Layer.MEMORY_KV,
@@ -74,6 +79,7 @@ ENTRIES: tuple[Signature, ...] = (
     # were lost by the allocator, and it raises.
     Signature(
         id="kv-cache.sglang-kv-pool-leak",
+        source="SGLang python/sglang/srt/managers/scheduler.py (check_memory)",
         category="kv-cache",
         kind="fault",
         layer=Layer.MEMORY_KV,
@@ -87,6 +93,7 @@ ENTRIES: tuple[Signature, ...] = (
     # `update_running_batch`): its preemption, which vLLM counts in its metrics line instead.
     Signature(
         id="kv-cache.sglang-kv-pool-full-retract",
+        source="SGLang python/sglang/srt/managers/scheduler.py (update_running_batch: 'KV cache pool is full. Retract requests.')",
         category="kv-cache",
         kind="fault",
         layer=Layer.MEMORY_KV,
@@ -95,6 +102,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="kv-cache.requests-produced-nan-logits",
+        source="vLLM vllm/v1/metrics/loggers.py (Corrupted: N reqs, VLLM_COMPUTE_NANS_IN_LOGITS)",
         category="kv-cache",
         kind="fault",
         layer=Layer.MEMORY_KV,

@@ -10,6 +10,7 @@ ENTRIES: tuple[Signature, ...] = (
     # --- network / NCCL transport
     Signature(
         id="network.infiniband-rdma-transport-error",
+        source="NCCL src/transport/net_ib.cc ('NET/IB : Got completion from peer'), ibverbs calls; kubelet NetworkUnavailable condition",
         category="network",
         kind="fault",
         layer=Layer.NETWORK,
@@ -29,6 +30,7 @@ ENTRIES: tuple[Signature, ...] = (
     # failed start is left out: NCCL then falls back to sockets, slower but working.
     Signature(
         id="network.efa-libfabric-transport-error",
+        source="aws-ofi-nccl src/nccl_ofi_rdma.c ('NET/OFI Request completed with error')",
         category="network",
         kind="fault",
         layer=Layer.NETWORK,
@@ -44,6 +46,7 @@ ENTRIES: tuple[Signature, ...] = (
     # scheduler recomputes or fails the requests (`kv_load_failure_policy`).
     Signature(
         id="network.kv-transfer-between-prefill",
+        source="vLLM nixl_connector.py, Mooncake transfer engine (mooncake-transfer-engine), vLLM KV connectors",
         category="network",
         kind="fault",
         layer=Layer.NETWORK,
@@ -61,6 +64,7 @@ ENTRIES: tuple[Signature, ...] = (
     # bonding, systemd-networkd's `Lost carrier`, a pulled cable, an RDMA completion error.
     Signature(
         id="network.network-link-down-rdma",
+        source="Linux NIC drivers (mlx5_core, ixgbe: 'Link down', 'NIC Link is Down'), ibverbs work-completion errors",
         category="network",
         kind="fault",
         layer=Layer.NETWORK,
@@ -73,6 +77,7 @@ ENTRIES: tuple[Signature, ...] = (
     # heartbeat lost, a command to the firmware timing out, a transmit queue stalled.
     Signature(
         id="network.node-network-adapter-failed",
+        source="Linux mlx5_core driver (drivers/net/ethernet/mellanox/mlx5/core/health.c, events.c)",
         category="network",
         kind="fault",
         layer=Layer.NETWORK,
@@ -87,6 +92,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="network.nccl-socket-error",
+        source="NCCL src/misc/socket.cc (socketProgress, socketStartConnect, socketPollConnect)",
         category="network",
         kind="fault",
         layer=Layer.NETWORK,
@@ -96,6 +102,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="network.connection-reset-closed-unroutable",
+        source="Linux ECONNRESET, EHOSTUNREACH, EPIPE as NCCL, Gloo and Python report them",
         category="network",
         kind="fault",
         layer=Layer.NETWORK,
@@ -108,6 +115,7 @@ ENTRIES: tuple[Signature, ...] = (
     # before its "system error" below, which names no cause.
     Signature(
         id="pod-lifecycle.dev-shm-too-small",
+        source="NCCL src/transport/shm.cc and src/misc/shmutils.cc (/dev/shm segments); PyTorch shared-memory errors",
         category="pod-lifecycle",
         kind="fault",
         layer=Layer.PODS,
@@ -120,6 +128,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="node.disk-full-node-s",
+        source="Linux ENOSPC (errno 28) and EDQUOT (errno 122) as Python reports them",
         category="node",
         kind="fault",
         layer=Layer.NODE,
@@ -131,6 +140,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="network.nccl-system-remote-error",
+        source="NCCL src/nccl.h.in (ncclSystemError, ncclRemoteError) and ncclGetErrorString",
         category="network",
         kind="fault",
         layer=Layer.NETWORK,
@@ -140,6 +150,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="network.nccl-proxy-bootstrap-network",
+        source="NCCL src/proxy.cc ('[Proxy Service N] Failed to execute operation'), src/bootstrap.cc",
         category="network",
         kind="fault",
         layer=Layer.NETWORK,
@@ -152,6 +163,7 @@ ENTRIES: tuple[Signature, ...] = (
     # between the ranks broken. The engine cannot start its expert-parallel layers.
     Signature(
         id="network.nvshmem-deepep-expert-parallel",
+        source="NVSHMEM initialization errors as DeepEP (deepseek-ai/DeepEP csrc/) reports them",
         category="network",
         kind="fault",
         layer=Layer.NETWORK,
@@ -167,6 +179,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="network.torch-distributed-rendezvous-tcpstore",
+        source="PyTorch torch/csrc/distributed/c10d/socket.cpp (DistNetworkError), torch/distributed/elastic/rendezvous/",
         category="network",
         kind="fault",
         layer=Layer.NETWORK,
@@ -182,6 +195,7 @@ ENTRIES: tuple[Signature, ...] = (
     # address as fallback` (vllm/utils: no routable interface found), or with the wrong NIC picked.
     Signature(
         id="network.gloo-ranks-could-not-connect",
+        source="Gloo gloo/transport/tcp/pair.cc and PyTorch ProcessGroupGloo ('Gloo connectFullMesh failed')",
         category="network",
         kind="fault",
         layer=Layer.NETWORK,
@@ -195,6 +209,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="network.ray-node-cannot-reach",
+        source="Ray src/ray/gcs/gcs_client/ ('Failed to connect to GCS within N seconds')",
         category="network",
         kind="fault",
         layer=Layer.NETWORK,
@@ -203,6 +218,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="other.nccl-internal-error-misuse",
+        source="NCCL src/nccl.h.in (ncclInternalError, ncclInvalidUsage, ncclInvalidArgument)",
         category="other",
         kind="fault",
         layer=Layer.NETWORK,

@@ -13,6 +13,7 @@ ENTRIES: tuple[Signature, ...] = (
     # (`OOMKilling`) report it: the node's RAM ran out, whoever it killed.
     Signature(
         id="node.host-memory-exhausted-kernel",
+        source="Linux mm/oom_kill.c ('Out of memory: Killed process'); kubelet SystemOOM event",
         category="node",
         kind="fault",
         layer=Layer.NODE,
@@ -26,6 +27,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="node.node-failure",
+        source="kubelet pkg/kubelet/pleg/generic.go ('PLEG is not healthy'), node controller NodeNotReady events, kubelet node conditions",
         category="node",
         kind="fault",
         layer=Layer.NODE,
@@ -38,6 +40,7 @@ ENTRIES: tuple[Signature, ...] = (
     # off the bus (the driver's Xid 79 or a NIC reset often follows).
     Signature(
         id="node.pcie-fatal-error-node",
+        source="Linux drivers/pci/pcie/aer.c ('PCIe Bus Error: severity=Uncorrected (Fatal)')",
         category="node",
         kind="fault",
         layer=Layer.NODE,
@@ -50,6 +53,7 @@ ENTRIES: tuple[Signature, ...] = (
     # uncorrectable ECC (EDAC's `UE`; its corrected `CE` counts are wear, no fault).
     Signature(
         id="node.host-hardware-error-node",
+        source="Linux arch/x86/kernel/cpu/mce/ and drivers/edac/ (machine checks, uncorrected memory errors)",
         category="node",
         kind="fault",
         layer=Layer.NODE,
@@ -61,6 +65,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="node.node-kernel-filesystem-failure",
+        source="Linux kernel oops, hung-task and soft-lockup detectors; node-problem-detector KernelOops/TaskHung conditions",
         category="node",
         kind="fault",
         layer=Layer.NODE,
@@ -76,6 +81,7 @@ ENTRIES: tuple[Signature, ...] = (
     # volume, a cache) blocks until the server answers; `nfs: server X OK` says when it did.
     Signature(
         id="node.nfs-server-volume-stopped",
+        source="Linux fs/nfs ('nfs: server X not responding')",
         category="node",
         kind="fault",
         layer=Layer.NODE,
@@ -86,6 +92,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="pod-lifecycle.container-oom-killed-memory",
+        source="Kubernetes container status reason OOMKilled (kubectl describe, kube-state-metrics); Linux memcontrol.c",
         category="pod-lifecycle",
         kind="fault",
         layer=Layer.NODE,
@@ -95,6 +102,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="pod-lifecycle.health-probe-misconfigured-server",
+        source="kubelet pkg/kubelet/prober/ ('HTTP probe failed with statuscode')",
         category="pod-lifecycle",
         kind="fault",
         layer=Layer.PODS,
@@ -105,6 +113,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="pod-lifecycle.image-cannot-pulled-tag",
+        source="kubelet pkg/kubelet/images/ (ErrImagePull, ImagePullBackOff events)",
         category="pod-lifecycle",
         kind="fault",
         layer=Layer.PODS,
@@ -115,6 +124,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="pod-lifecycle.volume-cannot-mounted-model",
+        source="kubelet pkg/volume/ (MountVolume.SetUp/MountDevice failed events)",
         category="pod-lifecycle",
         kind="fault",
         layer=Layer.PODS,
@@ -128,6 +138,7 @@ ENTRIES: tuple[Signature, ...] = (
     # purpose: it is a config slip on whatever pod mounts it, usually not the serving path.
     Signature(
         id="capacity.pods-cannot-scheduled-not",
+        source="kube-scheduler FailedScheduling messages ('Insufficient nvidia.com/gpu')",
         category="capacity",
         kind="fault",
         layer=Layer.PODS,
@@ -141,6 +152,7 @@ ENTRIES: tuple[Signature, ...] = (
     # is what kept the pod pending, and its own fault).
     Signature(
         id="node.pods-cannot-scheduled-nodes",
+        source="kube-scheduler FailedScheduling with node.kubernetes.io/not-ready, unreachable and pressure taints",
         category="node",
         kind="symptom",
         layer=Layer.NODE,
@@ -152,6 +164,7 @@ ENTRIES: tuple[Signature, ...] = (
     # matches no node (a rollout that changed them, GPU nodes tainted and the pod not tolerating).
     Signature(
         id="capacity.pods-cannot-scheduled-no",
+        source="kube-scheduler FailedScheduling (taints, node affinity/selector)",
         category="capacity",
         kind="fault",
         layer=Layer.PODS,
@@ -165,6 +178,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="capacity.pod-preempted-scheduler-higher",
+        source="kube-scheduler Preempted event",
         category="capacity",
         kind="fault",
         layer=Layer.PODS,
@@ -174,6 +188,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.node-gpus-pod-given",
+        source="kubelet device manager pkg/kubelet/cm/devicemanager/ (UnexpectedAdmissionError)",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
@@ -182,6 +197,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="node.pod-sandbox-cannot-created",
+        source="kubelet FailedCreatePodSandBox event (CRI, CNI errors)",
         category="node",
         kind="fault",
         layer=Layer.NODE,

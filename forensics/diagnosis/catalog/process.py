@@ -12,6 +12,7 @@ ENTRIES: tuple[Signature, ...] = (
     # server's open connections over its `ulimit -n`.
     Signature(
         id="engine.process-ran-out-file",
+        source="Linux EMFILE (errno 24) as Python and ZeroMQ report it",
         category="engine",
         kind="fault",
         layer=Layer.ENGINE,
@@ -29,6 +30,7 @@ ENTRIES: tuple[Signature, ...] = (
     # connection failing.
     Signature(
         id="engine.server-port-already-taken",
+        source="Linux EADDRINUSE (errno 98) as uvicorn and vLLM's API server report it",
         category="engine",
         kind="fault",
         layer=Layer.ENGINE,

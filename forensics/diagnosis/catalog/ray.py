@@ -11,6 +11,7 @@ ENTRIES: tuple[Signature, ...] = (
     # is the node's RAM, not the GPU's)
     Signature(
         id="node.host-memory-exhausted-ray",
+        source="Ray python/ray/exceptions.py (OutOfMemoryError) and the raylet's memory monitor (src/ray/raylet/node_manager.cc)",
         category="node",
         kind="fault",
         layer=Layer.NODE,
@@ -21,6 +22,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="node.ray-raylet-node-died",
+        source="Ray src/ray/raylet/main.cc and the worker's 'The raylet exited unexpectedly' (python/ray/_private/worker.py)",
         category="node",
         kind="fault",
         layer=Layer.NODE,
@@ -31,6 +33,7 @@ ENTRIES: tuple[Signature, ...] = (
     # happened there, and it is logged on the head, so the action does not name the host.
     Signature(
         id="node.ray-worker-node-lost",
+        source="Ray GCS src/ray/gcs/gcs_server/gcs_health_check_manager.cc ('marked dead because the detector has missed too many heartbeats')",
         category="node",
         kind="fault",
         layer=Layer.NODE,

@@ -10,6 +10,7 @@ ENTRIES: tuple[Signature, ...] = (
     # --- engine start: what stops a new pod (often a rollout) from ever serving
     Signature(
         id="gpu-memory.no-gpu-memory-left",
+        source="vLLM vllm/v1/worker/gpu_worker.py and utils (memory profiling, 'less than desired GPU memory utilization')",
         category="gpu-memory",
         kind="fault",
         layer=Layer.MEMORY_KV,
@@ -22,6 +23,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="engine.model-weights-config-cannot",
+        source="huggingface_hub errors (GatedRepoError, RepositoryNotFoundError, LocalEntryNotFoundError); vLLM model loader; safetensors",
         category="engine",
         kind="fault",
         layer=Layer.ENGINE,
@@ -41,6 +43,7 @@ ENTRIES: tuple[Signature, ...] = (
     # cannot take (vLLM's config checks).
     Signature(
         id="engine.model-does-not-fit",
+        source="vLLM vllm/model_executor/models/registry.py and vllm/config (architecture, tensor-parallel and max_model_len checks)",
         category="engine",
         kind="fault",
         layer=Layer.ENGINE,
@@ -56,6 +59,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="engine.prefill-decode-instances-run",
+        source="vLLM nixl_connector.py (handshake: compatibility hash, engine id)",
         category="engine",
         kind="fault",
         layer=Layer.MEMORY_KV,
@@ -69,6 +73,7 @@ ENTRIES: tuple[Signature, ...] = (
     # default under $HOME: a read-only root filesystem or an arbitrary UID (OpenShift) refuse them.
     Signature(
         id="engine.engine-cannot-write-cache",
+        source="Linux EACCES/EROFS on the caches vLLM, Triton and Hugging Face write (~/.cache, ~/.triton)",
         category="engine",
         kind="fault",
         layer=Layer.ENGINE,
@@ -82,6 +87,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="engine.torch-compile-failed-engine",
+        source="PyTorch torch/_dynamo/exc.py (BackendCompilerFailed)",
         category="engine",
         kind="fault",
         layer=Layer.ENGINE,
@@ -95,6 +101,7 @@ ENTRIES: tuple[Signature, ...] = (
     # name), cluster DNS is the fault.
     Signature(
         id="network.dns-resolution-failed-cluster",
+        source="glibc getaddrinfo errors (EAI_AGAIN, EAI_NONAME) as Python reports them",
         category="network",
         kind="fault",
         layer=Layer.NETWORK,

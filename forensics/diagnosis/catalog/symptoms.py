@@ -10,6 +10,7 @@ ENTRIES: tuple[Signature, ...] = (
     # --- symptoms
     Signature(
         id="collective-timeout.nccl-watchdog-timeout",
+        source="PyTorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (watchdog)",
         category="collective-timeout",
         kind="symptom",
         layer=Layer.COLLECTIVES,
@@ -18,6 +19,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="collective-timeout.nccl-bus-bandwidth-gpu",
+        source="NCCL Inspector's Prometheus output (parsers/documents/prometheus.py)",
         category="collective-timeout",
         kind="symptom",
         layer=Layer.COLLECTIVES,
@@ -26,6 +28,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="collective-timeout.deepep-expert-all-all",
+        source="DeepEP csrc/kernels/ (timeout checks)",
         category="collective-timeout",
         kind="symptom",
         layer=Layer.COLLECTIVES,
@@ -34,6 +37,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="collective-timeout.shared-memory-broadcast-stall",
+        source="vLLM vllm/distributed/device_communicators/shm_broadcast.py",
         category="collective-timeout",
         kind="symptom",
         layer=Layer.COLLECTIVES,
@@ -42,6 +46,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="collective-timeout.collectives-out-step-flight",
+        source="PyTorch torch/distributed/flight_recorder (fr_trace analysis output)",
         category="collective-timeout",
         kind="symptom",
         layer=Layer.COLLECTIVES,
@@ -51,6 +56,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="collective-timeout.nccl-ras-process-dead",
+        source="NCCL src/ras/ (ncclras client report)",
         category="collective-timeout",
         kind="symptom",
         layer=Layer.COLLECTIVES,
@@ -59,6 +65,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="engine.engine-died",
+        source="vLLM vllm/v1/engine/core.py, core_client.py, async_llm.py, exceptions.py; torch.distributed.elastic; SGLang scheduler and detokenizer; Ray actor errors",
         category="engine",
         kind="symptom",
         layer=Layer.ENGINE,
@@ -78,6 +85,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="kv-cache.kv-transfer-not-completed",
+        source="vLLM nixl_connector.py ('Releasing expired KV blocks') and KV load-failure recovery",
         category="kv-cache",
         kind="symptom",
         layer=Layer.MEMORY_KV,
@@ -90,6 +98,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="capacity.requests-preempted-lack-kv",
+        source="vLLM V0 vllm/core/scheduler.py (preemption warning)",
         category="capacity",
         kind="symptom",
         layer=Layer.MEMORY_KV,
@@ -98,6 +107,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="pod-lifecycle.gateway-found-no-healthy",
+        source="Envoy response flags (UH, no_healthy_upstream); nginx 'no live upstreams'",
         category="pod-lifecycle",
         kind="symptom",
         layer=Layer.PODS,
@@ -108,6 +118,7 @@ ENTRIES: tuple[Signature, ...] = (
     # nginx's error log on what the backend did (ngx_http_upstream.c's and the kernel's words).
     Signature(
         id="pod-lifecycle.gateway-connection-backend-pod",
+        source="nginx ngx_http_upstream ('connect() failed (111: Connection refused) while connecting to upstream')",
         category="pod-lifecycle",
         kind="symptom",
         layer=Layer.PODS,
@@ -118,6 +129,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="engine.gateway-timed-out-waiting",
+        source="nginx ngx_http_upstream ('upstream timed out (110: Connection timed out)')",
         category="engine",
         kind="symptom",
         layer=Layer.ENGINE,
@@ -129,6 +141,7 @@ ENTRIES: tuple[Signature, ...] = (
     # outgrew its own ephemeral-storage limit.
     Signature(
         id="node.node-ran-out-memory",
+        source="kubelet pkg/kubelet/eviction/ (Evicted: 'The node was low on resource')",
         category="node",
         kind="fault",
         layer=Layer.NODE,
@@ -141,6 +154,7 @@ ENTRIES: tuple[Signature, ...] = (
     # takes every pod on it down.
     Signature(
         id="node.node-shut-down-under",
+        source="kubelet pkg/kubelet/nodeshutdown/ (graceful node shutdown)",
         category="node",
         kind="fault",
         layer=Layer.NODE,
@@ -153,6 +167,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="pod-lifecycle.pod-evicted-exceeding-ephemeral",
+        source="kubelet pkg/kubelet/eviction/ (ephemeral-storage limits)",
         category="pod-lifecycle",
         kind="fault",
         layer=Layer.PODS,
@@ -161,6 +176,7 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="pod-lifecycle.pod-probes-restarts",
+        source="kubelet events (BackOff, Killing, Unhealthy) and pkg/kubelet/prober/",
         category="pod-lifecycle",
         kind="symptom",
         layer=Layer.PODS,

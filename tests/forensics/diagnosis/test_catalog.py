@@ -833,3 +833,12 @@ def test_a_flood_of_one_message_gives_each_of_its_events_its_signature_rows():
     assert got["_ev"].to_list() == [0, 0, 1, 3, 3, 4, 5, 5]
     assert got.filter(pl.col("_ev") == 5)["category"].sort().to_list() == ["engine", "gpu-memory"]
     assert got.filter(pl.col("_ev") == 4)["text"].to_list() == [shm]
+
+
+def test_every_catalog_entry_says_where_its_text_comes_from():
+    # A project file that logs it, or the vendor document that lists it: what a reader checks
+    # when a new release rewords a message.
+    missing = [sig.id for sig in SIGNATURES if len(sig.source) < 12]
+    assert missing == []
+    xids = [sig for sig in SIGNATURES if "Xid" in sig.label and sig.category == "gpu-fault"]
+    assert xids and all("Xid catalog" in sig.source for sig in xids)
