@@ -32,6 +32,7 @@ from forensics.diagnosis.advice import (
     STARTUP_KILL_LABEL,
     SYMPTOM_OF,
 )
+from forensics.diagnosis.catalog import xid
 from forensics.diagnosis.records import Evidence
 from forensics.diagnosis.series import KV_FULL, UNTIMED_STEP, Incident, Series, tell_kv_full_no_queue
 from forensics.diagnosis.signatures import Layer, Trait
@@ -146,6 +147,8 @@ def hypotheses(
             evidence=ev,
         )
         h.sources = frozenset(x for x in part[s.SOURCE].unique().to_list() if x)
+        if cat == "gpu-fault" and (said := xid.meaning(first["full"] or "")) is not None:
+            h.why.append(said)  # (what the code means, for an Xid outside the catalog's groups too)
         if first.get(s.TS_QUALITY) == "relative" and first[s.SOURCE] == "kernel":
             h.why.append(BOOT_CLOCK_NOTE)
         echo = _trap_echo(h, timeouts)

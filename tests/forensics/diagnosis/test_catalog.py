@@ -842,3 +842,18 @@ def test_every_catalog_entry_says_where_its_text_comes_from():
     assert missing == []
     xids = [sig for sig in SIGNATURES if "Xid" in sig.label and sig.category == "gpu-fault"]
     assert xids and all("Xid catalog" in sig.source for sig in xids)
+
+
+def test_an_xid_outside_the_catalogs_groups_is_named_by_what_nvidia_calls_it(tmp_path):
+    from forensics import analyze
+    from tests.conftest import write as write_file
+
+    write_file(
+        tmp_path / "nodes" / "gpu-7" / "kernel.journal",
+        "Mar 02 10:00:05 gpu-7 kernel: NVRM: Xid (PCI:0000:c1:00): 154, GPU recovery action changed from 0x0 "
+        "(None) to 0x2 (Node Reboot Required)\n",
+    )
+    (inc,) = analyze(tmp_path, year=2025).to_json()["incidents"]
+    rc = inc["root_cause"]
+    assert (rc["category"], rc["hosts"]) == ("gpu-fault", ["gpu-7"])
+    assert any(w.startswith("Xid 154: GPU recovery action changed") for w in rc["why"])
