@@ -1059,3 +1059,23 @@ def test_sglangs_kv_pool_leak_is_a_kv_cache_fault(tmp_path):
     rc = analyze(tmp_path).to_json()["incidents"][0]["root_cause"]
     assert (rc["status"], rc["category"]) == ("supported", "kv-cache")
     assert rc["label"].startswith("SGLang's KV pool lost track of slots")
+
+
+def test_a_warning_that_names_a_remote_peer_is_evidence_about_the_link_not_against_that_peer(tmp_path):
+    # gpu-a's NCCL says its IB completion from gpu-c's address failed; gpu-c logged nothing.
+    # The verdict is about gpu-a's side of the link, where the error was seen: gpu-c's name
+    # or address in the message does not make it a host of the cause.
+    write_file(
+        tmp_path / "nodes" / "gpu-a" / "worker.log",
+        "2025-03-02T10:00:04.000000000Z gpu-a:311:402 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got "
+        "completion from peer 10.0.3.5<44412> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid "
+        "fe80::1 remoteGids fe80::3 hca mlx5_1\n",
+    )
+    write_file(
+        tmp_path / "nodes" / "gpu-c" / "worker.log",
+        "2025-03-02T09:59:00.000000000Z gpu-c:17:17 [0] NCCL INFO Bootstrap : Using ib0:10.0.3.5<0>\n",
+    )
+    (inc,) = analyze(tmp_path).to_json()["incidents"]
+    rc = inc["root_cause"]
+    assert rc["category"] == "network" and "gpu-a" in rc["hosts"]
+    assert not any(h in ("gpu-c", "10.0.3.5") for h in rc["hosts"])
