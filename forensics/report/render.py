@@ -72,6 +72,12 @@ def md_text(value) -> str:
     )
 
 
+def our_markdown(value) -> str:
+    """Text this tool wrote with its own Markdown (code spans around policy and command names,
+    the replay's verdict): HTML neutralised, its backticks kept (`md_text` would show them as `\\``)."""
+    return " ".join(str(value or "").split()).replace("<", "&lt;").replace(">", "&gt;")
+
+
 def sentence(value) -> str:
     """A clause as a sentence of its own: capital first letter, closing stop."""
     text = str(value or "").strip()
@@ -124,6 +130,7 @@ def environment(template_path: Path | None = None, html: bool = False) -> jinja2
         inline=inline,
         code=code,
         md=md_text,
+        ours=our_markdown,
         sentence=sentence,
         mermaid=mermaid_text,
         hhmmss=hhmmss,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -303,3 +304,19 @@ def test_no_incident_report_still_lists_error_lines_no_signature_explains(tmp_pa
     assert "| 1 | 09:14:02 | engine.log:1 |" in row
     healthy = write_all(analyze(SAMPLES / "healthy"), tmp_path / "healthy")["postmortem"].read_text()
     assert "match no known fault or symptom" not in healthy
+
+
+def test_the_replay_verdict_keeps_its_code_spans(outputs):
+    # The verdict is the tool's own Markdown (policy names in code spans): shown as code, not as
+    # escaped backticks; what a log could carry (HTML) is still neutralised.
+    analysis = json.loads((outputs["cache-corruption"] / "analysis.json").read_text())
+    replay = {
+        "requests": 3000,
+        "rate_scale": 1.0,
+        "load": None,
+        "runs": [],
+        "verdict": "Replay: the correct policy `lru` corrupted 0 of 3,000 requests; `lru-evict-live` <b>3,000</b>.",
+    }
+    md = rpt.render(analysis, fmt="md", replay=replay)
+    assert "the correct policy `lru` corrupted 0" in md and "\\`" not in md.split("### Replay")[1].split("## ")[0]
+    assert "&lt;b&gt;3,000&lt;/b&gt;" in md
