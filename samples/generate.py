@@ -699,27 +699,41 @@ def kill_and_restart(w: World, p: Pod, t: datetime, reason: str = "liveness") ->
         "kubelet.go:2455",
         f'"SyncLoop (PLEG): event for pod" pod="{NS}/{p.name}" event={{"ID":"{p.uid}","Type":"ContainerDied"}}',
     )
+    back_off(w, p, tk + timedelta(seconds=32), count=2 + p.instance, first=tk + timedelta(seconds=32), seconds=10)
+    w.restart(p)
+    return tk + timedelta(seconds=45)
+
+
+def back_off(w: World, p: Pod, t: datetime, *, count: int, first: datetime, seconds: int) -> None:
+    """A crash-looping container: the kubelet's `BackOff` event at `t`, and its journal's line a second later."""
     w.event(
-        tk + timedelta(seconds=32),
+        t,
         "Warning",
         "BackOff",
         "Pod",
         p.name,
         f"Back-off restarting failed container vllm in pod {p.name}_{NS}({p.uid})",
         p.node,
-        count=2 + p.instance,
-        first=tk + timedelta(seconds=32),
+        count=count,
+        first=first,
         field_path="spec.containers{vllm}",
     )
     w.kubelet(
         p.node,
-        tk + timedelta(seconds=33),
+        t + timedelta(seconds=1),
         "E",
         "pod_workers.go:1301",
-        f'"Error syncing pod, skipping" err="failed to \\"StartContainer\\" for \\"vllm\\" with CrashLoopBackOff: \\"back-off 10s restarting failed container=vllm pod={p.name}_{NS}({p.uid})\\"" pod="{NS}/{p.name}" podUID="{p.uid}"',
+        f'"Error syncing pod, skipping" err="failed to \\"StartContainer\\" for \\"vllm\\" with CrashLoopBackOff: '
+        f'\\"back-off {seconds}s restarting failed container=vllm pod={p.name}_{NS}({p.uid})\\"" pod="{NS}/{p.name}" '
+        f'podUID="{p.uid}"',
     )
-    w.restart(p)
-    return tk + timedelta(seconds=45)
+
+
+def stop_pod(w: World, p: Pod, t: datetime) -> None:
+    """The kubelet stopping a pod on purpose (a rollout's old replica, a scale-down): its `Killing` event."""
+    w.event(
+        t, "Normal", "Killing", "Pod", p.name, "Stopping container vllm", p.node, field_path="spec.containers{vllm}"
+    )
 
 
 def noise(w: World, t0: datetime, t1: datetime) -> None:
@@ -937,16 +951,7 @@ def cache_corruption(w: World) -> dict:
             image="registry.internal/vllm-openai:v0.10.2-evictfix",
         )
     for p in pods:
-        w.event(
-            fix + timedelta(seconds=95),
-            "Normal",
-            "Killing",
-            "Pod",
-            p.name,
-            "Stopping container vllm",
-            p.node,
-            field_path="spec.containers{vllm}",
-        )
+        stop_pod(w, p, fix + timedelta(seconds=95))
 
     def up_old(p: Pod, t: datetime) -> bool:
         return t < fix + timedelta(seconds=90) and not any(a <= t < b for a, b in down[p.name])
@@ -1382,16 +1387,7 @@ def config_rollout(w: World) -> dict:
         component="deployment-controller",
     )
     for p in old:
-        w.event(
-            roll + timedelta(seconds=1),
-            "Normal",
-            "Killing",
-            "Pod",
-            p.name,
-            "Stopping container vllm",
-            p.node,
-            field_path="spec.containers{vllm}",
-        )
+        stop_pod(w, p, roll + timedelta(seconds=1))
         w.vllm(
             p, roll + timedelta(seconds=2), "APIServer", "INFO", "launcher.py:80", "Shutting down FastAPI HTTP server."
         )
@@ -1604,29 +1600,12 @@ def startup_failure(w: World) -> dict:
                 "Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': 1}",
             )
             attempt += 1
-            back_off = min(300, 10 * 2**attempt)
-            w.event(
-                fail + timedelta(seconds=2),
-                "Warning",
-                "BackOff",
-                "Pod",
-                p.name,
-                f"Back-off restarting failed container vllm in pod {p.name}_{NS}({p.uid})",
-                p.node,
-                count=attempt,
-                first=start + timedelta(seconds=45),
-                field_path="spec.containers{vllm}",
-            )
-            w.kubelet(
-                p.node,
-                fail + timedelta(seconds=3),
-                "E",
-                "pod_workers.go:1301",
-                f'"Error syncing pod, skipping" err="failed to \\"StartContainer\\" for \\"vllm\\" with CrashLoopBackOff: '
-                f'\\"back-off {back_off}s restarting failed container=vllm pod={p.name}_{NS}({p.uid})\\"" pod="{NS}/{p.name}" podUID="{p.uid}"',
+            wait = min(300, 10 * 2**attempt)
+            back_off(
+                w, p, fail + timedelta(seconds=2), count=attempt, first=start + timedelta(seconds=45), seconds=wait
             )
             w.restart(p)
-            t = fail + timedelta(seconds=back_off + 5)
+            t = fail + timedelta(seconds=wait + 5)
     rate = lambda t: 4000.0  # noqa: E731  (what the clients sent, captured at the load generator)
     capture_trace(w, start + timedelta(minutes=5), start + timedelta(minutes=8), rate, n_max=500)
     noise(w, start - timedelta(hours=6), end)

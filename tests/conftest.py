@@ -16,6 +16,20 @@ REPO = Path(__file__).parent.parent
 SAMPLES = REPO / "samples"
 """The shipped sample incidents."""
 GOLDEN = Path(__file__).parent / "golden"
+FAULT_SAMPLES = [
+    "cache-corruption",
+    "nccl-network",
+    "gpu-oom",
+    "node-failure",
+    "kv-pressure",
+    "pd-transfer",
+    "config-rollout",
+    "gpu-throttle",
+    "silent-kv",
+    "startup-failure",
+    "sglang-kv-leak",
+]
+"""The shipped samples with an incident, each with its ground truth (`samples/*/ground_truth.json`)."""
 """Pinned outputs: the samples' postmortems, the catalog's ids."""
 SHARED = REPO.parent / "shared" / "data"
 

@@ -10,21 +10,9 @@ import pytest
 
 from forensics import analyze
 from forensics.report.postmortem import write_all
-from tests.conftest import SAMPLES
+from tests.conftest import FAULT_SAMPLES, SAMPLES
 
-FAULT_SCENARIOS = [
-    "cache-corruption",
-    "nccl-network",
-    "gpu-oom",
-    "node-failure",
-    "kv-pressure",
-    "pd-transfer",
-    "config-rollout",
-    "gpu-throttle",
-    "silent-kv",
-    "startup-failure",
-    "sglang-kv-leak",
-]
+FAULT_SCENARIOS = FAULT_SAMPLES
 
 
 @pytest.fixture(scope="module")

@@ -14,22 +14,10 @@ import pytest
 from forensics import analyze
 from forensics.report import render as rpt
 from forensics.report.postmortem import write_all
-from tests.conftest import GOLDEN, SAMPLES
+from tests.conftest import FAULT_SAMPLES, GOLDEN, SAMPLES
 from tests.conftest import write as write_file
 
-FAULTS = [
-    "cache-corruption",
-    "nccl-network",
-    "gpu-oom",
-    "node-failure",
-    "kv-pressure",
-    "pd-transfer",
-    "config-rollout",
-    "gpu-throttle",
-    "silent-kv",
-    "startup-failure",
-    "sglang-kv-leak",
-]
+FAULTS = FAULT_SAMPLES
 NAMES = [*FAULTS, "healthy"]
 PROMTOOL = shutil.which("promtool")
 
