@@ -384,3 +384,22 @@ def test_dcgm_clock_events_of_an_idle_or_power_capped_gpu_are_not_slowdowns(tmp_
     assert said == [
         "DCGM_FI_DEV_CLOCKS_EVENT_REASONS is 64 on GPU 1 (GPU-1): clocks held down by the hardware (HW Thermal Slowdown)"
     ]
+
+
+def test_a_slowed_replica_whose_nic_flaps_is_named_a_network_fault_on_its_node(tmp_path):
+    # Slow, not dead: llm-1's node loses and regains its RDMA link every minute from 12:29;
+    # its replica serves at 30 % while requests queue. Nothing crashes.
+    _one_replica_slows(tmp_path, queued=True)
+    lines = []
+    for k in range(8):
+        down = datetime(2026, 11, 24, 12, 29, 30, tzinfo=UTC) + timedelta(minutes=k)
+        up = down + timedelta(seconds=4)
+        lines += [
+            f"{down:%b %d %H:%M:%S} gpu-2 kernel: mlx5_core 0000:c1:00.0 ib0: Link down",
+            f"{up:%b %d %H:%M:%S} gpu-2 kernel: mlx5_core 0000:c1:00.0 ib0: Link up",
+        ]
+    write_file(tmp_path / "nodes" / "gpu-2" / "kernel.journal", "\n".join(lines) + "\n")
+    (inc,) = analyze(tmp_path, year=2026).to_json()["incidents"]
+    rc = inc["root_cause"]
+    assert inc["impact"]["detector"] == "replica-slowdown"
+    assert (rc["status"], rc["category"], rc["hosts"][0]) == ("supported", "network", "gpu-2")
