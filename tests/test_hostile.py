@@ -206,3 +206,14 @@ def test_a_sparse_file_of_zeros_is_judged_by_its_head_not_read_whole(tmp_path):
         fh.truncate(20 * 1024**3)  # (sparse: no disk used; read whole it would need 20 GB of memory)
     reason = _skipped(analyze(tmp_path))["huge.log"]
     assert reason == "binary file (21474836480 bytes), not a text log (judged by its first bytes)"
+
+
+def test_links_out_of_the_given_paths_are_followed_only_when_asked(tmp_path):
+    target = tmp_path / "elsewhere" / "node-3.log"
+    write_file(target, LINE)
+    logs = tmp_path / "logs"
+    write_file(logs / "vllm.log", LINE)
+    (logs / "node-3.log").symlink_to(target)
+    assert analyze(logs).ingest.lines == 1
+    asked = analyze(logs, outside=True)
+    assert asked.ingest.lines == 2 and not asked.ingest.skipped

@@ -48,6 +48,7 @@ def analyze(
     engine: _options.Engine = "local",
     ray_address: _options.RayAddress = None,
     workers: _options.Workers = None,
+    follow_outside: _options.FollowOutside = False,
 ) -> None:
     """Find the incident(s) in the logs, rank root cause vs symptoms, and write the postmortem."""
     import shlex
@@ -90,6 +91,7 @@ def analyze(
             workers=workers,
             ray_address=ray_address,
             dataset=out / "events" if engine != "local" else None,
+            outside=follow_outside,
         )
         replayed = None
         if replay:

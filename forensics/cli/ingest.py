@@ -28,6 +28,7 @@ def ingest(
     engine: _options.Engine = "local",
     ray_address: _options.RayAddress = None,
     workers: _options.Workers = None,
+    follow_outside: _options.FollowOutside = False,
 ) -> None:
     """Parse every line of every log into the events and metrics tables."""
     from forensics.ingestion import TimeHints, write_tables
@@ -49,6 +50,7 @@ def ingest(
             address=ray_address,
             dataset=out / "events" if engine != "local" else None,
             stream_to=out if engine == "local" else None,
+            outside=follow_outside,
             hints=TimeHints(year=year, tz=tz, captured_at=captured_at),
             progress=report,
         ).ingest

@@ -74,6 +74,7 @@ def analyze(
     workers: int | None = None,
     ray_address: str | None = None,
     dataset: Path | None = None,
+    outside: bool = False,
 ) -> Report:
     """Find the incidents in a directory of logs and rank their root causes.
 
@@ -96,6 +97,7 @@ def analyze(
         address=ray_address,
         dataset=dataset,
         hints=TimeHints(year=year, tz=tz, captured_at=captured_at),
+        outside=outside,
         progress=progress,
         stage=step,
     )

@@ -87,7 +87,7 @@ class InputFile:
     mtime: float
 
 
-def discover(paths: list[Path], _depth: int = 0) -> tuple[list[InputFile], list[Skipped]]:
+def discover(paths: list[Path], _depth: int = 0, *, outside: bool = False) -> tuple[list[InputFile], list[Skipped]]:
     """Walk `paths` (files or directories) and return regular files sorted by relative path.
 
     Symlinks are followed, but each real file is read once (CRI's
@@ -100,7 +100,8 @@ def discover(paths: list[Path], _depth: int = 0) -> tuple[list[InputFile], list[
     skipped: list[Skipped] = []
     seen_real: dict[str, str] = {}
     multi = len(paths) > 1
-    inside = [os.path.realpath(r) for r in paths]
+    # (`outside`: the user asked for links out of the given paths to be followed too)
+    inside = None if outside else [os.path.realpath(r) for r in paths]
     for root in paths:
         label = root.name if multi else ""
         if not root.exists():
@@ -120,7 +121,7 @@ def discover(paths: list[Path], _depth: int = 0) -> tuple[list[InputFile], list[
             if real_dir in visited:
                 skipped.append(Skipped(where, "symlink loop: directory already visited"))
                 continue
-            if not _within(real_dir, inside):
+            if inside is not None and not _within(real_dir, inside):
                 skipped.append(Skipped(where, _OUTSIDE.format(target=real_dir)))
                 continue
             visited.add(real_dir)

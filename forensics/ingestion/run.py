@@ -40,6 +40,7 @@ def ingest(
     captured_at: datetime | None = None,
     progress: Progress | None = None,
     stream_to: Path | None = None,
+    outside: bool = False,
 ) -> IngestResult:
     """Parse every line under `paths` into the events and metrics tables.
 
@@ -53,6 +54,7 @@ def ingest(
         stream_to: a directory to write the tables to as they are parsed (`events.parquet`,
             `metrics.parquet`) rather than hold them: memory stays that of a few batches,
             whatever the logs' size. `result.events` and `result.metrics` are then empty.
+        outside: follow symlinks that resolve outside `paths` (never, by default: README, Safety).
 
     Raises:
         NoInputError: when nothing at all could be ingested.
@@ -62,7 +64,7 @@ def ingest(
     True
     """
     roots = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
-    files, skipped = _files.discover(roots)
+    files, skipped = _files.discover(roots, outside=outside)
     hints = TimeHints(year=year, tz=tz, captured_at=captured_at)
     result = ingest_files(files, hints=hints, progress=progress, stream_to=stream_to)
     if result.n_events == 0 and not result.files:

@@ -181,12 +181,13 @@ def ingest_and_mine(
     hints: TimeHints = NO_HINTS,
     progress: Progress | None = None,
     shard_bytes: int | None = None,
+    outside: bool = False,
 ) -> Sharded:
     """The sharded equivalent of `ingest()` + `mining.mine()`; rows land in `dataset`."""
     stages: dict[str, float] = {}
     t = time.perf_counter()
     # Absolute paths: tasks may run in another working directory (a Ray worker, a remote node).
-    files, skipped = _files.discover([Path(p).absolute() for p in paths])
+    files, skipped = _files.discover([Path(p).absolute() for p in paths], outside=outside)
     dataset = Path(dataset).absolute()
     _fresh_dataset(dataset)
     chunks = [tuple(files[i :: executor.workers * 2]) for i in range(min(len(files), executor.workers * 2))]
@@ -339,6 +340,7 @@ def prepare(
     stage: Callable[[str], None] | None = None,
     shard_bytes: int | None = None,
     stream_to: Path | None = None,
+    outside: bool = False,
 ) -> Sharded:
     """Ingest and mine on any engine: what `analyze` and the `ingest`/`templates` commands share.
 
@@ -353,7 +355,13 @@ def prepare(
     """
     if engine == "local":
         r = ingestion.ingest(
-            paths, year=hints.year, tz=hints.tz, captured_at=hints.captured_at, progress=progress, stream_to=stream_to
+            paths,
+            year=hints.year,
+            tz=hints.tz,
+            captured_at=hints.captured_at,
+            progress=progress,
+            stream_to=stream_to,
+            outside=outside,
         )
         if stage and mine:
             stage("templates")
@@ -370,7 +378,7 @@ def prepare(
             root = Path(tmp.name) / "events"
         else:
             root = Path(dataset)
-        out = ingest_and_mine(paths, ex, root, hints=hints, progress=progress, shard_bytes=shard_bytes)
+        out = ingest_and_mine(paths, ex, root, hints=hints, progress=progress, shard_bytes=shard_bytes, outside=outside)
         out.ingest.dataset = None if tmp else str(root)
         return out
     finally:
