@@ -308,3 +308,11 @@ def test_the_replay_verdict_keeps_its_code_spans(outputs):
     md = rpt.render(analysis, fmt="md", replay=replay)
     assert "the correct policy `lru` corrupted 0" in md and "\\`" not in md.split("### Replay")[1].split("## ")[0]
     assert "&lt;b&gt;3,000&lt;/b&gt;" in md
+
+
+def test_the_mermaid_gantt_names_each_section_once(outputs):
+    for name in FAULTS:
+        md = (outputs[name] / "postmortem.md").read_text()
+        for block in re.findall(r"```mermaid\n(gantt.*?)```", md, flags=re.S):
+            sections = re.findall(r"^    section (.+)$", block, flags=re.M)
+            assert len(sections) == len(set(sections)), (name, sections)
