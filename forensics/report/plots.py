@@ -65,42 +65,45 @@ def throughput(analysis: dict, out: Path) -> list[Path]:
     plt, mdates = _mpl()
     t = [_t(x) for x in th["t"]]
     window = _Window(t)
-    fig, ax = plt.subplots(figsize=(11, 4.2), dpi=110)
+    fig, ax = plt.subplots(figsize=(13, 4.2), dpi=110)
     for name, ys in th["per_pod"].items():
         ax.plot(t, [float("nan") if y is None else y for y in ys], lw=0.8, alpha=0.55, label=name[-24:])
     ax.plot(t, [float("nan") if y is None else y for y in th["total"]], color="black", lw=2.0, label="cluster")
-    drawn = 0
+    drawn, labelled = 0, set()
+
+    def label(text: str) -> str | None:
+        """One legend entry per kind of mark, not one rotated label per line (they overlapped)."""
+        if text in labelled:
+            return None
+        labelled.add(text)
+        return text
+
     for inc in analysis["incidents"]:
         span = window.span(inc["start"], inc["end"])
         if span is None:
             continue
         drawn += 1
-        ax.axvspan(*span, color="tab:red", alpha=0.10, label="incident" if drawn == 1 else None)
+        ax.axvspan(*span, color="tab:red", alpha=0.10, label=label("incident"))
         rc = inc["root_cause"]
         if rc.get("first_seen") and window.has(x := _t(rc["first_seen"])):
-            ax.axvline(x, color="tab:red", lw=1.4, ls="--", label="root cause first seen" if drawn == 1 else None)
-            ax.annotate(
-                f"{rc['category']}", (x, ax.get_ylim()[1] * 0.92), color="tab:red", fontsize=8, rotation=90, ha="right"
-            )
+            ax.axvline(x, color="tab:red", lw=1.4, ls="--", label=label(f"root cause: {rc['category']}"))
         seen = set()
         for h in inc["hypotheses"]:
             if h["role"] == "symptom" and h["first_seen"] and h["category"] not in seen and len(seen) < 3:
                 if not window.has(x := _t(h["first_seen"])):
                     continue
                 seen.add(h["category"])
-                ax.axvline(x, color="tab:orange", lw=0.9, ls=":")
-                ax.annotate(
-                    h["category"], (x, ax.get_ylim()[1] * 0.6), color="tab:orange", fontsize=7, rotation=90, ha="right"
-                )
+                ax.axvline(x, color="tab:orange", lw=0.9, ls=":", label=label(f"symptom: {h['category']}"))
     ax.set_ylabel(th["unit"])
     ax.set_title("Cluster throughput (UTC)")
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
     ax.grid(alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
-    if len(labels) > 12:
-        keep = [i for i, lab in enumerate(labels) if lab in ("cluster", "incident", "root cause first seen")]
+    if len(labels) > 12:  # (pods beyond a dozen: the marks and the cluster line only)
+        keep = [i for i, lab in enumerate(labels) if lab in ("cluster", "incident") or ": " in lab]
         handles, labels = [handles[i] for i in keep], [labels[i] for i in keep]
-    ax.legend(handles, labels, fontsize=7, loc="lower left", ncol=2)
+    # Outside the axes, on the right: over the plot it hid the data it explains.
+    ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     paths = [out / "throughput.png", out / "throughput.svg"]
     fig.savefig(paths[0], metadata=METADATA_PNG)

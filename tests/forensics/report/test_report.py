@@ -316,3 +316,9 @@ def test_the_mermaid_gantt_names_each_section_once(outputs):
         for block in re.findall(r"```mermaid\n(gantt.*?)```", md, flags=re.S):
             sections = re.findall(r"^    section (.+)$", block, flags=re.M)
             assert len(sections) == len(set(sections)), (name, sections)
+
+
+def test_the_throughput_plot_labels_each_kind_of_mark_once_in_a_legend_beside_the_axes(outputs):
+    svg = (outputs["cache-corruption"] / "throughput.svg").read_text()
+    assert svg.count(">root cause: kv-cache<") == 1 and svg.count(">symptom: collective-timeout<") == 1
+    assert svg.count("collective-timeout") == 1  # (no rotated label on the line itself)
