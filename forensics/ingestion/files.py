@@ -570,15 +570,21 @@ def binary_format(data: bytes) -> str | None:
     return None
 
 
-def known_binary(f: InputFile) -> str | None:
-    """`binary_format` of a file's first bytes (decompressed): told before the file is read whole,
-    which for a node's 4 GB journal file would cost 4 GB to learn that it is one."""
+def binary_before_reading(f: InputFile) -> str | None:
+    """Why `f` is skipped as binary, told by its first bytes (decompressed) before it is read
+    whole, which for a node's 4 GB journal file would cost 4 GB to learn that it is one; None
+    when its head does not say. A known format is said by name (`binary_format`). A file over
+    `WHOLE_BINARY_CHECK` whose head is binary (`is_binary`: a sparse file of zeros, a core dump)
+    is too, but for a pickle (a flight-recorder dump: binary, and read)."""
     try:
-        with open(f.path, "rb") as fh:
-            first = next(iter(_raw_pieces(fh, [], 64)), b"")
+        head = head_of(f, SNIFF_BYTES if f.size > WHOLE_BINARY_CHECK else 64, whole_lines=False)[0]
     except _CODEC_ERRORS:
         return None
-    return binary_format(first)
+    if what := binary_format(head):
+        return f"binary file ({f.size} bytes; {what}), not a text log"
+    if f.size > WHOLE_BINARY_CHECK and head and not head.startswith(b"\x80") and is_binary(head):
+        return f"binary file ({f.size} bytes), not a text log (judged by its first bytes)"
+    return None
 
 
 def is_binary(data: bytes) -> bool:

@@ -202,14 +202,8 @@ def ingest_files(
                 lines_read[fid] = _batch_segments(fid, _files.text_segments(f, fnotes))
                 continue
             # (a small file is told after it is read: one open fewer, 10,000 tiny files 0.1-0.3 s)
-            what = _files.known_binary(f) if f.size > _files.SNIFF_BYTES else None
-            if what:
-                skipped.append(_files.Skipped(f.rel, f"binary file ({f.size} bytes; {what}), not a text log"))
-                continue
-            if f.size > _files.WHOLE_BINARY_CHECK and _large_binary(f):
-                skipped.append(
-                    _files.Skipped(f.rel, f"binary file ({f.size} bytes), not a text log (judged by its first bytes)")
-                )
+            if f.size > _files.SNIFF_BYTES and (reason := _files.binary_before_reading(f)):
+                skipped.append(_files.Skipped(f.rel, reason))
                 continue
             data, fnotes, reason = _files.read_bytes(f)
             if reason:
@@ -292,11 +286,3 @@ def ingest_files(
         result.streamed_to = str(stream_to)
         result.written = {"events": sinks[0].rows, "metrics": sinks[1].rows}
     return result
-
-
-def _large_binary(f: _files.InputFile) -> bool:
-    """Whether a large file read whole is binary by its head: a sparse 20 GB file of zeros or a
-    core dump must not be read into memory to find it out. A pickle (a flight-recorder dump,
-    binary but read) is not judged here."""
-    head = _files.head_of(f, _files.SNIFF_BYTES, whole_lines=False)[0]
-    return bool(head) and not head.startswith(b"\x80") and _files.is_binary(head)

@@ -171,7 +171,7 @@ def test_a_compressed_files_head_is_read_decompressed(tmp_path, codec):
     f = _files.InputFile(path, "vllm-0.log.1", path.stat().st_size, 0.0)
     head, whole = _files.head_of(f, 200)
     assert head == text[: text.rfind(b"\n", 0, 200) + 1] and not whole
-    assert _files.known_binary(f) is None
+    assert _files.binary_before_reading(f) is None
 
 
 def test_a_sos_report_tar_xz_is_unpacked_and_read(tmp_path):
