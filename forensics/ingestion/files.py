@@ -130,22 +130,16 @@ def discover(paths: list[Path], _depth: int = 0, *, outside: bool = False) -> tu
             except OSError as e:
                 skipped.append(Skipped(where, f"cannot list: {e.strerror}"))
                 continue
-            filenames = [e.name for e in entries if not _is_dir(e)]
-            if own := sorted(n for pair in OWN_OUTPUTS if set(pair) <= set(filenames) for n in pair):
+            subdirs, files = [], []
+            for e in entries:
+                (subdirs if _is_dir(e) else files).append(e)
+            names = {e.name for e in files}
+            if own := sorted(n for pair in OWN_OUTPUTS if set(pair) <= names for n in pair):
                 skipped.append(Skipped(where, f"an earlier forensics run's output ({', '.join(own)}), not logs"))
                 continue
-            for e in entries:
-                if not _is_dir(e):
-                    _add(
-                        Path(e.path),
-                        _join(label, Path(e.path).relative_to(root).as_posix()),
-                        found,
-                        seen_real,
-                        skipped,
-                        _depth,
-                        inside,
-                    )
-            subdirs = [e for e in entries if _is_dir(e)]
+            for e in files:
+                p = Path(e.path)
+                _add(p, _join(label, p.relative_to(root).as_posix()), found, seen_real, skipped, _depth, inside)
             if subdirs and level + 1 > MAX_DIR_DEPTH:
                 skipped.append(
                     Skipped(where, f"directories nested over {MAX_DIR_DEPTH} deep; the deeper ones are not read")
@@ -197,9 +191,9 @@ def _join(prefix: str, rel: str) -> str:
 def _add(
     p: Path, rel: str, found: dict, seen_real: dict, skipped: list, depth: int = 0, inside: list[str] | None = None
 ) -> None:
-    rel = printable(rel)
-    if inside is not None and p.is_symlink() and not _within(os.path.realpath(p), inside):
-        skipped.append(Skipped(rel, _OUTSIDE.format(target=os.path.realpath(p))))
+    rel, real = printable(rel), os.path.realpath(p)
+    if inside is not None and p.is_symlink() and not _within(real, inside):
+        skipped.append(Skipped(rel, _OUTSIDE.format(target=real)))
         return
     try:
         st = p.stat()
@@ -213,7 +207,6 @@ def _add(
     if not stat.S_ISREG(st.st_mode):
         skipped.append(Skipped(rel, "not a regular file"))
         return
-    real = os.path.realpath(p)
     if real in seen_real:
         skipped.append(Skipped(rel, f"same file as {seen_real[real]} (symlink); read once"))
         return
