@@ -429,10 +429,10 @@ STARTING = re.compile(
 )
 """What an engine logs (and its progress bars print) while it starts: download, weights, profiling,
 compilation, CUDA graphs."""
-SERVING = re.compile(
-    r"Application startup complete|Uvicorn running on|Starting vLLM API server|Avg prompt throughput|Engine \d+: "
-)
-"""What it logs once it serves: uvicorn's start, the metrics lines."""
+SERVED = r"Application startup complete|Uvicorn running on|Avg prompt throughput|Engine \d+: "
+"""What an engine logs only once it serves: uvicorn's start, the metrics lines."""
+SERVING = re.compile(rf"{SERVED}|Starting vLLM API server")
+"""`SERVED`, or the API server announcing itself."""
 START_QUIET_S = 300
 """The engine's last start-up line must come this close before the probe failed: a start-up
 that went quiet longer than this hung (a collective, a download) rather than ran long."""

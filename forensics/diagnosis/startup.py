@@ -15,7 +15,7 @@ import polars as pl
 
 from forensics import schema as s
 from forensics.diagnosis.records import Evidence
-from forensics.diagnosis.rootcause import SERVING, STARTING, Hypothesis
+from forensics.diagnosis.rootcause import SERVED, STARTING, Hypothesis
 
 STARTED = re.compile(
     rf"{STARTING.pattern}|Automatically detected platform|Starting vLLM API server|Waiting for init message"
@@ -23,9 +23,9 @@ STARTED = re.compile(
     r"|Load weight begin|Initializing distributed|world_size=\d+ rank=\d+|Loading model"
 )
 """What a serving process logs while it comes up (vLLM, SGLang, TensorRT-LLM, torch.distributed)."""
-NEVER_SERVED = re.compile(SERVING.pattern.replace("|Starting vLLM API server", ""))
-"""What it logs once it serves (`rootcause.SERVING` less the API server's announcement, which
-V0 prints before its engine starts). Its absence above the failure is the tell."""
+NEVER_SERVED = re.compile(SERVED)
+"""What it logs once it serves (`rootcause.SERVED`: not the API server's announcement, which V0
+prints before its engine starts). Its absence above the failure is the tell."""
 LOOPBACK = re.compile(
     r"Using the loopback address as fallback|Failed to get the IP address, using 0\.0\.0\.0 by default"
     r"|set by the environment variable VLLM_HOST_IP"
