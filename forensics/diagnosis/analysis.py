@@ -22,7 +22,7 @@ from forensics.diagnosis._format import iso, round1
 from forensics.diagnosis.narrative import IncidentReport, incident_report
 from forensics.diagnosis.quiet import quiet_faults, unexplained_errors
 from forensics.diagnosis.records import Stall
-from forensics.diagnosis.signals import KILLED, faulted, signals_table, stops, untimed
+from forensics.diagnosis.signals import faulted, signals_table, stops, untimed
 from forensics.ingestion import IngestResult, TimeHints
 from forensics.ingestion.files import printable
 from forensics.shards import pipeline as scaleout
@@ -114,8 +114,8 @@ def analyze(
     metrics = skew.apply(r.metrics.with_columns(pl.lit("vllm").alias(s.SOURCE)), offsets, pod_node).drop(s.SOURCE)
     signals = signals_table(events, mined.templates, pod_node)
     stopped = stops(events)
-    hard = faulted(signals, pod_node, stopped)
-    series = ser.build(events, metrics, hard, stops(events, KILLED))
+    hard = faulted(signals, pod_node, stopped.on_purpose)
+    series = ser.build(events, metrics, hard, stopped.any)
     incidents = ser.detect(series, hard) if not series.empty else ser.error_bursts(signals)
     if not incidents:
         incidents = ser.request_failures(events)

@@ -4,6 +4,7 @@ stopping. Every later step of the diagnosis reads this table, not the events."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import polars as pl
@@ -55,23 +56,38 @@ KILLED = rf"{STOPPED}|^Killing: "
 its probe failed (`Killing: Container x failed liveness probe, will be restarted`)."""
 
 
-def stops(events: pl.DataFrame, pattern: str = STOPPED) -> dict[str, list[datetime]]:
-    """When each replica (`series.REPLICA`) was stopped on purpose: its own shutdown lines and
-    the kubelet's `Killing` event (`pattern`), or a scale-down of the replica set its pod name
-    starts with (`SCALED_DOWN`), which a rollout logs for the Deployment, not the pod."""
+@dataclass(frozen=True)
+class Stops:
+    """When each replica (`series.REPLICA`) was stopped: `on_purpose` (`STOPPED`) and for any
+    reason (`KILLED`), each with the scale-downs of the replica set its pod name starts with
+    (`SCALED_DOWN`), which a rollout logs for the Deployment, not the pod."""
+
+    on_purpose: dict[str, list[datetime]]
+    any: dict[str, list[datetime]]
+
+
+def stops(events: pl.DataFrame) -> Stops:
+    """The replicas' stops (`Stops`), from one scan of the messages (it reads every one)."""
     timed = events.filter(pl.col(s.TS).is_not_null())
-    own = timed.filter(pl.col(s.MESSAGE).str.contains(pattern)).group_by(ser.REPLICA.alias("_src")).agg(pl.col(s.TS))
-    out: dict[str, list[datetime]] = {src: list(ts) for src, ts in own.iter_rows() if src is not None}
-    scaled = timed.filter(pl.col(s.MESSAGE).str.contains(SCALED_DOWN)).select(
-        pl.col(s.MESSAGE).str.extract(SCALED_DOWN, 1).alias("_rs"), s.TS
+    hits = timed.filter(pl.col(s.MESSAGE).str.contains(f"{KILLED}|{SCALED_DOWN}")).select(
+        ser.REPLICA.alias("_src"), s.TS, s.MESSAGE
     )
-    if scaled.height:
-        replicas = timed.select(ser.REPLICA.alias("_src")).unique().drop_nulls()["_src"].to_list()
-        for rs, t in scaled.iter_rows():
-            for src in replicas:
-                if src.rsplit("/", 1)[-1].startswith(f"{rs}-"):
-                    out.setdefault(src, []).append(t)
-    return {src: sorted(ts) for src, ts in sorted(out.items())}
+    scaled: dict[str, list[datetime]] = {}
+    downs = hits.select(pl.col(s.MESSAGE).str.extract(SCALED_DOWN, 1), s.TS).drop_nulls()
+    replicas = timed.select(ser.REPLICA.alias("_src")).unique().drop_nulls()["_src"].to_list() if downs.height else []
+    for rs, t in downs.iter_rows():
+        for src in replicas:
+            if src.rsplit("/", 1)[-1].startswith(f"{rs}-"):
+                scaled.setdefault(src, []).append(t)
+
+    def by_replica(pattern: str) -> dict[str, list[datetime]]:
+        own = hits.filter(pl.col(s.MESSAGE).str.contains(pattern)).group_by("_src").agg(pl.col(s.TS))
+        out: dict[str, list[datetime]] = {src: list(ts) for src, ts in own.iter_rows() if src is not None}
+        for src, ts in scaled.items():
+            out.setdefault(src, []).extend(ts)
+        return {src: sorted(ts) for src, ts in sorted(out.items())}
+
+    return Stops(on_purpose=by_replica(STOPPED), any=by_replica(KILLED))
 
 
 def faulted(
