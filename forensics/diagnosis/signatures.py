@@ -150,7 +150,7 @@ def _lone_tracebacks(events: pl.DataFrame, read: pl.Series) -> pl.DataFrame:
         .filter(
             pl.col(s.LEVEL).is_in(["ERROR", "CRITICAL"])
             & pl.col(s.PROCESS).cast(pl.String).str.contains(ENGINE_PROCESS).fill_null(False)
-            & pl.col(s.MESSAGE).str.contains(r'(?m)^\s*File "[^"]+", line \d+, in ')
+            & pl.col(s.MESSAGE).str.contains("(?m)" + frames.FRAME.pattern)
             & ~pl.col("_ev").is_in(read.implode())
         )
         .select("_ev", s.MESSAGE)
