@@ -62,7 +62,7 @@ def write_all(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.writing-", dir=out.parent))
     try:
-        written = _write(result, tmp, out, fmt, template, alerts_format, command, replay)
+        written = _write(result, tmp, fmt, template, alerts_format, command, replay)
         _publish(tmp, out)
     except OSError as e:
         raise ForensicsError(
@@ -85,7 +85,7 @@ def _publish(tmp: Path, out: Path) -> None:
         os.replace(p, out / p.name)
 
 
-def _write(result, tmp: Path, out: Path, fmt, template, alerts_format, command, replay) -> dict[str, Path]:
+def _write(result, tmp: Path, fmt, template, alerts_format, command, replay) -> dict[str, Path]:
     analysis = result.to_json()
     rules = alerts.rules_for(analysis) if analysis["incidents"] else []
     analysis["alerts"] = [
