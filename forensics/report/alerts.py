@@ -20,6 +20,88 @@ from forensics.diagnosis.signatures import Trait
 RUNBOOK = "https://runbooks.example.internal/gpu-serving/{alert}"
 """Placeholder base for runbook_url: replace with your team's runbooks."""
 
+VLLM = "vllm-project/vllm vllm/v1/metrics/loggers.py (PrometheusStatLogger)"
+METRICS: dict[str, tuple[str, frozenset[str]]] = {
+    "vllm:generation_tokens_total": (VLLM, frozenset({"model_name", "engine"})),
+    "vllm:num_requests_waiting": (VLLM, frozenset({"model_name", "engine"})),
+    "vllm:num_requests_running": (VLLM, frozenset({"model_name", "engine"})),
+    "vllm:kv_cache_usage_perc": (VLLM, frozenset({"model_name", "engine"})),
+    "vllm:num_preemptions_total": (VLLM, frozenset({"model_name", "engine"})),
+    "vllm:e2e_request_latency_seconds_bucket": (VLLM, frozenset({"model_name", "engine", "le"})),
+    "vllm:nixl_num_failed_transfers_total": (
+        "vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py (NixlPromMetrics)",
+        frozenset({"model_name", "engine"}),
+    ),
+    "vllm:nixl_num_kv_expired_reqs_total": (
+        "vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py (NixlPromMetrics)",
+        frozenset({"model_name", "engine"}),
+    ),
+    "process_open_fds": ("prometheus/client_python prometheus_client/process_collector.py", frozenset()),
+    "process_max_fds": ("prometheus/client_python prometheus_client/process_collector.py", frozenset()),
+    "nccl_bus_bandwidth_gbs": (
+        "NVIDIA/nccl ext-profiler/inspector/inspector_prom.cc (inspectorPromWriteCollInfo)",
+        frozenset(
+            {
+                "comm_id",
+                "hostname",
+                "rank",
+                "slurm_job",
+                "slurm_job_id",
+                "nranks",
+                "n_nodes",
+                "gpu_device_id",
+                "collective",
+                "coll_sn",
+                "timestamp",
+                "message_size",
+            }
+        ),
+    ),
+    "nccl_collective_exec_time_microseconds": (
+        "NVIDIA/nccl ext-profiler/inspector/inspector_prom.cc (inspectorPromWriteCollInfo)",
+        frozenset(
+            {
+                "comm_id",
+                "hostname",
+                "rank",
+                "slurm_job",
+                "slurm_job_id",
+                "nranks",
+                "n_nodes",
+                "gpu_device_id",
+                "collective",
+                "coll_sn",
+                "timestamp",
+                "message_size",
+            }
+        ),
+    ),
+    "DCGM_FI_DEV_XID_ERRORS": (
+        "NVIDIA/dcgm-exporter etc/default-counters.csv",
+        frozenset({"gpu", "UUID", "device", "modelName", "Hostname", "err_code", "err_msg"}),
+    ),
+    "DCGM_FI_DEV_FB_FREE": (
+        "NVIDIA/dcgm-exporter etc/default-counters.csv",
+        frozenset({"gpu", "UUID", "device", "modelName", "Hostname"}),
+    ),
+    "DCGM_FI_DEV_FB_USED": (
+        "NVIDIA/dcgm-exporter etc/default-counters.csv",
+        frozenset({"gpu", "UUID", "device", "modelName", "Hostname"}),
+    ),
+    "kube_node_status_condition": (
+        "kubernetes/kube-state-metrics docs/metrics/cluster/node-metrics.md",
+        frozenset({"node", "condition", "status"}),
+    ),
+    "kube_pod_container_status_restarts_total": (
+        "kubernetes/kube-state-metrics docs/metrics/workload/pod-metrics.md",
+        frozenset({"namespace", "pod", "uid", "container"}),
+    ),
+}
+"""Every metric a rule reads: where the exporter that emits it defines it, and the labels it
+carries there. `TARGET_LABELS` are added by the scrape (a ServiceMonitor / PodMonitor's
+Kubernetes service discovery), not by the exporter."""
+TARGET_LABELS = frozenset({"pod", "namespace", "container", "instance", "job", "service"})
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -65,8 +147,9 @@ WATCHES: tuple[tuple[When, tuple[Rule, ...]], ...] = (
         (
             Rule(
                 alert="VLLMKVCacheFullWithoutQueueing",
+                # `unless` (not `and ... == 0`): a pod whose preemption counter is not scraped still alerts.
                 expr="(max by (pod) (vllm:kv_cache_usage_perc) > 0.99) and on (pod) (max by (pod) (vllm:num_requests_waiting) == 0) "
-                "and on (pod) (sum by (pod) (increase(vllm:num_preemptions_total[5m])) == 0)",
+                "unless on (pod) (sum by (pod) (increase(vllm:num_preemptions_total[5m])) > 0)",
                 for_="3m",
                 severity="critical",
                 summary="KV cache full while nothing queues and nothing is preempted",
@@ -154,23 +237,23 @@ WATCHES: tuple[tuple[When, tuple[Rule, ...]], ...] = (
         (
             Rule(
                 alert="NCCLCommunicationFailure",
-                expr='max by (node) (nccl_bus_bandwidth_gbs{collective="AllReduce"}) < 1 and on (node) '
-                'max by (node) (max_over_time(nccl_bus_bandwidth_gbs{collective="AllReduce"}[1h] offset 10m)) > 10',
+                expr='max by (hostname) (nccl_bus_bandwidth_gbs{collective="AllReduce"}) < 1 and on (hostname) '
+                'max by (hostname) (max_over_time(nccl_bus_bandwidth_gbs{collective="AllReduce"}[1h] offset 10m)) > 10',
                 for_="2m",
                 severity="critical",
                 summary="NCCL AllReduce bus bandwidth collapsed on a node",
-                description="AllReduce bus bandwidth on {{ $labels.node }} is {{ $value | humanize }} GB/s after being healthy: collectives are "
+                description="AllReduce bus bandwidth on {{ $labels.hostname }} is {{ $value | humanize }} GB/s after being healthy: collectives are "
                 "failing or hung (NCCL Inspector). Watchdog timeouts follow within the collective timeout.",
                 finding="symptoms (NCCL)",
             ),
             Rule(
                 alert="NCCLAllReduceLatencySpike",
-                expr='max by (node) (nccl_collective_exec_time_microseconds{collective="AllReduce"}) > 3 * '
-                'max by (node) (avg_over_time(nccl_collective_exec_time_microseconds{collective="AllReduce"}[1d]))',
+                expr='max by (hostname) (nccl_collective_exec_time_microseconds{collective="AllReduce"}) > 3 * '
+                'max by (hostname) (avg_over_time(nccl_collective_exec_time_microseconds{collective="AllReduce"}[1d]))',
                 for_="5m",
                 severity="warning",
                 summary="AllReduce latency 3x above its daily average",
-                description="AllReduce on {{ $labels.node }} takes {{ $value | humanize }} us.",
+                description="AllReduce on {{ $labels.hostname }} takes {{ $value | humanize }} us.",
                 finding="symptoms (NCCL)",
             ),
         ),
@@ -261,11 +344,14 @@ def _slo_rules(baseline: float | None) -> list[Rule]:
     return [
         Rule(
             alert="VLLMThroughputCollapse",
-            expr="sum by (model_name) (rate(vllm:generation_tokens_total[5m])) < 0.5 * sum by (model_name) (rate(vllm:generation_tokens_total[5m] offset 1h))",
+            # Against the last hour's average (a subquery), not the same minute an hour ago: it
+            # holds from the first hour of history, and a pod gone keeps counting in the baseline.
+            expr="sum by (model_name) (rate(vllm:generation_tokens_total[5m])) < 0.5 * "
+            "sum by (model_name) (avg_over_time(rate(vllm:generation_tokens_total[5m])[1h:1m] offset 5m))",
             for_="5m",
             severity="critical",
-            summary="vLLM generation throughput fell below half of what it was an hour ago",
-            description="Generation tokens/s of {{ $labels.model_name }} is {{ $value | humanize }}, under 50% of the same window 1h ago"
+            summary="vLLM generation throughput fell below half of the last hour's average",
+            description="Generation tokens/s of {{ $labels.model_name }} is {{ $value | humanize }}, under 50% of its average over the hour before"
             + base_txt
             + ".",
             finding="impact",
@@ -276,7 +362,7 @@ def _slo_rules(baseline: float | None) -> list[Rule]:
             for_="10m",
             severity="warning",
             summary="p99 end-to-end request latency above 30 s",
-            description="p99 e2e latency of {{ $labels.model_name }} is {{ $value | humanizeDuration }} (SLO placeholder: 30 s; set yours).",
+            description="p99 e2e latency of {{ $labels.model_name }} is {{ $value | humanize }}s (SLO placeholder: 30 s; set yours).",
             finding="impact",
         ),
     ]
@@ -382,3 +468,87 @@ def _render(text: str, labels: dict, value: str) -> str:
 
     out = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels.get(m.group(1), ""), text)
     return re.sub(r"\{\{ \$value(?: \| \w+)? \}\}", value, out)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogRule:
+    """A Loki ruler alert on log lines, for a signal no exporter carries as a metric."""
+
+    alert: str
+    expr: str
+    for_: str
+    severity: str
+    summary: str
+    when: When
+
+
+STREAMS = '{namespace=~".+"}'
+"""The stream selector of the log rules: every namespace's pods as Promtail / Grafana Alloy's
+Kubernetes discovery labels them. Narrow it to your serving namespace."""
+NODE_STREAMS = '{job=~".*journal.*"}'
+"""The nodes' journals (kernel messages) as Promtail's journal scrape labels them."""
+
+LOG_RULES: tuple[LogRule, ...] = (
+    LogRule(
+        alert="NCCLWarnings",
+        expr=f'sum by (namespace, pod) (count_over_time({STREAMS} |= "NCCL WARN" [5m])) > 0',
+        for_="0m",
+        severity="warning",
+        summary="NCCL logged warnings (transport, IB or socket errors): collectives are failing on this pod",
+        when=When(categories=frozenset({"network", "collective-timeout"})),
+    ),
+    LogRule(
+        alert="NCCLWatchdogTimeout",
+        expr=f'sum by (namespace, pod) (count_over_time({STREAMS} |= "Watchdog caught collective operation timeout" [5m])) > 0',
+        for_="0m",
+        severity="critical",
+        summary="PyTorch's NCCL watchdog timed out a collective: a rank hung or its network failed (look for the first)",
+        when=When(categories=frozenset({"network", "collective-timeout"})),
+    ),
+    LogRule(
+        alert="GPUXidInKernelLog",
+        expr=f'sum by (host) (count_over_time({NODE_STREAMS} |~ "NVRM: Xid" [10m])) > 0',
+        for_="0m",
+        severity="critical",
+        summary="The GPU driver reported an Xid (where DCGM's exporter is not scraped)",
+        when=When(categories=frozenset({"gpu-fault"})),
+    ),
+    LogRule(
+        alert="KVCacheCorruptionLogged",
+        expr=f'sum by (namespace, pod) (count_over_time({STREAMS} |~ "(?i)cache corruption|corrupted (kv|block)" [5m])) > 0',
+        for_="0m",
+        severity="critical",
+        summary="A KV cache store or engine logged corrupted blocks: outputs may be wrong before throughput falls",
+        when=When(categories=frozenset({"kv-cache"}), tell=True),
+    ),
+)
+"""Log-based rules (LogQL) for what only log lines carry: NCCL's warnings and the watchdog
+(no NCCL metric exists outside NCCL Inspector), the kernel's Xid lines, a KV store's
+corruption messages."""
+
+
+def loki_rules(analysis: dict) -> str | None:
+    """A Loki ruler rules file (`alerts_loki.yaml`) for the incidents' findings, or None when
+    no finding calls for one."""
+    cats: set[str] = set()
+    tell = False
+    for inc in analysis["incidents"]:
+        cats.add(inc["root_cause"]["category"])
+        cats.update(h["category"] for h in inc["hypotheses"] if h["role"] in ("symptom", "root_cause"))
+        tell = tell or bool(inc.get("tell"))
+    chosen = [r for r in LOG_RULES if r.when.holds(cats, frozenset(), tell)]
+    if not chosen:
+        return None
+    rules = [
+        {
+            "alert": r.alert,
+            "expr": r.expr,
+            "for": r.for_,
+            "labels": {"severity": r.severity, "source": "forensics"},
+            "annotations": {"summary": r.summary, "runbook_url": RUNBOOK.format(alert=r.alert)},
+        }
+        for r in chosen
+    ]
+    return yaml.safe_dump(
+        {"groups": [{"name": "gpu-serving-incident-logs", "rules": rules}]}, sort_keys=False, width=200
+    )
