@@ -12,7 +12,10 @@ from forensics.cli import _console, _options
 
 
 def analyze(
-    paths: Annotated[list[Path], typer.Argument(help="Log directories or files (gzip is read transparently).")],
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Log directories or files (gzip is read transparently); none with --prometheus."),
+    ] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("forensics-report"),
     year: Annotated[
         int | None, typer.Option(help="Year for timestamps without one, when no dated log is beside them.")
@@ -49,6 +52,48 @@ def analyze(
     ray_address: _options.RayAddress = None,
     workers: _options.Workers = None,
     follow_outside: _options.FollowOutside = False,
+    prometheus: Annotated[
+        str | None,
+        typer.Option(
+            help="Also pull the series forensics reads (vllm:*, DCGM_FI_*, kube_*, nccl_*) from this Prometheus, "
+            "e.g. http://prometheus:9090; kept in OUT/prometheus/.",
+            rich_help_panel="Prometheus",
+        ),
+    ] = None,
+    since: Annotated[
+        datetime | None,
+        typer.Option(
+            help="Start of the pull (UTC unless a zone is given); default: the logs' first line - 1h.",
+            rich_help_panel="Prometheus",
+        ),
+    ] = None,
+    until: Annotated[
+        datetime | None,
+        typer.Option(help="End of the pull; default: the logs' last line + 30 min.", rich_help_panel="Prometheus"),
+    ] = None,
+    prometheus_token_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="A file holding a bearer token for --prometheus (or set FORENSICS_PROMETHEUS_TOKEN).",
+            rich_help_panel="Prometheus",
+        ),
+    ] = None,
+    prometheus_ca: Annotated[
+        Path | None, typer.Option(help="CA bundle (PEM) for an https --prometheus.", rich_help_panel="Prometheus")
+    ] = None,
+    prometheus_insecure: Annotated[
+        bool,
+        typer.Option(
+            "--prometheus-insecure", help="Do not verify the server's TLS certificate.", rich_help_panel="Prometheus"
+        ),
+    ] = False,
+    backtest: Annotated[
+        bool,
+        typer.Option(
+            help="Evaluate the written alert rules on the incident's own series with a local Prometheus "
+            "(Debian package `prometheus`): which would have fired, and how early.",
+        ),
+    ] = True,
 ) -> None:
     """Find the incident(s) in the logs, rank root cause vs symptoms, and write the postmortem."""
     import shlex
@@ -75,10 +120,18 @@ def analyze(
         raise ForensicsError(
             f"template {template} does not exist", hint="pass a Jinja file, e.g. a copy of templates/postmortem.md.j2"
         )
-    if captured_at is not None and captured_at.tzinfo is None:
-        from datetime import UTC
-
-        captured_at = captured_at.replace(tzinfo=UTC)
+    captured_at, since, until = (_utc(t) for t in (captured_at, since, until))
+    paths = list(paths or [])
+    server = _server(prometheus, prometheus_token_file, prometheus_ca, prometheus_insecure, engine)
+    if not paths and server is None:
+        raise ForensicsError(
+            "no logs given",
+            hint="pass a log directory (forensics analyze logs/), or --prometheus URL --since T --until T",
+        )
+    if not paths and (since is None or until is None):
+        raise ForensicsError(
+            "--prometheus without logs needs the window", hint="pass --since and --until, e.g. 2025-03-02T07:00:00Z"
+        )
     with _console.stages(quiet) as (on_bytes, on_stage):
         result = run(
             paths,
@@ -92,9 +145,12 @@ def analyze(
             ray_address=ray_address,
             dataset=out / "events" if engine != "local" else None,
             outside=follow_outside,
+            prometheus=server,
+            since=since,
+            until=until,
         )
         replayed = None
-        if replay:
+        if replay and paths:
             from forensics.replay_bridge import replay_incident
 
             if on_stage:
@@ -108,10 +164,50 @@ def analyze(
             )
         if on_stage:
             on_stage("report")
-    command = printable("forensics " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
-    written = write_all(
-        result, out, fmt=fmt, template=template, alerts_format=alerts_format, command=command, replay=replayed
-    )
+        command = printable("forensics " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+        written = write_all(
+            result,
+            out,
+            fmt=fmt,
+            template=template,
+            alerts_format=alerts_format,
+            command=command,
+            replay=replayed,
+            backtest=backtest,
+        )
 
     if not quiet:
         _console.print_verdict(result.to_json(), written)
+
+
+def _utc(t: datetime | None) -> datetime | None:
+    """A time given without a zone is UTC (the logs' times are, once parsed)."""
+    from datetime import UTC
+
+    return t.replace(tzinfo=UTC) if t is not None and t.tzinfo is None else t
+
+
+def _server(url: str | None, token_file: Path | None, ca: Path | None, insecure: bool, engine: str):
+    """The `--prometheus` options as a `prometheus_pull.Server`, or None without a URL."""
+    import os
+
+    from forensics.errors import ForensicsError
+    from forensics.ingestion.prometheus_pull import Server
+
+    if url is None:
+        if token_file or ca or insecure:
+            raise ForensicsError(
+                "--prometheus-token-file, --prometheus-ca and --prometheus-insecure need --prometheus URL"
+            )
+        return None
+    if engine != "local":
+        raise ForensicsError("--prometheus works with --engine local only", hint="drop --engine, or pull apart")
+    token = os.environ.get("FORENSICS_PROMETHEUS_TOKEN") or None
+    if token_file is not None:
+        try:
+            token = token_file.read_text().strip()
+        except OSError as e:
+            raise ForensicsError(
+                f"cannot read --prometheus-token-file {token_file}: {e.strerror}", hint="pass a readable file"
+            ) from e
+    return Server(url=url, token=token, ca=ca, insecure=insecure)

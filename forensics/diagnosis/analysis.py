@@ -8,7 +8,7 @@ package computed; `analysis.json` (`analysis_json`) is its source of truth.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from forensics.diagnosis.narrative import IncidentReport, incident_report
 from forensics.diagnosis.quiet import quiet_faults, unexplained_errors
 from forensics.diagnosis.records import Stall
 from forensics.diagnosis.signals import faulted, signals_table, stops, untimed
-from forensics.ingestion import IngestResult, TimeHints
+from forensics.ingestion import IngestResult, TimeHints, prometheus_pull
 from forensics.ingestion.files import printable
 from forensics.shards import pipeline as scaleout
 
@@ -56,6 +56,9 @@ class Report:
     """When no incident is found: the hard faults of the catalog that were logged anyway (the
     throughput held and no replica went dark after them), most frequent first: "no incident"
     must not read as "nothing failed"."""
+    pulled: prometheus_pull.Pulled | None = None
+    """The documents pulled from a live Prometheus (`analyze(prometheus=...)`): written into
+    the report's `prometheus/` so that the run can be repeated without the server."""
 
     def to_json(self) -> dict:
         """The `analysis.json` document (`forensics.diagnosis.analysis_json`)."""
@@ -75,6 +78,9 @@ def analyze(
     ray_address: str | None = None,
     dataset: Path | None = None,
     outside: bool = False,
+    prometheus: prometheus_pull.Server | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> Report:
     """Find the incidents in a directory of logs and rank their root causes.
 
@@ -83,24 +89,35 @@ def analyze(
     writing the rows under `dataset` (see `forensics.shards.pipeline`); the timeline and root
     cause are the same code either way.
 
+    `prometheus` adds the series of a live server (`forensics.ingestion.prometheus_pull`)
+    between `since` and `until`, by default the logs' span widened by the pull's margins;
+    without `paths` both are needed. The pulled documents are in `Report.pulled`.
+
     >>> report = analyze(Path("samples/cache-corruption"))  # doctest: +SKIP
     >>> report.incidents[0].verdict.top.category  # doctest: +SKIP
     'kv-cache'
     """
     step = stage or (lambda _name: None)
     roots = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
+    hints = TimeHints(year=year, tz=tz, captured_at=captured_at)
     step("ingest")
-    prepared = scaleout.prepare(
-        roots,
-        engine,
-        workers=workers,
-        address=ray_address,
-        dataset=dataset,
-        hints=TimeHints(year=year, tz=tz, captured_at=captured_at),
-        outside=outside,
-        progress=progress,
-        stage=step,
-    )
+    prepared = None
+    if roots or prometheus is None:
+        prepared = scaleout.prepare(
+            roots,
+            engine,
+            workers=workers,
+            address=ray_address,
+            dataset=dataset,
+            hints=hints,
+            outside=outside,
+            progress=progress,
+            stage=step,
+        )
+    pulled = None
+    if prometheus is not None:
+        step("prometheus")
+        pulled, prepared = _pull(prometheus, prepared, since, until, hints)
     r, mined = prepared.ingest, prepared.mined
     run_stats: dict = {"engine": engine}
     if engine != "local":
@@ -248,7 +265,69 @@ def analyze(
         unexplained_errors=[] if reports else unexplained_errors(events, mined.templates, signals),
         load_declines=declines,
         quiet_faults=[] if reports else quiet_faults(signals),
+        pulled=pulled,
     )
+
+
+def _pull(
+    server: prometheus_pull.Server,
+    logs: scaleout.Sharded | None,
+    since: datetime | None,
+    until: datetime | None,
+    hints: TimeHints,
+) -> tuple[prometheus_pull.Pulled, scaleout.Sharded]:
+    """Pull the server's series over the window and ingest them beside the logs' rows.
+
+    The window is `since`..`until`, each defaulting to the logs' span (events and metrics)
+    widened by `BEFORE`/`AFTER`. The pulled documents are ingested as a root of their own,
+    mined, and merged in (file, line) order with the logs' rows and template ids.
+    """
+    import tempfile
+
+    lo = hi = None
+    if logs is not None:
+        lo, hi = logs.ingest.time_span()
+        m = logs.ingest.metrics[s.TS].drop_nulls() if logs.ingest.metrics.height else None
+        if m is not None and len(m):
+            lo, hi = min(x for x in (lo, m.min()) if x is not None), max(x for x in (hi, m.max()) if x is not None)
+    start = since or (lo - prometheus_pull.BEFORE if lo is not None else None)
+    end = until or (hi + prometheus_pull.AFTER if hi is not None else None)
+    if start is None or end is None:
+        from forensics.errors import ForensicsError
+
+        raise ForensicsError(
+            "no window to pull from Prometheus: the logs have no timestamps (or none were given)",
+            hint="pass --since and --until (ISO 8601, e.g. 2025-03-02T07:00:00Z)",
+        )
+    pulled = prometheus_pull.pull(server, start, end)
+    if not pulled.documents:
+        if logs is None:
+            from forensics.errors import NoInputError
+
+            raise NoInputError(" ".join(pulled.notes), hint="check --prometheus, --since and --until")
+        logs.ingest.warnings.extend(pulled.notes)
+        return pulled, logs
+    with tempfile.TemporaryDirectory(prefix="forensics-prometheus-") as d:
+        pulled.write(Path(d))
+        extra = scaleout.prepare([Path(d)], "local", hints=hints)
+    extra.ingest.warnings.extend(pulled.notes)
+    if logs is None:
+        return pulled, extra
+    if logs.mined is None or logs.ingest.dataset is not None:
+        raise NotImplementedError  # (the CLI allows --prometheus with --engine local only)
+    key = "_template_id"
+    both = replace(logs.ingest, events=logs.ingest.events.with_columns(logs.mined.template_ids.alias(key))).merged(
+        replace(extra.ingest, events=extra.ingest.events.with_columns(extra.mined.template_ids.alias(key)))
+    )
+    ids = both.events[key].alias(mining.TEMPLATE_ID)
+    both.events = both.events.drop(key)
+    cols = [mining.TEMPLATE_ID, mining.TEMPLATE, s.SOURCE]
+    names = pl.concat([logs.mined.templates.select(cols), extra.mined.templates.select(cols)]).unique(
+        mining.TEMPLATE_ID, keep="first", maintain_order=True
+    )
+    templates = mining.summarise(both.events.with_columns(ids), names)
+    mined = mining.MiningResult(ids, templates, logs.mined.warnings + extra.mined.warnings)
+    return pulled, replace(logs, ingest=both, mined=mined)
 
 
 def _stalled(stall: Stall) -> str:

@@ -91,6 +91,28 @@ class IngestResult:
         ts = self.column(s.TS).drop_nulls()
         return (ts.min(), ts.max()) if len(ts) else (None, None)
 
+    def merged(self, other: IngestResult) -> IngestResult:
+        """This result and `other` (another root ingested apart, e.g. documents pulled from
+        Prometheus) as one: rows and accounting together, sorted by (file, line) again.
+        Neither may have been streamed or sharded (their rows are not in memory then)."""
+        if self.streamed_to or other.streamed_to:
+            raise ValueError("cannot merge ingest results whose tables were streamed to disk")
+        events = pl.concat([self.events, other.events], how="vertical_relaxed").sort(
+            s.FILE, s.LINE, maintain_order=True
+        )
+        metrics = pl.concat([self.metrics, other.metrics], how="vertical_relaxed").sort(
+            s.FILE, s.LINE, maintain_order=True
+        )
+        return IngestResult(
+            events=events,
+            metrics=metrics,
+            files=sorted([*self.files, *other.files], key=lambda f: f.file),
+            skipped=[*self.skipped, *other.skipped],
+            trace_paths=self.trace_paths | other.trace_paths,
+            warnings=[*self.warnings, *other.warnings],
+            dataset=self.dataset,
+        )
+
     def accounting(self) -> dict:
         """The JSON sidecar: totals, per-file accounting and every skipped path with its reason."""
         return {

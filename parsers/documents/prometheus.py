@@ -143,7 +143,9 @@ HTTP = "http_requests"
 """The API server's responses (prometheus-fastapi-instrumentator, which vLLM's server uses:
 `http_requests_total{handler="/v1/chat/completions",method="POST",status="5xx"}`), read as
 counts since the previous sample: all of them, and those with a 5xx `status`."""
-_READ = {*COUNTER_RATES, *COUNTER_DELTAS, *GAUGES, *(n for pair in HIT_RATIOS for n in pair), *NOTABLE, HTTP}
+READ = {*COUNTER_RATES, *COUNTER_DELTAS, *GAUGES, *(n for pair in HIT_RATIOS for n in pair), *NOTABLE, HTTP}
+"""The metric names this module reads (counters without `_total`): what `forensics analyze
+--prometheus` pulls from a live server."""
 
 SNIFF_LINES = 50
 
@@ -410,9 +412,9 @@ def _base(name: pl.Expr) -> pl.Expr:
 
 
 def _keyed(samples: pl.DataFrame) -> pl.DataFrame:
-    """The samples whose names this module reads (`_READ`: vLLM's, DCGM's, kube-state-metrics'),
+    """The samples whose names this module reads (`READ`: vLLM's, DCGM's, kube-state-metrics'),
     with their series key (labels but the name), pod, host and engine, in (series, time, line) order."""
-    df = samples.filter(_base(pl.col("name")).is_in(_READ)).with_columns(
+    df = samples.filter(_base(pl.col("name")).is_in(READ)).with_columns(
         _base(pl.col("name")).alias("_family"),
         pl.col("labels").str.replace_all(r'(?:^|,)\s*__name__\s*=\s*"[^"]*"', "").str.strip_chars(", ").alias("_key"),
     )
