@@ -11,12 +11,14 @@ import math
 import os
 import shutil
 import tempfile
+from datetime import datetime
 from pathlib import Path
 
 from forensics import mining
 from forensics.diagnosis.analysis import Report
 from forensics.errors import ForensicsError
 from forensics.report import alerts, plots
+from forensics.report import backtest as bt
 from forensics.report import render as rpt
 
 ALERT_FORMATS = ("prometheusrule", "prometheus")
@@ -36,6 +38,8 @@ ARTIFACTS = frozenset(
         "postmortem.md",
         "postmortem.html",
         "replay.json",
+        "alerts_loki.yaml",
+        "prometheus",
     }
 )
 """Every file a run may write into `--out`: what a later run removes when it does not write it
@@ -52,17 +56,21 @@ def write_all(
     alerts_format: str = "prometheusrule",
     command: str | None = None,
     replay: dict | None = None,
+    backtest: bool = False,
 ) -> dict[str, Path]:
     """Write the outputs of `result` under `out`; returns name -> path of what was written.
 
     All or nothing: every artifact is written to a temporary directory beside `out` and moved
     into place only when all of them are there, replacing the last run's (`ARTIFACTS`). A full
     disk, an error or Ctrl-C part way leaves the previous report as it was, and the error says so.
+
+    `backtest` evaluates the alert rules on the incident's own series with a local Prometheus
+    (`forensics.report.backtest`); `alerts_test.yaml` is then built from those series.
     """
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.writing-", dir=out.parent))
     try:
-        written = _write(result, tmp, fmt, template, alerts_format, command, replay)
+        written = _write(result, tmp, fmt, template, alerts_format, command, replay, backtest)
         _publish(tmp, out)
     except OSError as e:
         raise ForensicsError(
@@ -79,13 +87,19 @@ def _publish(tmp: Path, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     new = {p.name for p in tmp.iterdir()}
     for old in out.iterdir():
-        if old.name in ARTIFACTS and old.name not in new and old.is_file():
-            old.unlink()
+        if old.name in ARTIFACTS and old.name not in new:
+            if old.is_dir() and not old.is_symlink():
+                shutil.rmtree(old)
+            elif old.is_file():
+                old.unlink()
     for p in sorted(tmp.iterdir()):
-        os.replace(p, out / p.name)
+        target = out / p.name
+        if p.is_dir() and target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)  # (os.replace cannot put a directory over a non-empty one)
+        os.replace(p, target)
 
 
-def _write(result, tmp: Path, fmt, template, alerts_format, command, replay) -> dict[str, Path]:
+def _write(result, tmp: Path, fmt, template, alerts_format, command, replay, backtest) -> dict[str, Path]:
     analysis = result.to_json()
     rules = alerts.rules_for(analysis) if analysis["incidents"] else []
     analysis["alerts"] = [
@@ -99,6 +113,7 @@ def _write(result, tmp: Path, fmt, template, alerts_format, command, replay) -> 
         }
         for r in rules
     ]
+    tested = _backtest(result, analysis, rules) if backtest and rules else None
     if replay is not None:
         analysis["replay"] = replay
     analysis = finite(analysis)
@@ -121,8 +136,17 @@ def _write(result, tmp: Path, fmt, template, alerts_format, command, replay) -> 
         paths["alerts"] = tmp / rules_name
         # promtool reads plain rule files; the test fixture points at one next to it.
         (tmp / "alerts.rules.yaml").write_text(alerts.plain_rules(rules))
-        (tmp / "alerts_test.yaml").write_text(alerts.promtool_test("alerts.rules.yaml", analysis))
+        if tested is not None:
+            (tmp / "alerts_test.yaml").write_text(tested)
+        else:
+            (tmp / "alerts_test.yaml").write_text(alerts.promtool_test("alerts.rules.yaml", analysis))
         paths["alerts_rules"], paths["alerts_test"] = tmp / "alerts.rules.yaml", tmp / "alerts_test.yaml"
+        loki = alerts.loki_rules(analysis)
+        if loki is not None:
+            (tmp / "alerts_loki.yaml").write_text(loki)
+            paths["alerts_loki"] = tmp / "alerts_loki.yaml"
+    if result.pulled is not None and result.pulled.documents:
+        paths["prometheus"] = result.pulled.write(tmp)
     md = rpt.render(
         analysis, fmt="md", template=template if fmt == "md" else None, command=command, replay=replay, plot_dir=tmp
     )
@@ -136,6 +160,31 @@ def _write(result, tmp: Path, fmt, template, alerts_format, command, replay) -> 
         paths["replay"] = tmp / "replay.json"
         paths["replay"].write_text(json.dumps(finite(replay), indent=2, allow_nan=False) + "\n")
     return paths
+
+
+def _backtest(result, analysis: dict, rules: list) -> tuple | None:
+    """Run the backtest and put its verdicts in `analysis["backtest"]`; returns the
+    `alerts_test.yaml` built from the incident's series when it ran (and whether promtool
+    passes it, in the analysis), else None (the reason is in the analysis)."""
+    inc = analysis["incidents"][0]
+    outage = datetime.fromisoformat(inc["start"].replace("Z", "+00:00")) if inc.get("start") else None
+    try:
+        verdicts, data, why = bt.backtest(rules, result.ingest.metrics, outage)
+    except bt.BacktestError as e:
+        verdicts, data, why = [], None, str(e)
+    analysis["backtest"] = {
+        "ran": data is not None,
+        "why_not": why,
+        "outage": inc.get("start"),
+        "interval_s": bt.INTERVAL.total_seconds(),
+        "series": sorted(data.names) if data is not None else [],
+        "rules": [v.as_dict() for v in verdicts],
+    }
+    if data is None:
+        return None
+    test = bt.promtool_test("alerts.rules.yaml", rules, data, verdicts)
+    analysis["backtest"]["promtool"] = bt.check(alerts.plain_rules(rules), test)
+    return test
 
 
 def finite(doc):
