@@ -3,7 +3,7 @@
 Why: a rule file that parses says nothing about whether it would have caught this outage,
 nor how early. Here the incident's measured series (the engines' log lines and any pulled or
 exported samples: the metrics table) become the Prometheus series the rules read, on a
-regular scrape grid (`INTERVAL`): gauges as they are, counters rebuilt by integrating the
+regular scrape grid (`INTERVAL`, coarser for a long incident): gauges as they are, counters rebuilt by integrating the
 logged rates (`vllm:generation_tokens_total` from `Avg generation throughput`). Those samples
 are backfilled into a real Prometheus (`promtool tsdb create-blocks-from openmetrics`), which
 evaluates every rule's expression over the window with its own engine (`query_range` on the
@@ -38,8 +38,11 @@ from forensics import schema as s
 from forensics.report.alerts import Rule
 
 INTERVAL = timedelta(seconds=30)
-"""The scrape grid and the evaluation interval: a common Prometheus setting, coarse enough
-that a day of logs stays a small test file."""
+"""The scrape grid and the evaluation interval: a common Prometheus setting."""
+MAX_VALUES = 400_000
+"""The most grid values (series x steps) a backtest writes: past that the grid coarsens by
+whole multiples of `INTERVAL` (a day of 50 pods' 7 series is 2.5M values at 30 s), so that
+`alerts_test.yaml` stays a file promtool reads in seconds."""
 READY_S = 30.0
 """How long to wait for the local Prometheus to answer before giving up."""
 
@@ -110,13 +113,14 @@ class Samples:
     start: datetime
     steps: int
     series: dict[tuple[str, tuple[tuple[str, str], ...]], list[float | None]]
+    interval: timedelta = INTERVAL
 
     @property
     def names(self) -> set[str]:
         return {name for name, _ in self.series}
 
     def at(self, i: int) -> datetime:
-        return self.start + i * INTERVAL
+        return self.start + i * self.interval
 
     def openmetrics(self) -> str:
         """The samples as OpenMetrics text, for `promtool tsdb create-blocks-from openmetrics`."""
@@ -138,19 +142,23 @@ def available() -> str | None:
 
 
 def samples(metrics: pl.DataFrame) -> Samples | None:
-    """The metrics table's series as Prometheus series on the `INTERVAL` grid, or None without any.
+    """The metrics table's series as Prometheus series on a regular grid, or None without any.
 
-    A grid step holds the last sample of the step before it (what a scrape every
-    `INTERVAL` would have read) and nothing when there was none: a gap stays a gap. A series
-    is keyed by `pod` (the pod, else the host, else the file) and `engine`.
+    A grid step holds the last sample of the step before it (what a scrape every `INTERVAL`
+    would have read) and nothing when there was none: a gap stays a gap. A series is keyed
+    by `pod` (the pod, else the host, else the file) and `engine`. The grid is `INTERVAL`,
+    or a multiple of it that keeps the values under `MAX_VALUES`.
     """
     m = metrics.filter(pl.col(s.METRIC).is_in(list(SERIES)) & pl.col(s.TS).is_not_null() & pl.col(s.VALUE).is_finite())
     if m.is_empty():
         return None
-    step_us = int(INTERVAL.total_seconds() * 1e6)
-    lo = m[s.TS].min()
+    lo, hi = m[s.TS].min(), m[s.TS].max()
+    keys = m.select(pl.coalesce(s.POD, s.HOST, s.FILE), s.ENGINE, s.METRIC).n_unique()
+    steps_at_30s = (hi - lo) / INTERVAL + 2
+    interval = INTERVAL * max(1, math.ceil(keys * steps_at_30s / MAX_VALUES))
+    step_us = int(interval.total_seconds() * 1e6)
     start = datetime.fromtimestamp(
-        math.floor(lo.timestamp() / INTERVAL.total_seconds()) * INTERVAL.total_seconds(), UTC
+        math.floor(lo.timestamp() / interval.total_seconds()) * interval.total_seconds(), UTC
     )
     m = m.with_columns(
         pl.coalesce(s.POD, s.HOST, s.FILE).alias("_pod"),
@@ -168,7 +176,7 @@ def samples(metrics: pl.DataFrame) -> Samples | None:
             grid[i] = float(f"{v:.6g}")  # (the test fixture and the backfill read the same digits)
         labels = (("engine", engine), ("pod", pod)) if engine else (("pod", pod),)
         out[(name, labels)] = grid
-    return Samples(start, steps, out)
+    return Samples(start, steps, out, interval)
 
 
 def _counter(g: pl.DataFrame, metric: str) -> list[float]:
@@ -194,11 +202,11 @@ def evaluate(rules: list[Rule], data: Samples, outage: datetime | None, promethe
     for rule in rules:
         missing = sorted(metrics_of(rule.expr) - data.names)
         try:
-            result = query_range(prometheus_url, rule.expr, data.start, data.at(data.steps - 1))
+            result = query_range(prometheus_url, rule.expr, data.start, data.at(data.steps - 1), data.interval)
         except BacktestError as e:
             out.append(Verdict(alert=rule.alert, severity=rule.severity, fired=False, why_not=f"not evaluated: {e}"))
             continue
-        pending, fired, firing = _alerting(result, _duration(rule.for_))
+        pending, fired, firing = _alerting(result, _duration(rule.for_), data.interval)
         if fired is not None:
             out.append(
                 Verdict(
@@ -224,15 +232,15 @@ def evaluate(rules: list[Rule], data: Samples, outage: datetime | None, promethe
     return out
 
 
-def query_range(url: str, expr: str, start: datetime, end: datetime) -> list[dict]:
-    """The `matrix` of `expr` evaluated on the `INTERVAL` grid from `start` to `end`."""
+def query_range(url: str, expr: str, start: datetime, end: datetime, step: timedelta) -> list[dict]:
+    """The `matrix` of `expr` evaluated every `step` from `start` to `end`."""
     import httpx
 
     params = {
         "query": expr,
         "start": f"{start.timestamp():.3f}",
         "end": f"{end.timestamp():.3f}",
-        "step": f"{INTERVAL.total_seconds():g}",
+        "step": f"{step.total_seconds():g}",
     }
     try:
         r = httpx.get(f"{url}/api/v1/query_range", params=params, timeout=60.0)
@@ -250,11 +258,13 @@ def metrics_of(expr: str) -> set[str]:
     return set(_METRIC.findall(body))
 
 
-def _alerting(result: list[dict], hold: timedelta) -> tuple[datetime | None, datetime | None, list[tuple[dict, float]]]:
+def _alerting(
+    result: list[dict], hold: timedelta, interval: timedelta = INTERVAL
+) -> tuple[datetime | None, datetime | None, list[tuple[dict, float]]]:
     """(first pending, first firing, the series firing then with their values) from a
     `query_range` matrix: a series goes pending at the first evaluation of a run of
     consecutive true ones, and fires once the run lasted `hold` (the rule manager's `for`)."""
-    step = INTERVAL.total_seconds()
+    step = interval.total_seconds()
     pending: float | None = None
     fires: list[tuple[float, dict, float]] = []
     for series in result:
@@ -280,7 +290,7 @@ def _time(t: float | None) -> datetime | None:
 
 
 @contextlib.contextmanager
-def local_prometheus(openmetrics: str) -> Iterator[str]:
+def local_prometheus(openmetrics: str, interval: timedelta = INTERVAL) -> Iterator[str]:
     """A throwaway Prometheus on 127.0.0.1 serving the samples of `openmetrics` (text ending
     in `# EOF`, e.g. `Samples.openmetrics()`); yields its base URL.
 
@@ -292,7 +302,7 @@ def local_prometheus(openmetrics: str) -> Iterator[str]:
         root = Path(d)
         (root / "series.om").write_text(openmetrics)
         _run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(root / "series.om"), str(root / "tsdb")])
-        (root / "prometheus.yml").write_text(f"global:\n  evaluation_interval: {_go(INTERVAL)}\n")
+        (root / "prometheus.yml").write_text(f"global:\n  evaluation_interval: {_go(interval)}\n")
         port = _free_port()
         log = (root / "prometheus.log").open("wb")
         proc = subprocess.Popen(
@@ -331,7 +341,7 @@ def backtest(
     data = samples(metrics)
     if data is None:
         return [], None, "no measured series (no engine metrics lines, no exported or pulled samples)"
-    with local_prometheus(data.openmetrics()) as url:
+    with local_prometheus(data.openmetrics(), data.interval) as url:
         return evaluate(rules, data, outage, url), data, None
 
 
@@ -348,22 +358,22 @@ def promtool_test(rules_file: str, rules: list[Rule], data: Samples, verdicts: l
     for v in verdicts:
         rule = by_name[v.alert]
         if v.fired and v.fired_at is not None:
-            i = round((v.fired_at - data.start) / INTERVAL)
+            i = round((v.fired_at - data.start) / data.interval)
             if i > 0:
-                tests.append({"eval_time": _go(INTERVAL * (i - 1)), "alertname": v.alert, "exp_alerts": []})
+                tests.append({"eval_time": _go(data.interval * (i - 1)), "alertname": v.alert, "exp_alerts": []})
             tests.append(
                 {
-                    "eval_time": _go(INTERVAL * i),
+                    "eval_time": _go(data.interval * i),
                     "alertname": v.alert,
                     "exp_alerts": [_expected(rule, s_labels, value) for s_labels, value in v.firing],
                 }
             )
         elif v.why_not is not None and not v.why_not.startswith("not evaluated"):
-            tests.append({"eval_time": _go(INTERVAL * (data.steps - 1)), "alertname": v.alert, "exp_alerts": []})
+            tests.append({"eval_time": _go(data.interval * (data.steps - 1)), "alertname": v.alert, "exp_alerts": []})
     doc = {
         "rule_files": [rules_file],
-        "evaluation_interval": _go(INTERVAL),
-        "tests": [{"interval": _go(INTERVAL), "input_series": series, "alert_rule_test": tests}],
+        "evaluation_interval": _go(data.interval),
+        "tests": [{"interval": _go(data.interval), "input_series": series, "alert_rule_test": tests}],
     }
     return yaml.safe_dump(doc, sort_keys=False, width=200)
 

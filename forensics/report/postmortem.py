@@ -176,7 +176,7 @@ def _backtest(result, analysis: dict, rules: list) -> tuple | None:
         "ran": data is not None,
         "why_not": why,
         "outage": inc.get("start"),
-        "interval_s": bt.INTERVAL.total_seconds(),
+        "interval_s": data.interval.total_seconds() if data is not None else None,
         "series": sorted(data.names) if data is not None else [],
         "rules": [v.as_dict() for v in verdicts],
     }

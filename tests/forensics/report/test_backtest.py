@@ -184,3 +184,12 @@ def test_without_prometheus_the_report_says_the_backtest_did_not_run(monkeypatch
     verdicts, data, why = bt.backtest([], pl.DataFrame(schema=s.METRIC_DTYPES), None)
     assert verdicts == [] and data is None
     assert "install the Debian package `prometheus`" in why
+
+
+def test_a_long_incident_is_backtested_on_a_coarser_grid_of_bounded_size(monkeypatch):
+    monkeypatch.setattr(bt, "MAX_VALUES", 1_000)
+    rows = [(30 * i, pod, "waiting", 1.0) for i in range(2 * 60 * 4) for pod in ("a", "b", "c")]  # 4 h, 3 pods
+    data = bt.samples(metrics(rows))
+    assert data.interval == 2 * bt.INTERVAL  # 3 series x 481 steps at 30 s is 1,443: 60 s steps
+    assert len(data.series) * data.steps <= 1_000
+    assert data.at(data.steps - 1) >= T0 + timedelta(hours=4) - data.interval
