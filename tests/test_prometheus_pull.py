@@ -125,6 +125,8 @@ def test_analyze_without_logs_pulls_the_window_and_keeps_the_documents(tmp_path)
             "-o", str(tmp_path / "out"), "-q", "--no-backtest",
         )  # fmt: skip
     assert p.returncode == 0, p.stderr
+    inputs = json.loads((tmp_path / "out/analysis.json").read_text())["input"]["paths"]
+    assert inputs == [f"Prometheus {url} (2025-03-02T07:55:00Z to 2025-03-02T08:30:00Z, 4 metrics)"]
     kept = tmp_path / "out/prometheus/vllm_kv_cache_usage_perc.txt"
     assert kept.read_text().startswith(
         '{__name__="vllm:kv_cache_usage_perc", engine="0", model_name="llama", pod="vllm-0"} 0.3 '

@@ -260,7 +260,7 @@ def analyze(
         pod_nodes=pod_node,
         template_changes=changes,
         warnings=mined.warnings + ([series.left_out] if series.left_out else []),
-        inputs=[printable(str(p)) for p in roots],
+        inputs=[printable(str(p)) for p in roots] + ([printable(pulled.describe())] if pulled is not None else []),
         run_stats=run_stats,
         unexplained_errors=[] if reports else unexplained_errors(events, mined.templates, signals),
         load_declines=declines,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import ssl
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from forensics.errors import ForensicsError
@@ -65,6 +65,13 @@ class Pulled:
     notes: list[str] = field(default_factory=list)
     start: datetime | None = None
     end: datetime | None = None
+    url: str = ""
+    """The server, without any user:password in it."""
+
+    def describe(self) -> str:
+        """How the report names this input: the server and the window."""
+        span = f"{_iso(self.start)} to {_iso(self.end)}" if self.start and self.end else "no window"
+        return f"Prometheus {self.url} ({span}, {len(self.documents)} metrics)"
 
     def write(self, into: Path) -> Path:
         """The documents as files under `into/prometheus/`, which ingest reads like an export."""
@@ -87,7 +94,7 @@ def pull(server: Server, start: datetime, end: datetime, *, names: tuple[str, ..
             f"the Prometheus window is empty ({start.isoformat()} to {end.isoformat()})",
             hint="pass --since before --until",
         )
-    out = Pulled(start=start, end=end)
+    out = Pulled(start=start, end=end, url=_redacted(server.url))
     with _client(server) as client:
         _check(client, server)
         for name in names:
@@ -225,6 +232,14 @@ def _error_of(r) -> str:
 
 def _file_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".txt"
+
+
+def _redacted(url: str) -> str:
+    return re.sub(r"^(https?://)[^/@]*@", r"\1", url)
+
+
+def _iso(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _unix(t: datetime) -> str:
