@@ -25,6 +25,7 @@ from forensics import schema as s
 from forensics.errors import ForensicsError
 from forensics.ingestion import prometheus_pull as pp
 from forensics.report.backtest import local_prometheus
+from forensics.report.postmortem import write_all
 from tests.conftest import SAMPLES, write
 
 SERVER = shutil.which("prometheus") is not None and shutil.which("promtool") is not None
@@ -115,6 +116,13 @@ def test_a_throttling_gpu_is_found_from_dcgm_series_pulled_instead_of_a_dump(tmp
         return sorted(ev.select(s.TS, s.HOST, s.MESSAGE).iter_rows())
 
     assert slowdowns(pulled) == slowdowns(exported) and slowdowns(pulled)
+
+    # the backtest reads the pulled DCGM series as they are: the slowdown rule fires on gpu-node-2
+    write_all(pulled, tmp_path / "report", backtest=True)
+    doc = json.loads((tmp_path / "report/analysis.json").read_text())["backtest"]
+    rule = next(r for r in doc["rules"] if r["alert"] == "GPUClocksHeldDownByHardware")
+    assert rule["fired"] and rule["labels"]["Hostname"] == "gpu-node-2", rule
+    assert "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS" in doc["series"] and doc["promtool"] == "passed"
 
 
 @needs_server

@@ -80,6 +80,11 @@ METRICS: dict[str, tuple[str, frozenset[str]]] = {
         "NVIDIA/dcgm-exporter etc/default-counters.csv",
         frozenset({"gpu", "UUID", "device", "modelName", "Hostname", "err_code", "err_msg"}),
     ),
+    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": (
+        "NVIDIA DCGM dcgm_fields.h field 112 (bitmask of DCGM_CLOCKS_THROTTLE_REASON_*), exported by "
+        "NVIDIA/dcgm-exporter when listed in its counters CSV",
+        frozenset({"gpu", "UUID", "device", "modelName", "Hostname"}),
+    ),
     "DCGM_FI_DEV_FB_FREE": (
         "NVIDIA/dcgm-exporter etc/default-counters.csv",
         frozenset({"gpu", "UUID", "device", "modelName", "Hostname"}),
@@ -269,6 +274,20 @@ WATCHES: tuple[tuple[When, tuple[Rule, ...]], ...] = (
                 summary="GPU reported a new XID error",
                 description="GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}.",
                 finding="root cause (gpu-fault)",
+            ),
+            Rule(
+                alert="GPUClocksHeldDownByHardware",
+                # PromQL has no bitwise AND: each reason's bit is floor(x / bit) % 2.
+                expr="max by (Hostname, gpu) ("
+                + " + ".join(f"(floor(DCGM_FI_DEV_CLOCK_THROTTLE_REASONS / {bit}) % 2)" for bit in (8, 32, 64, 128))
+                + ") > 0",
+                for_="5m",
+                severity="warning",
+                summary="A GPU's clocks are held down by heat, power or the board's slowdown signal",
+                description="GPU {{ $labels.gpu }} on {{ $labels.Hostname }} runs below its clocks for a hardware reason "
+                "(HW slowdown, thermal or power-brake slowdown): its tensor-parallel group serves at its pace. Check "
+                "cooling and power; drain the node if it persists.",
+                finding="root cause (gpu-fault: a slow GPU)",
             ),
         ),
     ),

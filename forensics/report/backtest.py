@@ -141,42 +141,84 @@ def available() -> str | None:
     return None
 
 
-def samples(metrics: pl.DataFrame) -> Samples | None:
-    """The metrics table's series as Prometheus series on a regular grid, or None without any.
+Series = dict[tuple[str, tuple[tuple[str, str], ...]], list[tuple[datetime, float]]]
+"""(metric name, sorted labels) -> its samples in time order."""
 
-    A grid step holds the last sample of the step before it (what a scrape every `INTERVAL`
-    would have read) and nothing when there was none: a gap stays a gap. A series is keyed
-    by `pod` (the pod, else the host, else the file) and `engine`. The grid is `INTERVAL`,
-    or a multiple of it that keeps the values under `MAX_VALUES`.
+
+def samples(metrics: pl.DataFrame, pulled: dict[str, str] | None = None) -> Samples | None:
+    """The incident's series on a regular grid, or None without any.
+
+    From the metrics table (`rebuilt`) and, when a server was pulled, its raw series
+    (`raw_series`), which replace what the logs rebuilt for the same metric names: the
+    server's own counters and labels beat a reconstruction. A grid step holds the last sample
+    of the step before it (what a scrape every `INTERVAL` would have read) and nothing when
+    there was none: a gap stays a gap. The grid is `INTERVAL`, or a multiple of it that keeps
+    the values under `MAX_VALUES`.
     """
-    m = metrics.filter(pl.col(s.METRIC).is_in(list(SERIES)) & pl.col(s.TS).is_not_null() & pl.col(s.VALUE).is_finite())
-    if m.is_empty():
+    raw = raw_series(pulled or {})
+    taken = {name for name, _labels in raw}
+    points = {**{k: v for k, v in rebuilt(metrics).items() if k[0] not in taken}, **raw}
+    points = {k: v for k, v in points.items() if v}
+    if not points:
         return None
-    lo, hi = m[s.TS].min(), m[s.TS].max()
-    keys = m.select(pl.coalesce(s.POD, s.HOST, s.FILE), s.ENGINE, s.METRIC).n_unique()
+    lo = min(v[0][0] for v in points.values())
+    hi = max(v[-1][0] for v in points.values())
     steps_at_30s = (hi - lo) / INTERVAL + 2
-    interval = INTERVAL * max(1, math.ceil(keys * steps_at_30s / MAX_VALUES))
-    step_us = int(interval.total_seconds() * 1e6)
-    start = datetime.fromtimestamp(
-        math.floor(lo.timestamp() / interval.total_seconds()) * interval.total_seconds(), UTC
-    )
-    m = m.with_columns(
-        pl.coalesce(s.POD, s.HOST, s.FILE).alias("_pod"),
-        pl.col(s.ENGINE).fill_null(""),
-        # the grid step a sample is read at: the first step at or after it
-        ((pl.col(s.TS) - pl.lit(start)).dt.total_microseconds().add(step_us - 1) // step_us).alias("_i"),
-    ).sort("_pod", s.ENGINE, s.METRIC, s.TS, s.FILE, s.LINE)
-    steps = int(m["_i"].max()) + 1
+    interval = INTERVAL * max(1, math.ceil(len(points) * steps_at_30s / MAX_VALUES))
+    secs = interval.total_seconds()
+    start = datetime.fromtimestamp(math.floor(lo.timestamp() / secs) * secs, UTC)
+    steps = math.ceil((hi - start) / interval) + 1
     out: dict = {}
-    for (pod, engine, metric), g in m.group_by(["_pod", s.ENGINE, s.METRIC], maintain_order=True):
-        name = SERIES[metric]
-        values = _counter(g, metric) if metric not in GAUGES else g[s.VALUE].to_list()
+    for key, series in sorted(points.items()):
         grid: list[float | None] = [None] * steps
-        for i, v in zip(g["_i"].to_list(), values, strict=True):
+        for ts, v in series:
+            # the grid step a sample is read at: the first at or after it
+            i = math.ceil((ts - start) / interval - 1e-9)
             grid[i] = float(f"{v:.6g}")  # (the test fixture and the backfill read the same digits)
-        labels = (("engine", engine), ("pod", pod)) if engine else (("pod", pod),)
-        out[(name, labels)] = grid
+        out[key] = grid
     return Samples(start, steps, out, interval)
+
+
+def rebuilt(metrics: pl.DataFrame) -> Series:
+    """The metrics table's rows as vLLM's Prometheus series (`SERIES`), keyed by `pod` (the
+    pod, else the host, else the file) and `engine`; counters rebuilt (`_counter`)."""
+    m = metrics.filter(pl.col(s.METRIC).is_in(list(SERIES)) & pl.col(s.TS).is_not_null() & pl.col(s.VALUE).is_finite())
+    m = m.with_columns(pl.coalesce(s.POD, s.HOST, s.FILE).alias("_pod"), pl.col(s.ENGINE).fill_null(""))
+    m = m.sort("_pod", s.ENGINE, s.METRIC, s.TS, s.FILE, s.LINE)
+    out: Series = {}
+    for (pod, engine, metric), g in m.group_by(["_pod", s.ENGINE, s.METRIC], maintain_order=True):
+        values = _counter(g, metric) if metric not in GAUGES else g[s.VALUE].to_list()
+        labels = (("engine", engine), ("pod", pod)) if engine else (("pod", pod),)
+        out[(SERIES[metric], labels)] = list(zip(g[s.TS].to_list(), values, strict=True))
+    return out
+
+
+_DUMP_LINE = re.compile(r"^\{(?P<labels>.*)\} (?P<value>\S+) (?P<ms>-?\d+)$")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def raw_series(documents: dict[str, str]) -> Series:
+    """The samples of pulled documents (`prometheus_pull`'s dump lines) by series."""
+    out: Series = {}
+    for text in documents.values():
+        for line in text.splitlines():
+            m = _DUMP_LINE.match(line)
+            if m is None:
+                continue
+            labels = {k: _unescape(v) for k, v in _LABEL.findall(m["labels"])}
+            name = labels.pop("__name__", "")
+            try:
+                value = float(m["value"].replace("Inf", "inf"))
+            except ValueError:
+                continue
+            if name and math.isfinite(value):
+                ts = datetime.fromtimestamp(int(m["ms"]) / 1000, UTC)
+                out.setdefault((name, tuple(sorted(labels.items()))), []).append((ts, value))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _unescape(v: str) -> str:
+    return re.sub(r"\\(.)", lambda m: "\n" if m[1] == "n" else m[1], v)
 
 
 def _counter(g: pl.DataFrame, metric: str) -> list[float]:
@@ -332,13 +374,14 @@ def local_prometheus(openmetrics: str, interval: timedelta = INTERVAL) -> Iterat
 
 
 def backtest(
-    rules: list[Rule], metrics: pl.DataFrame, outage: datetime | None
+    rules: list[Rule], metrics: pl.DataFrame, outage: datetime | None, pulled: dict[str, str] | None = None
 ) -> tuple[list[Verdict], Samples | None, str | None]:
-    """(verdicts, the samples they were computed on, why not) for `rules` on `metrics`."""
+    """(verdicts, the samples they were computed on, why not) for `rules` on `metrics` and
+    the `pulled` documents (`samples`)."""
     why = available()
     if why is not None:
         return [], None, why
-    data = samples(metrics)
+    data = samples(metrics, pulled)
     if data is None:
         return [], None, "no measured series (no engine metrics lines, no exported or pulled samples)"
     with local_prometheus(data.openmetrics(), data.interval) as url:

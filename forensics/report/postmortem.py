@@ -169,7 +169,8 @@ def _backtest(result, analysis: dict, rules: list) -> tuple | None:
     inc = analysis["incidents"][0]
     outage = datetime.fromisoformat(inc["start"].replace("Z", "+00:00")) if inc.get("start") else None
     try:
-        verdicts, data, why = bt.backtest(rules, result.ingest.metrics, outage)
+        pulled = result.pulled.documents if result.pulled is not None else None
+        verdicts, data, why = bt.backtest(rules, result.ingest.metrics, outage, pulled)
     except bt.BacktestError as e:
         verdicts, data, why = [], None, str(e)
     analysis["backtest"] = {
