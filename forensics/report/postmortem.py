@@ -167,7 +167,7 @@ def _backtest(result, analysis: dict, rules: list) -> tuple | None:
     `alerts_test.yaml` built from the incident's series when it ran (and whether promtool
     passes it, in the analysis), else None (the reason is in the analysis)."""
     inc = analysis["incidents"][0]
-    outage = datetime.fromisoformat(inc["start"].replace("Z", "+00:00")) if inc.get("start") else None
+    outage = _when(inc["start"]) if inc.get("start") else None
     try:
         pulled = result.pulled.documents if result.pulled is not None else None
         verdicts, data, why = bt.backtest(rules, result.ingest.metrics, outage, pulled)
@@ -177,15 +177,26 @@ def _backtest(result, analysis: dict, rules: list) -> tuple | None:
         "ran": data is not None,
         "why_not": why,
         "outage": inc.get("start"),
+        "first_user_visible": (inc.get("detection") or {}).get("first_user_visible"),
         "interval_s": data.interval.total_seconds() if data is not None else None,
         "series": sorted(data.names) if data is not None else [],
         "rules": [v.as_dict() for v in verdicts],
     }
+    seen = analysis["backtest"]["first_user_visible"]
+    for r in analysis["backtest"]["rules"]:
+        # minutes from firing to the first user-visible error (positive: before users saw it)
+        r["lead_user_minutes"] = (
+            round((_when(seen) - _when(r["fired_at"])).total_seconds() / 60, 1) if seen and r["fired_at"] else None
+        )
     if data is None:
         return None
     test = bt.promtool_test("alerts.rules.yaml", rules, data, verdicts)
     analysis["backtest"]["promtool"] = bt.check(alerts.plain_rules(rules), test)
     return test
+
+
+def _when(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def finite(doc):

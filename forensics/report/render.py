@@ -98,6 +98,13 @@ def hhmmss(iso: str | None) -> str:
     return iso[11:19] if iso else "-"
 
 
+def lead(minutes: float | None) -> str:
+    """A backtest's lead time: `1.0 min before`, `4.5 min after`, or `-`."""
+    if minutes is None:
+        return "-"
+    return f"{abs(minutes):.1f} min {'before' if minutes >= 0 else 'after'}"
+
+
 def window(inc: dict) -> str:
     """`(2025-03-02 08:07:00–08:45:30 UTC)`, or what stands in for time in untimed logs."""
     if not inc.get("start"):
@@ -134,6 +141,7 @@ def environment(template_path: Path | None = None, html: bool = False) -> jinja2
         sentence=sentence,
         mermaid=mermaid_text,
         hhmmss=hhmmss,
+        lead=lead,
         duration=duration,
         window=window,
     )
