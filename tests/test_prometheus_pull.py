@@ -222,6 +222,14 @@ def test_a_query_the_server_finds_too_large_is_asked_for_in_halves_and_nothing_i
     assert doc[0] == f'{{__name__="vllm:num_requests_waiting", pod="vllm-0"}} 2 {int(T0.timestamp() * 1000)}'
 
 
+def test_a_pull_past_its_sample_cap_stops_and_says_what_it_left_out(fake, monkeypatch):
+    monkeypatch.setattr(pp, "MAX_SAMPLES", 10)
+    names = ("vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc")
+    pulled = pp.pull(pp.Server(url=fake, token="good"), T0, T0 + timedelta(hours=1), names=names)
+    assert list(pulled.documents) == ["vllm_num_requests_waiting.txt"]
+    assert any("left out" in n and "vllm:kv_cache_usage_perc" in n for n in pulled.notes)
+
+
 def test_a_server_that_is_not_a_prometheus_api_is_named_as_such(tmp_path):
     class Html(http.server.BaseHTTPRequestHandler):
         def do_GET(self):

@@ -155,7 +155,9 @@ def test_the_kv_full_rule_would_have_fired_first_a_minute_before_the_throughput_
     why = {r["alert"]: r["why_not"] for r in doc["rules"]}
     assert why["NCCLCommunicationFailure"].startswith("not collected: nccl_bus_bandwidth_gbs")
     md = (cache_corruption_report / "postmortem.md").read_text()
-    assert "| `VLLMKVCacheFullWithoutQueueing` | critical | yes | 08:06:00 | 1.0 min before | 0.7 min before | - |" in md
+    assert (
+        "| `VLLMKVCacheFullWithoutQueueing` | critical | yes | 08:06:00 | 1.0 min before | 0.7 min before | - |" in md
+    )
 
 
 @needs_server
