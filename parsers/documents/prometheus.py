@@ -135,6 +135,9 @@ counter's increase (its first sample counts when non-zero: since the process or 
 started); `rise after`, only an increase between samples (a lifetime counter's first value is
 history); `fall`, a value dropping under `FALL_TO` of the series' peak so far, once until it
 recovers to half of it. `{v}` is the value, `{n}` the increase, other names the series' labels."""
+CONTEXT = {"DCGM_FI_DEV_SM_CLOCK": ("SM clock", "MHz"), "DCGM_FI_DEV_GPU_TEMP": ("temperature", "C")}
+"""Series read only to say, beside a GPU's slowdown, what it did to that GPU: its SM clock and
+temperature then, and at the series' first sample (dcgm-exporter's default counters)."""
 KSM_PREFIX = "kube_"
 
 POD_LABELS = ("pod", "pod_name", "kubernetes_pod_name", "exported_pod")
@@ -143,7 +146,7 @@ HTTP = "http_requests"
 """The API server's responses (prometheus-fastapi-instrumentator, which vLLM's server uses:
 `http_requests_total{handler="/v1/chat/completions",method="POST",status="5xx"}`), read as
 counts since the previous sample: all of them, and those with a 5xx `status`."""
-READ = {*COUNTER_RATES, *COUNTER_DELTAS, *GAUGES, *(n for pair in HIT_RATIOS for n in pair), *NOTABLE, HTTP}
+READ = {*COUNTER_RATES, *COUNTER_DELTAS, *GAUGES, *(n for pair in HIT_RATIOS for n in pair), *NOTABLE, *CONTEXT, HTTP}
 """The metric names this module reads (counters without `_total`): what `forensics analyze
 --prometheus` pulls from a live server."""
 
@@ -500,6 +503,7 @@ def _notable(keyed: pl.DataFrame) -> list[dict]:
     df = df.with_columns(prev.alias("_prev"), peak.alias("_peak"), *(_label(n).alias(f"_{n}") for n in labels))
     out = []
     fallen: set[tuple[str, str]] = set()
+    context = _context(keyed)
     for row in df.iter_rows(named=True):
         family, v, before = row["_family"], row[s.VALUE], row["_prev"]
         mode, says = NOTABLE[family]
@@ -509,7 +513,7 @@ def _notable(keyed: pl.DataFrame) -> list[dict]:
                 out.append(_event(row[s.LINE], row[s.TS], "WARNING", msg, host=row[s.HOST], pod=row[s.POD], extra=True))
             continue
         if mode == "slowdown":
-            msg = _slowdown_message(family, says, row)
+            msg = _slowdown_message(family, says, row, context)
             if msg is not None and (before is None or _slowed(before) != _slowed(v)):
                 out.append(_event(row[s.LINE], row[s.TS], "WARNING", msg, host=row[s.HOST], pod=row[s.POD], extra=True))
             continue
@@ -555,8 +559,9 @@ def _slowed(v: float | None) -> int:
     return int(v) & sum(SLOWDOWN_BITS)
 
 
-def _slowdown_message(family: str, says: str, row: dict) -> str | None:
-    """A GPU's clock-event mask turning to include a slowdown, in `nvidia-smi`'s words; None
+def _slowdown_message(family: str, says: str, row: dict, context: dict) -> str | None:
+    """A GPU's clock-event mask turning to include a slowdown, in `nvidia-smi`'s words, with
+    its SM clock and temperature then and at first when the export has them (`CONTEXT`); None
     when it holds none (the caller says each change once)."""
     bits = _slowed(row[s.VALUE])
     if not bits:
@@ -564,7 +569,26 @@ def _slowdown_message(family: str, says: str, row: dict) -> str | None:
     reasons = ", ".join(name for bit, name in SLOWDOWN_BITS.items() if bits & bit)
     where = f"GPU {row['_gpu']}" if row["_gpu"] is not None else "a GPU"
     where += f" ({row['_UUID']})" if row["_UUID"] else ""
-    return f"{family} is {int(row[s.VALUE])} on {where}: {says.format(reasons=reasons)}"
+    msg = f"{family} is {int(row[s.VALUE])} on {where}: {says.format(reasons=reasons)}"
+    said = []
+    for name, (what, unit) in CONTEXT.items():
+        series = context.get((name, row["_key"]))
+        if series is None or row[s.TS] is None:
+            continue
+        then = [v for ts, v in series if ts is not None and ts <= row[s.TS]]
+        first_ts, first = series[0]
+        if then and first_ts is not None and first_ts < row[s.TS]:
+            said.append(f"{what} {then[-1]:.0f} {unit} (first sample {first:.0f} {unit} at {first_ts:%H:%M:%S})")
+    return msg + ("; " + ", ".join(said) if said else "")
+
+
+def _context(keyed: pl.DataFrame) -> dict[tuple[str, str], list[tuple[datetime | None, float]]]:
+    """The `CONTEXT` series by (family, series key), samples in time order."""
+    df = keyed.filter(pl.col("_family").is_in(CONTEXT) & pl.col(s.VALUE).is_finite())
+    out: dict[tuple[str, str], list] = {}
+    for family, key, ts, v in df.select("_family", "_key", s.TS, s.VALUE).iter_rows():
+        out.setdefault((family, key), []).append((ts, v))
+    return out
 
 
 def _fall_message(family: str, says: str, row: dict, fallen: set[tuple[str, str]]) -> str | None:

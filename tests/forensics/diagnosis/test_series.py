@@ -386,6 +386,30 @@ def test_dcgm_clock_events_of_an_idle_or_power_capped_gpu_are_not_slowdowns(tmp_
     ]
 
 
+def test_a_slowdown_says_what_it_did_to_the_gpus_clock_and_temperature_from_the_same_export():
+    from parsers.documents import prometheus
+
+    gpu = 'gpu="0",UUID="GPU-7",Hostname="gpu-node-2"'
+    rows = []
+    for k, (mask, clock, temp) in enumerate([(0, 1980, 66), (0, 1975, 71), (72, 1215, 91), (72, 1200, 92)]):
+        ms = 1764000000000 + 30000 * k
+        rows += [
+            f"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{{{gpu}}} {mask} {ms}",
+            f"DCGM_FI_DEV_SM_CLOCK{{{gpu}}} {clock} {ms}",
+            f"DCGM_FI_DEV_GPU_TEMP{{{gpu}}} {temp} {ms}",
+            # another GPU's series must not be read as this one's
+            f'DCGM_FI_DEV_SM_CLOCK{{gpu="1",UUID="GPU-8",Hostname="gpu-node-2"}} 1980 {ms}',
+        ]
+    export = prometheus.parse_document("\n".join(rows) + "\n", "text", "UTC")
+    said = [e["message"] for e in export.events if "clocks held down" in (e.get("message") or "")]
+    assert said == [
+        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS is 72 on GPU 0 (GPU-7): clocks held down by the hardware (HW Slowdown, "
+        "HW Thermal Slowdown); SM clock 1215 MHz (first sample 1980 MHz at 16:00:00), temperature 91 C (first sample "
+        "66 C at 16:00:00)"
+    ]
+    assert not any("clock" in m or "temp" in m for m in export.metrics["metric"].to_list())
+
+
 def test_a_slowed_replica_whose_nic_flaps_is_named_a_network_fault_on_its_node(tmp_path):
     # Slow, not dead: llm-1's node loses and regains its RDMA link every minute from 12:29;
     # its replica serves at 30 % while requests queue. Nothing crashes.
