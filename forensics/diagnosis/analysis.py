@@ -16,7 +16,7 @@ import polars as pl
 
 from forensics import mining
 from forensics import schema as s
-from forensics.diagnosis import analysis_json, collectives, rootcause, skew, startup
+from forensics.diagnosis import analysis_json, collectives, engine_config, rootcause, skew, startup
 from forensics.diagnosis import series as ser
 from forensics.diagnosis._format import iso, round1
 from forensics.diagnosis.narrative import IncidentReport, incident_report
@@ -139,10 +139,13 @@ def analyze(
     if not incidents:
         signals, incidents = untimed(signals)
     step("root cause")
+    configs = engine_config.configs(events)
     ranked = []
     for inc in incidents:
         pods_total, nodes_total = _active(events, inc, signals, pod_node)
-        hyps = rootcause.hypotheses(signals, inc, series, pods_total, nodes_total, metrics=metrics, events=events)
+        hyps = rootcause.hypotheses(
+            signals, inc, series, pods_total, nodes_total, metrics=metrics, events=events, configs=configs
+        )
         ranked.append((inc, hyps, rootcause.verdict(hyps)))
     reports, declines = [], []
     for inc, hyps, v in _merge_recurrences(ranked):
@@ -167,7 +170,13 @@ def analyze(
         if inc.recoveries:
             # Re-rank over the merged window.
             hyps = rootcause.hypotheses(
-                signals, inc, series, *_active(events, inc, signals, pod_node), metrics=metrics, events=events
+                signals,
+                inc,
+                series,
+                *_active(events, inc, signals, pod_node),
+                metrics=metrics,
+                events=events,
+                configs=configs,
             )
             v = rootcause.verdict(hyps)
         if v.status == "inconclusive" and inc.detector == "replica-drop" and inc.queued:

@@ -151,13 +151,12 @@ def _args(line: str) -> dict[str, str] | None:
     return None
 
 
-def rollout_change(events: pl.DataFrame, since: datetime, until: datetime) -> ConfigChange | None:
-    """The change between the engines started before `since` (the old generation) and those
-    started in [`since`, `until`] (the rollout's), when their arguments or KV sizes differ.
+def rollout_change(cs: list[EngineConfig], since: datetime, until: datetime) -> ConfigChange | None:
+    """The change between the engines (`configs`) started before `since` (the old generation)
+    and those started in [`since`, `until`] (the rollout's), when their arguments or KV sizes differ.
 
     Each side is read as its most common configuration, so one pod restarted with the old
     arguments does not hide the rollout, nor one odd pod make one."""
-    cs = configs(events)
     old = [c for c in cs if c.started < since]
     new = [c for c in cs if since <= c.started <= until]
     if not old or not new:

@@ -95,11 +95,14 @@ def hypotheses(
     *,
     metrics: pl.DataFrame | None = None,
     events: pl.DataFrame | None = None,
+    configs: list[engine_config.EngineConfig] | None = None,
 ) -> list[Hypothesis]:
     """Group the incident's signals into hypotheses and score them.
 
     `metrics` and `events` name the pods and the log lines behind a metric-derived
-    hypothesis (KV cache saturation); without them it has neither.
+    hypothesis (KV cache saturation); without them it has neither. `configs` are the engines'
+    starts (`engine_config.configs(events)`), read once per run by the caller when it ranks
+    several incidents; read from `events` here otherwise.
     """
     lo = inc.start - LOOKBACK
     hi = (inc.end or signals[s.TS].max() or inc.start) + timedelta(minutes=2)
@@ -109,7 +112,7 @@ def hypotheses(
     if win.is_empty():
         _capacity(out, inc, series, metrics, events)
         _stale_kv(out, inc, tell, metrics, events)
-        _engine_config(out, inc, events)
+        _engine_config(out, inc, events, configs)
         _assign_roles(out, inc)
         return out
     base = signals.filter(pl.col(s.TS) < lo).group_by("template_id").len()
@@ -176,7 +179,7 @@ def hypotheses(
     _probe_killed_a_starting_engine(out, events)
     _capacity(out, inc, series, metrics, events)
     _stale_kv(out, inc, tell, metrics, events)
-    _engine_config(out, inc, events)
+    _engine_config(out, inc, events, configs)
     _corroborate(out, signals)
     _assign_roles(out, inc)
     out.sort(key=lambda h: (h.role != "root_cause", -h.score, h.first_seen or inc.start, h.template_id))
@@ -780,13 +783,17 @@ CONFIG_CHANGED_SCORE = 0.6
 """...and one that changed their arguments without a smaller cache: a suspect, not a verdict alone."""
 
 
-def _engine_config(out: list[Hypothesis], inc: Incident, events: pl.DataFrame | None) -> None:
+def _engine_config(
+    out: list[Hypothesis], inc: Incident, events: pl.DataFrame | None, configs: list | None = None
+) -> None:
     """Add a rollout that started engines with other arguments (`engine_config.rollout_change`)
     in the `LOOKBACK` before the incident, with the before and after values; the capacity it
     left (a full KV cache, a growing queue) becomes its symptom."""
     if events is None or events.is_empty() or not inc.timed:
         return
-    change = engine_config.rollout_change(events, inc.start - LOOKBACK, inc.start + timedelta(seconds=ONSET_SLACK_S))
+    if configs is None:
+        configs = engine_config.configs(events)
+    change = engine_config.rollout_change(configs, inc.start - LOOKBACK, inc.start + timedelta(seconds=ONSET_SLACK_S))
     if change is None:
         return
     who = ", ".join(change.replicas[:3]) + (f" and {len(change.replicas) - 3} more" if len(change.replicas) > 3 else "")

@@ -383,4 +383,9 @@ def test_a_rollout_with_the_same_engine_arguments_is_no_config_change():
         },
     )
     assert len(engine_config.configs(events)) == 2
-    assert engine_config.rollout_change(events, start + timedelta(minutes=20), start + timedelta(minutes=40)) is None
+    assert (
+        engine_config.rollout_change(
+            engine_config.configs(events), start + timedelta(minutes=20), start + timedelta(minutes=40)
+        )
+        is None
+    )
