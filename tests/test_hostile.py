@@ -15,6 +15,7 @@ import pytest
 from forensics import analyze
 from forensics.errors import ForensicsError
 from forensics.ingestion import files as _files
+from forensics.ingestion import limits
 from forensics.report import postmortem
 from forensics.report.postmortem import write_all
 from tests.conftest import SAMPLES
@@ -79,7 +80,7 @@ def test_a_tree_far_deeper_than_recursion_allows_is_read_to_a_depth_and_the_rest
         _remove_deep(tmp_path / "d")  # (pytest's own clean-up recurses, and would fail on it)
     assert [f.rel for f in files] == ["vllm.log"]
     (deep,) = skipped
-    assert deep.file.count("d/") == _files.MAX_DIR_DEPTH - 1 and "nested over 64 deep" in deep.reason
+    assert deep.file.count("d/") == limits.DEFAULT.dir_depth - 1 and "nested over 64 deep (--max-depth)" in deep.reason
 
 
 def _remove_deep(top: Path) -> None:
@@ -170,17 +171,16 @@ def test_utf16_without_a_byte_order_mark_is_decoded_not_stripped_of_nuls(tmp_pat
     assert "Größe des Puffers überschritten: 4 GiB" in report.events["message"].to_list()
 
 
-def test_a_compression_bomb_of_lines_is_cut_with_a_note(tmp_path, monkeypatch):
+def test_a_compression_bomb_of_lines_is_cut_with_a_note(tmp_path):
     # A few hundred kB that expand 1,000:1 into one short line repeated: cut once past the
     # floor (lowered here from 256 MiB, so the test stays small), said in the file's notes.
-    monkeypatch.setattr(_files, "BOMB_FLOOR", 4 * 1024**2)
     import gzip
 
     with gzip.open(tmp_path / "bomb.log.gz", "wb", compresslevel=9) as fh:
         for _ in range(64):
             fh.write(b"x\n" * (1 << 19))  # 64 MiB in all
     write_file(tmp_path / "vllm.log", LINE)
-    report = analyze(tmp_path)
+    report = analyze(tmp_path, limits=limits.Limits(bomb_floor_bytes=4 * 1024**2))
     (bomb,) = [f for f in report.ingest.files if f.file == "bomb.log.gz"]
     assert any("a compression bomb, the rest is not read" in n for n in bomb.notes)
     assert bomb.lines < 32 * 1024**2 // 4  # (stopped a few MiB in, not at its 32 Mi lines)
@@ -217,3 +217,67 @@ def test_links_out_of_the_given_paths_are_followed_only_when_asked(tmp_path):
     assert analyze(logs).ingest.lines == 1
     asked = analyze(logs, outside=True)
     assert asked.ingest.lines == 2 and not asked.ingest.skipped
+
+
+def test_each_cap_is_an_option_and_what_it_cut_is_said(tmp_path):
+    import gzip
+    import subprocess
+    import sys
+
+    logs = tmp_path / "logs"
+    write_file(logs / "vllm.log", LINE + "INFO 03-14 10:00:03 [x.py:1] " + "A" * 5000 + "\n")
+    with gzip.open(logs / "big.log.gz", "wb") as fh:
+        fh.write(LINE.encode() * 40_000)  # ~3 MB of lines
+    write_file(logs / "a/b/c/deep.log", LINE)
+    out = tmp_path / "out"
+    args = ["--max-line", "1k", "--max-decompressed", "1M", "--max-depth", "2"]
+    p = subprocess.run(
+        [sys.executable, "-m", "forensics", "ingest", str(logs), "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    acc = json.loads((out / "ingest.json").read_text())
+    notes = {f["file"]: f["notes"] for f in acc["per_file"]}
+    assert any("(--max-decompressed)" in n for n in notes["big.log.gz"])
+    assert [k for k in acc["skipped"] if "(--max-depth)" in k["reason"]]
+    import polars as pl
+
+    msgs = pl.read_parquet(out / "events.parquet")["message"].to_list()
+    assert any("line truncated by forensics" in m and len(m) < 1100 for m in msgs)
+
+
+@pytest.mark.parametrize("option, value", [("--max-line", "lots"), ("--max-depth", "0"), ("--max-ratio", "-1")])
+def test_a_bad_cap_is_exit_1_with_an_example(tmp_path, option, value):
+    import subprocess
+    import sys
+
+    write_file(tmp_path / "logs/vllm.log", LINE)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "forensics",
+            "ingest",
+            str(tmp_path / "logs"),
+            "--out",
+            str(tmp_path / "o"),
+            option,
+            value,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 1, p.stderr
+    assert "bad cap" in p.stderr and "hint: e.g. --max-decompressed 32G" in p.stderr
+
+
+def test_a_sharded_run_applies_the_caps_in_its_workers(tmp_path):
+    from forensics.shards import pipeline
+
+    write_file(tmp_path / "vllm.log", LINE + "INFO 03-14 10:00:03 [x.py:1] " + "B" * 5000 + "\n")
+    out = pipeline.prepare([tmp_path], "pool", workers=1, limits=limits.Limits(line_chars=2048))
+    msgs = out.ingest.events["message"].to_list() if out.ingest.events.height else []
+    assert any("line truncated by forensics" in m and len(m) < 2200 for m in msgs)

@@ -30,3 +30,41 @@ FollowOutside = Annotated[
 Workers = Annotated[
     int | None, typer.Option(help="Processes for --engine pool, CPUs for a local Ray (default: all cores).")
 ]
+
+_CAPS = "Caps on hostile input"
+MaxDecompressed = Annotated[
+    str,
+    typer.Option(
+        help="The most read from one compressed file (32G); past it the rest is cut, with a note.",
+        rich_help_panel=_CAPS,
+    ),
+]
+MaxRatio = Annotated[
+    int,
+    typer.Option(
+        help="A compressed file expanding past this ratio (after 256 MiB) is a compression bomb and is cut.",
+        rich_help_panel=_CAPS,
+    ),
+]
+MaxLine = Annotated[
+    str, typer.Option(help="Longer lines are cut here, with a marker (1M characters).", rich_help_panel=_CAPS)
+]
+MaxDepth = Annotated[
+    int, typer.Option(help="Directories deeper than this below a given path are not read.", rich_help_panel=_CAPS)
+]
+
+
+def limits(max_decompressed: str, max_ratio: int, max_line: str, max_depth: int):
+    """The cap options as `forensics.ingestion.limits.Limits`; a bad value is a `ForensicsError`."""
+    from forensics.errors import ForensicsError
+    from forensics.ingestion.limits import Limits, size
+
+    try:
+        return Limits(
+            decompressed_bytes=size(max_decompressed),
+            bomb_ratio=max_ratio,
+            line_chars=size(max_line),
+            dir_depth=max_depth,
+        )
+    except ValueError as e:
+        raise ForensicsError(f"bad cap: {e}", hint="e.g. --max-decompressed 32G --max-line 1M --max-depth 64") from e

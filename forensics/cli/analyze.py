@@ -52,6 +52,10 @@ def analyze(
     ray_address: _options.RayAddress = None,
     workers: _options.Workers = None,
     follow_outside: _options.FollowOutside = False,
+    max_decompressed: _options.MaxDecompressed = "32G",
+    max_ratio: _options.MaxRatio = 200,
+    max_line: _options.MaxLine = "1M",
+    max_depth: _options.MaxDepth = 64,
     prometheus: Annotated[
         str | None,
         typer.Option(
@@ -112,6 +116,7 @@ def analyze(
         )
 
     engines.check(engine)
+    caps = _options.limits(max_decompressed, max_ratio, max_line, max_depth)
     if fmt not in ("md", "html"):
         raise ForensicsError(f"unknown --format {fmt!r}", hint="use md or html")
     if alerts_format not in ALERT_FORMATS:
@@ -145,6 +150,7 @@ def analyze(
             ray_address=ray_address,
             dataset=out / "events" if engine != "local" else None,
             outside=follow_outside,
+            limits=caps,
             prometheus=server,
             since=since,
             until=until,

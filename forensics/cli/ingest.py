@@ -29,6 +29,10 @@ def ingest(
     ray_address: _options.RayAddress = None,
     workers: _options.Workers = None,
     follow_outside: _options.FollowOutside = False,
+    max_decompressed: _options.MaxDecompressed = "32G",
+    max_ratio: _options.MaxRatio = 200,
+    max_line: _options.MaxLine = "1M",
+    max_depth: _options.MaxDepth = 64,
 ) -> None:
     """Parse every line of every log into the events and metrics tables."""
     from forensics.ingestion import TimeHints, write_tables
@@ -36,6 +40,7 @@ def ingest(
     from forensics.shards import pipeline as scaleout
 
     engines.check(engine)
+    caps = _options.limits(max_decompressed, max_ratio, max_line, max_depth)
 
     if captured_at is not None and captured_at.tzinfo is None:
         from datetime import UTC
@@ -51,6 +56,7 @@ def ingest(
             dataset=out / "events" if engine != "local" else None,
             stream_to=out if engine == "local" else None,
             outside=follow_outside,
+            limits=caps,
             hints=TimeHints(year=year, tz=tz, captured_at=captured_at),
             progress=report,
         ).ingest

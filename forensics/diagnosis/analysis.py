@@ -25,6 +25,7 @@ from forensics.diagnosis.records import Stall
 from forensics.diagnosis.signals import faulted, signals_table, stops, untimed
 from forensics.ingestion import IngestResult, TimeHints, prometheus_pull
 from forensics.ingestion.files import printable
+from forensics.ingestion.limits import Limits
 from forensics.shards import pipeline as scaleout
 
 
@@ -81,6 +82,7 @@ def analyze(
     prometheus: prometheus_pull.Server | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    limits: Limits | None = None,
 ) -> Report:
     """Find the incidents in a directory of logs and rank their root causes.
 
@@ -89,6 +91,7 @@ def analyze(
     writing the rows under `dataset` (see `forensics.shards.pipeline`); the timeline and root
     cause are the same code either way.
 
+    `limits` are the caps on hostile input (`forensics.ingestion.limits`; None: the defaults).
     `prometheus` adds the series of a live server (`forensics.ingestion.prometheus_pull`)
     between `since` and `until`, by default the logs' span widened by the pull's margins;
     without `paths` both are needed. The pulled documents are in `Report.pulled`.
@@ -113,6 +116,7 @@ def analyze(
             outside=outside,
             progress=progress,
             stage=step,
+            limits=limits,
         )
     pulled = None
     if prometheus is not None:

@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 
 from forensics import schema as s
+from forensics.ingestion import limits
 from forensics.ingestion.accounting import account, count_kinds
 from forensics.ingestion.provenance import finish_columns
 from forensics.ingestion.result import FileReport
@@ -40,10 +41,6 @@ general path and the metrics regexes, which define what those passes give, read 
 first use, 25-45 s, most of a first run over a few MB of logs (the samples, most incidents'
 logs), where the general path costs only ~35 ms more a MB. The compiled code is cached for
 the runs after."""
-
-
-MAX_LINE_CHARS = 1024 * 1024
-"""Longer lines are cut here (with a marker), as Loki does, so one 50 MB line cannot stall parsing."""
 
 
 TRUNC_MARK = " …[line truncated by forensics: {n} more bytes]"
@@ -87,11 +84,12 @@ def parse_batch(batch: list[Segment], fast_lane: bool = True) -> pl.DataFrame:
     nbytes = body.str.len_bytes()
     # Bytes bound characters from above: the cheap byte length finds the candidates, and the
     # cut, the test and the count of what was cut agree with each other for multi-byte text.
-    if df.select((nbytes > MAX_LINE_CHARS).any()).item():
-        kept = body.str.slice(0, MAX_LINE_CHARS)
+    max_line = limits.current().line_chars
+    if df.select((nbytes > max_line).any()).item():
+        kept = body.str.slice(0, max_line)
         mark_head, mark_tail = TRUNC_MARK.split("{n}")
         df = df.with_columns(
-            pl.when((nbytes > MAX_LINE_CHARS) & (body.str.len_chars() > MAX_LINE_CHARS))
+            pl.when((nbytes > max_line) & (body.str.len_chars() > max_line))
             .then(
                 pl.concat_str(
                     [kept, pl.lit(mark_head), (nbytes - kept.str.len_bytes()).cast(pl.String), pl.lit(mark_tail)]

@@ -27,6 +27,7 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 
+from forensics.ingestion import limits
 from parsers.jsonutil import load_json
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -140,9 +141,10 @@ def discover(paths: list[Path], _depth: int = 0, *, outside: bool = False) -> tu
             for e in files:
                 p = Path(e.path)
                 _add(p, _join(label, p.relative_to(root).as_posix()), found, seen_real, skipped, _depth, inside)
-            if subdirs and level + 1 > MAX_DIR_DEPTH:
+            depth = limits.current().dir_depth
+            if subdirs and level + 1 > depth:
                 skipped.append(
-                    Skipped(where, f"directories nested over {MAX_DIR_DEPTH} deep; the deeper ones are not read")
+                    Skipped(where, f"directories nested over {depth} deep (--max-depth); the deeper ones are not read")
                 )
                 continue
             stack.extend((Path(e.path), level + 1) for e in reversed(subdirs))
@@ -150,9 +152,6 @@ def discover(paths: list[Path], _depth: int = 0, *, outside: bool = False) -> tu
     return sorted(found.values(), key=lambda f: f.rel), skipped
 
 
-MAX_DIR_DEPTH = 64
-"""Directories are read this many levels below a given path: deeper is a hostile or broken
-tree (a log collection is a few levels deep), said in the skipped list."""
 _OUTSIDE = "symlink to {target}, outside the paths given: never read (pass that path itself to read it)"
 """Why a link out of the given paths is not followed: a log bundle from a compromised or careless
 host can point at `/etc`, `/proc/self/environ` or another tree, and what is read ends up in the
@@ -407,14 +406,6 @@ def compression(head: bytes) -> str | None:
 
 WHOLE_BINARY_CHECK = 64 * 1024**2
 """A file over this size that would be read whole is first judged binary or not by its head."""
-DECOMPRESSED_MAX = 32 * 1024**3
-"""The most read from one compressed file: past it the rest is cut, with a note."""
-BOMB_RATIO = 200
-"""Logs compress 5-20:1 (gzip) and 20-50:1 (zstd at high levels); a stream that has given more
-than this many bytes for each compressed one, past `BOMB_FLOOR`, is a compression bomb (a few MB
-that expand to many GB of zeros or one repeated line), and is cut, with a note."""
-BOMB_FLOOR = 256 * 1024**2
-"""Output below which no ratio is judged: a small, very repetitive log is no threat."""
 
 
 def decompress_pieces(
@@ -425,9 +416,10 @@ def decompress_pieces(
 
     Damage ends the stream with a note, and what was decompressed before it is kept (the
     lines written just before an outage are the valuable ones); bytes after the last member
-    that start no other member are ignored. A stream that expands past `DECOMPRESSED_MAX`, or
-    past `BOMB_RATIO` to one after `BOMB_FLOOR`, is cut there, with a note.
+    that start no other member are ignored. A stream that expands past the limits in force
+    (`limits.Limits`: the most bytes, the ratio of a bomb) is cut there, with a note.
     """
+    cap = limits.current()
     consumed = kept = 0
 
     def counted(n: int) -> bytes:
@@ -439,16 +431,16 @@ def decompress_pieces(
     for piece in _decompressed(name, counted, notes, size, read_size=read_size):
         kept += len(piece)
         yield piece
-        if kept > DECOMPRESSED_MAX:
+        if kept > cap.decompressed_bytes:
             notes.append(
                 f"decompression stopped at {kept:,} bytes, the most read from one compressed file "
-                f"(DECOMPRESSED_MAX); the rest is not read"
+                f"(--max-decompressed); the rest is not read"
             )
             return
-        if kept > BOMB_FLOOR and kept > BOMB_RATIO * max(consumed, 1):
+        if kept > cap.bomb_floor_bytes and kept > cap.bomb_ratio * max(consumed, 1):
             notes.append(
                 f"decompression stopped at {kept:,} bytes from {consumed:,} compressed ({kept // max(consumed, 1):,}:1, "
-                f"over the {BOMB_RATIO}:1 no log reaches): a compression bomb, the rest is not read"
+                f"over the {cap.bomb_ratio}:1 no log reaches, --max-ratio): a compression bomb, the rest is not read"
             )
             return
 

@@ -19,8 +19,10 @@ from forensics._malloc import release_free_memory
 from forensics.errors import NoInputError
 from forensics.ingestion import batches
 from forensics.ingestion import files as _files
+from forensics.ingestion import limits as _limits
 from forensics.ingestion.batches import BatchFinisher, Segment, parse_batch
 from forensics.ingestion.documents import document_events, not_a_log, read_document
+from forensics.ingestion.limits import Limits
 from forensics.ingestion.provenance import file_meta
 from forensics.ingestion.reference import reference_times
 from forensics.ingestion.result import EVENTS_FILE, METRICS_FILE, IngestResult
@@ -41,6 +43,7 @@ def ingest(
     progress: Progress | None = None,
     stream_to: Path | None = None,
     outside: bool = False,
+    limits: Limits | None = None,
 ) -> IngestResult:
     """Parse every line under `paths` into the events and metrics tables.
 
@@ -55,6 +58,7 @@ def ingest(
             `metrics.parquet`) rather than hold them: memory stays that of a few batches,
             whatever the logs' size. `result.events` and `result.metrics` are then empty.
         outside: follow symlinks that resolve outside `paths` (never, by default: README, Safety).
+        limits: the caps on hostile input (`forensics.ingestion.limits`; None: the defaults).
 
     Raises:
         NoInputError: when nothing at all could be ingested.
@@ -64,9 +68,10 @@ def ingest(
     True
     """
     roots = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
-    files, skipped = _files.discover(roots, outside=outside)
+    with _limits.using(limits):
+        files, skipped = _files.discover(roots, outside=outside)
     hints = TimeHints(year=year, tz=tz, captured_at=captured_at)
-    result = ingest_files(files, hints=hints, progress=progress, stream_to=stream_to)
+    result = ingest_files(files, hints=hints, progress=progress, stream_to=stream_to, limits=limits)
     if result.n_events == 0 and not result.files:
         raise no_input(roots, [*skipped, *result.skipped])
     result.skipped = sorted([*skipped, *result.skipped], key=lambda k: k.file)
@@ -94,6 +99,7 @@ def ingest_files(
     progress: Progress | None = None,
     file_refs: dict[str, datetime] | None = None,
     stream_to: Path | None = None,
+    limits: Limits | None = None,
 ) -> IngestResult:
     """`ingest` over files already discovered: the unit of work of a sharded run (`forensics.shards.pipeline`).
 
@@ -103,6 +109,18 @@ def ingest_files(
     taken from these files' heads first. Never raises for bad input: an empty result
     with skipped files is a valid answer for one shard.
     """
+    with _limits.using(limits):
+        return _ingest_files(files, hints=hints, progress=progress, file_refs=file_refs, stream_to=stream_to)
+
+
+def _ingest_files(
+    files: list[_files.InputFile],
+    *,
+    hints: TimeHints,
+    progress: Progress | None,
+    file_refs: dict[str, datetime] | None,
+    stream_to: Path | None,
+) -> IngestResult:
     skipped: list[_files.Skipped] = []
     total = sum(f.size for f in files) or 1
     done = 0

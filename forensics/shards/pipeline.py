@@ -44,6 +44,9 @@ from forensics import schema as s
 from forensics.errors import ForensicsError
 from forensics.ingestion import FileReport, IngestResult
 from forensics.ingestion import files as _files
+from forensics.ingestion.limits import DEFAULT as DEFAULT_LIMITS
+from forensics.ingestion.limits import Limits
+from forensics.ingestion.limits import using as using_limits
 from forensics.ingestion.state import NO_HINTS, TimeHints
 from forensics.shards.engines import Executor
 
@@ -71,6 +74,7 @@ class ShardSpec:
     file_refs: dict[str, datetime]
     dataset: str
     hints: TimeHints = NO_HINTS
+    limits: Limits = DEFAULT_LIMITS
 
 
 @dataclass
@@ -127,7 +131,7 @@ def reference_task(args: tuple[tuple[_files.InputFile, ...], str]) -> dict[str, 
 def run_shard(spec: ShardSpec) -> ShardResult:
     """Parse, mine and write one shard; return its partials. Runs on a worker."""
     t0 = time.perf_counter()
-    r = ingestion.ingest_files(list(spec.files), hints=spec.hints, file_refs=spec.file_refs)
+    r = ingestion.ingest_files(list(spec.files), hints=spec.hints, file_refs=spec.file_refs, limits=spec.limits)
     ev = r.events
     mined = mining.mine(ev)
     ev = ev.with_columns(mined.template_ids.alias(SHARD_TEMPLATE_ID))
@@ -182,12 +186,15 @@ def ingest_and_mine(
     progress: Progress | None = None,
     shard_bytes: int | None = None,
     outside: bool = False,
+    limits: Limits | None = None,
 ) -> Sharded:
     """The sharded equivalent of `ingest()` + `mining.mine()`; rows land in `dataset`."""
+    limits = limits or DEFAULT_LIMITS
     stages: dict[str, float] = {}
     t = time.perf_counter()
     # Absolute paths: tasks may run in another working directory (a Ray worker, a remote node).
-    files, skipped = _files.discover([Path(p).absolute() for p in paths], outside=outside)
+    with using_limits(limits):
+        files, skipped = _files.discover([Path(p).absolute() for p in paths], outside=outside)
     dataset = Path(dataset).absolute()
     _fresh_dataset(dataset)
     chunks = [tuple(files[i :: executor.workers * 2]) for i in range(min(len(files), executor.workers * 2))]
@@ -198,7 +205,7 @@ def ingest_and_mine(
     t = time.perf_counter()
     groups = plan(files, shard_bytes)
     specs = [
-        ShardSpec(shard=i, files=tuple(g), file_refs=refs, dataset=str(dataset), hints=hints)
+        ShardSpec(shard=i, files=tuple(g), file_refs=refs, dataset=str(dataset), hints=hints, limits=limits)
         for i, g in enumerate(groups)
     ]
     total, done = sum(f.size for f in files) or 1, 0
@@ -341,6 +348,7 @@ def prepare(
     shard_bytes: int | None = None,
     stream_to: Path | None = None,
     outside: bool = False,
+    limits: Limits | None = None,
 ) -> Sharded:
     """Ingest and mine on any engine: what `analyze` and the `ingest`/`templates` commands share.
 
@@ -362,6 +370,7 @@ def prepare(
             progress=progress,
             stream_to=stream_to,
             outside=outside,
+            limits=limits,
         )
         if stage and mine:
             stage("templates")
@@ -378,7 +387,9 @@ def prepare(
             root = Path(tmp.name) / "events"
         else:
             root = Path(dataset)
-        out = ingest_and_mine(paths, ex, root, hints=hints, progress=progress, shard_bytes=shard_bytes, outside=outside)
+        out = ingest_and_mine(
+            paths, ex, root, hints=hints, progress=progress, shard_bytes=shard_bytes, outside=outside, limits=limits
+        )
         out.ingest.dataset = None if tmp else str(root)
         return out
     finally:

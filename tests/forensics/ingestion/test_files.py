@@ -277,7 +277,9 @@ def test_a_50_mb_single_line_is_truncated_and_accounted(tmp_path):
 
 
 def test_a_long_multibyte_line_is_cut_by_characters_and_the_mark_counts_the_bytes_cut(tmp_path):
-    from forensics.ingestion.batches import MAX_LINE_CHARS
+    from forensics.ingestion.limits import DEFAULT
+
+    MAX_LINE_CHARS = DEFAULT.line_chars
 
     head = "INFO 03-02 10:00:00 [x.py:1] "
     short = "汉" * (MAX_LINE_CHARS // 2)  # more bytes than the limit, fewer characters: kept whole
