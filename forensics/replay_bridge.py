@@ -12,11 +12,12 @@ from __future__ import annotations
 import polars as pl
 
 from forensics import schema as S
+from forensics._bundled import replay
 
 
 def captured_trace(events: pl.DataFrame, source: str = "vllm request logs"):
     """A `replay.traces.Trace` from the request lines among `events` (None when there are none)."""
-    from replay.capture import capture
+    capture = replay("capture").capture
 
     rows = events.filter(
         pl.col(S.TS).is_not_null()
@@ -80,7 +81,8 @@ def load_or_capture(path):
     from pathlib import Path
 
     from forensics.ingestion import ingest
-    from replay import traces
+
+    traces = replay("traces")
 
     path = Path(path)
     if path.is_file() and traces.is_trace(path):
@@ -108,8 +110,8 @@ def replay_incident(
     `GPU KV cache usage` peaked (`replay.run.incident_load`) unless `rate_scale` is given.
     The returned `load` says which was used and why, for the report.
     """
-    from replay.run import all_policies, incident_load
-    from replay.scheduler import Config
+    all_policies, incident_load = replay("run").all_policies, replay("run").incident_load
+    Config = replay("scheduler").Config
 
     trace = replay_input(result, root)
     if blocks is not None:

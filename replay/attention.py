@@ -86,7 +86,7 @@ def numerics_check(device: str = "auto", seed: int = 0, kernel: str = "auto") ->
     triton_fn = None
     if kernel == "triton" or (kernel == "auto" and dev.type == "cuda"):
         try:
-            from replay.triton_attention import paged_decode as triton_fn
+            from .triton_attention import paged_decode as triton_fn
         except ImportError:
             if kernel == "triton":
                 raise

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from replay.content import TAG_NONE
+from .content import TAG_NONE
 
 # Invariant violations, by code: the reference pool formats them here, the compiled
 # simulator (`replay.fastsim`) records (code, a, b, c) and is formatted with the same texts.

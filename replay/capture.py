@@ -19,7 +19,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from replay.traces import Request, Trace, _finish, _reject
+from .traces import Request, Trace, _finish, _reject
 
 CAPTURE_BLOCK_TOKENS = 16
 """Prefix ids are per 16-token block, vLLM's default block size (a replay may use another)."""

@@ -33,8 +33,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.typed import List
 
-from replay import policies as pol
-from replay.block_pool import (
+from . import policies as pol
+from .block_pool import (
     DOUBLE_FREE,
     FREED_TWICE,
     HASHED_TWICE,
@@ -51,9 +51,9 @@ from replay.block_pool import (
     VIOLATIONS,
     check_pool_size,
 )
-from replay.content import TAG_NONE, chain_hashes, content_key, foreign_tag_nb, private_tag_nb
-from replay.result import HOW, summarize
-from replay.traces import columns
+from .content import TAG_NONE, chain_hashes, content_key, foreign_tag_nb, private_tag_nb
+from .result import HOW, summarize
+from .traces import columns
 
 LRU, EVICT_LIVE, FLOOR_BLOCKS, STALE_HASH, DOUBLE_FREE_POLICY, SLOT_OFF_BY_ONE = range(6)
 CODES: dict[type, int] = {
@@ -1014,7 +1014,7 @@ def _numerics(m_len, m_start, m_held, m_want, block_size: int) -> float:
     """Attention error over the sampled sequences whose held KV differs (the others contribute exactly 0)."""
     if not len(m_len):
         return 0.0
-    from replay.attention import replay_step_error
+    from .attention import replay_step_error
 
     held = [[content_key(x) for x in m_held[m_start[k] : m_start[k + 1]].tolist()] for k in range(len(m_len))]
     want = [[content_key(x) for x in m_want[m_start[k] : m_start[k + 1]].tolist()] for k in range(len(m_len))]

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import importlib
 
-from replay.block_pool import FREED_TWICE, Block, BlockPool
-from replay.errors import PolicyError
+from .block_pool import FREED_TWICE, Block, BlockPool
+from .errors import PolicyError
 
 
 class Policy:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from replay import policies as pol
-from replay import traces
-from replay.scheduler import Config
-from replay.simulate import simulate
+from . import policies as pol
+from . import traces
+from .scheduler import Config
+from .simulate import simulate
 
 CALIBRATION_REQUESTS = 8000
 """Requests per calibration run: enough for the batch to fill and settle at any scale."""
@@ -54,7 +54,7 @@ def run(
     res = simulate(tr.requests, p, cfg)
     numerics = None
     try:
-        from replay.attention import numerics_check
+        from .attention import numerics_check
 
         numerics = numerics_check(device=device)
     except ImportError:

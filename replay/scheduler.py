@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from replay.block_pool import NULL_WRITE, Block, BlockPool
-from replay.content import chain_hashes, content_key, foreign_tag, private_tag
-from replay.result import HOW, OVERWRITTEN, PAST_TABLE, STALE_HIT, Result, summarize
-from replay.traces import Request, columns
+from .block_pool import NULL_WRITE, Block, BlockPool
+from .content import chain_hashes, content_key, foreign_tag, private_tag
+from .result import HOW, OVERWRITTEN, PAST_TABLE, STALE_HIT, Result, summarize
+from .traces import Request, columns
 
 
 @dataclass
@@ -270,7 +270,7 @@ def simulate_reference(requests: list[Request], policy, cfg: Config) -> Result:
         if cfg.numerics_every and steps % cfg.numerics_every == 0:
             sample = [q for q in running if q.computed >= q.r.prompt_tokens and q.table][:2]
             if sample:
-                from replay.attention import replay_step_error
+                from .attention import replay_step_error
 
                 held = [[content_key(b.tag) for b in q.table] for q in sample]
                 want = [[content_key(q.expected(i)) for i in range(len(q.table))] for q in sample]

@@ -6,10 +6,10 @@ reference only, `replay.fastsim` its compiled twin only, and tests hold them to 
 
 from __future__ import annotations
 
-from replay import fastsim
-from replay.result import Result
-from replay.scheduler import Config, simulate_reference
-from replay.traces import Request
+from . import fastsim
+from .result import Result
+from .scheduler import Config, simulate_reference
+from .traces import Request
 
 
 def simulate(requests: list[Request], policy, cfg: Config) -> Result:

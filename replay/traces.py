@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from replay.errors import TraceFormatError
+from .errors import TraceFormatError
 
 MOONCAKE_BLOCK_TOKENS = 512
 

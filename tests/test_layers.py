@@ -23,7 +23,7 @@ STAGES_MAY_IMPORT: dict[str, set[str]] = {
     "forensics.shards": {"parsers", "forensics.ingestion", "forensics.mining"},
     "forensics.diagnosis": {"parsers", "forensics.ingestion", "forensics.mining", "forensics.shards"},
     "forensics.report": {"forensics.diagnosis", "forensics.mining"},
-    "forensics.replay_bridge": {"replay", "forensics.ingestion"},
+    "forensics.replay_bridge": {"forensics._bundled", "forensics.ingestion"},
 }
 """Each stage of forensics/ and the stages (or layers) it may import besides `FOUNDATION`;
 the CLI may import anything."""
@@ -136,3 +136,14 @@ def test_there_are_no_import_cycles():
         if m not in state:
             visit(m, [m])
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_forensics_reaches_replay_only_through_the_bundle_resolver():
+    """The wheel ships replay/ as forensics._replay (an unrelated `replay` is on the public
+    index): an `import replay` in forensics/ would find the wrong one, or none, once installed."""
+    offenders = sorted(
+        name
+        for name, deps in IMPORTS.items()
+        if name.startswith("forensics") and any(_within(d, "replay") for d in deps)
+    )
+    assert offenders == []

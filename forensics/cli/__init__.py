@@ -54,8 +54,10 @@ EXIT_BUG = 101
 def main() -> None:
     """Entry point: run the app, mapping errors to the documented exit codes."""
     from forensics import _malloc
+    from forensics._bundled import replay
     from forensics.errors import ForensicsError
-    from replay.errors import ReplayError
+
+    ReplayError = replay("errors").ReplayError
 
     _malloc.tune()  # before polars loads: its allocator reads its settings once
     try:

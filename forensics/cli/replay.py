@@ -34,10 +34,10 @@ def replay(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write replay.json here.")] = None,
 ) -> None:
     """Reproduce a KV-cache fault: replay the trace and report corrupted requests and invariant violations."""
+    from forensics._bundled import replay
     from forensics.errors import ForensicsError
-    from replay import policies as pol
-    from replay import run as rr
-    from replay.scheduler import Config
+
+    pol, rr, Config = replay("policies"), replay("run"), replay("scheduler").Config
 
     if list_policies:
         for name, cls in pol.BUILTIN.items():
@@ -48,7 +48,8 @@ def replay(
             "no trace given", hint="forensics replay samples/cache-corruption/trace.jsonl --compare lru-evict-live lru"
         )
     from forensics.replay_bridge import load_or_capture
-    from replay.traces import Trace
+
+    Trace = replay("traces").Trace
 
     captured = load_or_capture(trace)
     if isinstance(captured, Trace):

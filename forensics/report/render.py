@@ -19,7 +19,13 @@ import jinja2
 from forensics import __version__
 from forensics.diagnosis import advice
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+_HERE = Path(__file__).resolve()
+TEMPLATES = next(
+    (d for d in (_HERE.parents[1] / "templates", _HERE.parents[2] / "templates") if d.is_dir()),
+    _HERE.parents[2] / "templates",
+)
+"""The Jinja templates: `forensics/templates/` in the installed wheel (an unrelated `templates`
+package exists on the public index, so the wheel puts them inside), `templates/` in a checkout."""
 CUT = " …[truncated]"
 
 
