@@ -115,3 +115,28 @@ def test_ray_engine_with_no_cluster_to_join_is_an_error_with_a_hint_not_a_bug(tm
     )
     assert p.returncode == 1, p.stderr
     assert "cannot start or reach Ray at auto" in p.stderr and "ray start --head" in p.stderr
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["analyze", "{logs}", "--engine", "pool", "--workers", "-3"], "--workers -3 is out of range"),
+        (["analyze", "{logs}", "--replay", "--replay-blocks", "-1"], "--replay-blocks -1 is out of range"),
+        (["analyze", "{logs}", "--replay", "--replay-rate-scale", "nan"], "--replay-rate-scale nan is out of range"),
+        (["analyze", "{logs}", "--replay", "--replay-max-requests", "0"], "--replay-max-requests 0 is out of range"),
+        (["replay", "{trace}", "--rate-scale", "0"], "--rate-scale 0.0 is out of range"),
+        (["replay", "{trace}", "--blocks", "0"], "--blocks 0 is out of range"),
+        (["replay", "{trace}", "--device", "tpu"], "unknown --device 'tpu'"),
+        (["replay", "{trace}", "--out", "{file}"], "is a file, not a directory"),
+        (["templates", "{logs}", "--save", "{dir}"], "is a directory"),
+        (["ingest", "{logs}", "--out", "{file}"], "is a file, not a directory"),
+    ],
+)
+def test_a_bad_option_value_is_exit_1_with_a_hint_never_a_traceback(tmp_path, args, says):
+    logs = write(tmp_path / "logs/vllm.log", "INFO 03-02 10:00:00 [x.py:1] fine\n").parent
+    trace = write(tmp_path / "trace.jsonl", '{"timestamp": 0, "input_length": 10, "output_length": 5}\n')
+    file = write(tmp_path / "a-file", "x")
+    filled = [a.format(logs=logs, trace=trace, file=file, dir=tmp_path) for a in args]
+    p = run(*filled)
+    assert p.returncode == 1, p.stderr
+    assert says in p.stderr and "hint:" in p.stderr and "internal error" not in p.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -68,3 +69,33 @@ def limits(max_decompressed: str, max_ratio: int, max_line: str, max_depth: int)
         )
     except ValueError as e:
         raise ForensicsError(f"bad cap: {e}", hint="e.g. --max-decompressed 32G --max-line 1M --max-depth 64") from e
+
+
+def at_least(option: str, value: float | None, low: float) -> None:
+    """Refuse `value` under `low` (NaN included) before any work starts; None is the default."""
+    from forensics.errors import ForensicsError
+
+    if value is not None and not value >= low:
+        raise ForensicsError(f"{option} {value} is out of range", hint=f"pass {option} {low:g} or more")
+
+
+def positive(option: str, value: float | None) -> None:
+    """Refuse a non-positive or non-finite `value` (a rate multiple, a scale); None is the default."""
+    import math
+
+    from forensics.errors import ForensicsError
+
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise ForensicsError(f"{option} {value} is out of range", hint=f"pass a number above 0, e.g. {option} 1.5")
+
+
+def out_dir(option: str, path: Path | None) -> None:
+    """Refuse an output directory that is an existing file (it is created when missing)."""
+    from forensics.errors import ForensicsError
+    from forensics.ingestion.files import printable
+
+    if path is not None and path.exists() and not path.is_dir():
+        raise ForensicsError(
+            f"{option} {printable(str(path))} is a file, not a directory",
+            hint="pass a new or existing directory (it is created when missing)",
+        )

@@ -109,11 +109,11 @@ def analyze(
     from forensics.report.postmortem import ALERT_FORMATS, write_all
     from forensics.shards import engines
 
-    if out.exists() and not out.is_dir():
-        raise ForensicsError(
-            f"--out {printable(str(out))} is a file, not a directory",
-            hint="pass a new or existing directory for the report (it is created when missing)",
-        )
+    _options.out_dir("--out", out)
+    _options.at_least("--workers", workers, 1)
+    _options.at_least("--replay-blocks", replay_blocks, 1)
+    _options.positive("--replay-rate-scale", replay_rate_scale)
+    _options.at_least("--replay-max-requests", replay_max_requests, 1)
 
     engines.check(engine)
     caps = _options.limits(max_decompressed, max_ratio, max_line, max_depth)

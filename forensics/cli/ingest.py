@@ -40,6 +40,8 @@ def ingest(
     from forensics.shards import pipeline as scaleout
 
     engines.check(engine)
+    _options.out_dir("--out", out)
+    _options.at_least("--workers", workers, 1)
     caps = _options.limits(max_decompressed, max_ratio, max_line, max_depth)
 
     if captured_at is not None and captured_at.tzinfo is None:

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from forensics.cli import _options
 from forensics.cli._console import console
 
 
@@ -38,6 +39,13 @@ def replay(
     from forensics.errors import ForensicsError
 
     pol, rr, Config = replay("policies"), replay("run"), replay("scheduler").Config
+    _options.positive("--rate-scale", rate_scale)
+    _options.at_least("--blocks", blocks, 1)
+    _options.at_least("--block-size", block_size, 1)
+    _options.at_least("--max-requests", max_requests, 1)
+    _options.out_dir("--out", out)
+    if device not in ("auto", "cpu", "cuda"):
+        raise ForensicsError(f"unknown --device {device!r}", hint="use auto, cpu or cuda")
 
     if list_policies:
         for name, cls in pol.BUILTIN.items():

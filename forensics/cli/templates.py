@@ -30,11 +30,16 @@ def templates(
 ) -> None:
     """Mine log templates (Drain3) and print the table, most frequent first."""
     from forensics import mining
+    from forensics.errors import ForensicsError
     from forensics.ingestion import TimeHints
     from forensics.shards import engines
     from forensics.shards import pipeline as scaleout
 
     engines.check(engine)
+    _options.out_dir("--out", out)
+    _options.at_least("--workers", workers, 1)
+    if save is not None and save.is_dir():
+        raise ForensicsError(f"--save {save} is a directory", hint="pass a file name, e.g. --save known-templates.json")
     with _console.progress(quiet) as report:
         prepared = scaleout.prepare(
             paths,
@@ -61,7 +66,10 @@ def templates(
         if changes is not None:
             changes.write_parquet(out / "template_changes.parquet")
     if save is not None:
-        mining.save_templates(table, save, result.time_span())
+        try:
+            mining.save_templates(table, save, result.time_span())
+        except OSError as e:
+            raise ForensicsError(f"cannot write --save {save}: {e.strerror or e}", hint="pass a writable file") from e
     if not quiet:
         _console.print_templates(table, changes, top)
         for w in mined.warnings:
