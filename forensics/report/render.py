@@ -30,10 +30,14 @@ CUT = " …[truncated]"
 
 
 def cell(value, limit: int = 160) -> str:
-    """Text safe inside a Markdown table cell: one line, `|` and HTML escaped, cut at `limit`."""
+    """Text safe inside a Markdown table cell: one line, `|` and HTML escaped, cut at `limit`.
+
+    A quote escaped inside a quoted value (klog's `err="failed to \\"StartContainer\\""`) is
+    shown as the quote: its backslash would have to be doubled to survive Markdown, and
+    `\\\\"` in every kubelet row reads as noise. The evidence blocks keep the exact text."""
     if value is None:
         return "-"
-    text = " ".join(str(value).split())
+    text = " ".join(str(value).split()).replace('\\"', '"')
     if len(text) > limit:
         text = text[:limit] + "…"
     text = text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")

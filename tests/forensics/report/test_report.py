@@ -322,3 +322,12 @@ def test_the_throughput_plot_labels_each_kind_of_mark_once_in_a_legend_beside_th
     svg = (outputs["cache-corruption"] / "throughput.svg").read_text()
     assert svg.count(">root cause: kv-cache<") == 1 and svg.count(">symptom: collective-timeout<") == 1
     assert svg.count("collective-timeout") == 1  # (no rotated label on the line itself)
+
+
+def test_a_klog_quoted_value_reads_in_a_table_cell_without_escape_noise():
+    from forensics.report.render import cell
+
+    klog = 'E0302 08:07:42 "Error syncing pod" err="failed to \\"StartContainer\\" for \\"vllm\\"" pod="a|b"'
+    assert cell(klog) == 'E0302 08:07:42 "Error syncing pod" err="failed to "StartContainer" for "vllm"" pod="a\\|b"'
+    # a backslash that escapes nothing stays, doubled for Markdown
+    assert cell("C:\\logs") == "C:\\\\logs"
