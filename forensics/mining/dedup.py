@@ -58,6 +58,14 @@ class KeyGroups:
     count: np.ndarray
     hash_hi: np.ndarray
     hash_lo: np.ndarray
+    others: np.ndarray
+    """`others[k]`: up to `OTHERS` more rows of key k whose collapsed digits differ from the
+    representative's and from each other's (-1 where there are fewer): the key merged
+    `eth0` with `eth1`, and the template must not print the first one's literal."""
+
+
+OTHERS = 3
+"""How many digit variants of a key are kept beside its representative."""
 
 
 def key_groups(sources: pl.Series, messages: pl.Series, max_chars: int) -> KeyGroups:
@@ -66,10 +74,10 @@ def key_groups(sources: pl.Series, messages: pl.Series, max_chars: int) -> KeyGr
         raise ValueError(f"{len(sources)} sources for {len(messages)} messages: pass one of each per row")
     s_alive, *s_loc = strings(sources)
     m_alive, *m_loc = strings(messages)
-    hi, lo = _hash_rows(*s_loc, *m_loc, max_chars)
+    hi, lo, digits = _hash_rows(*s_loc, *m_loc, max_chars)
     del s_alive, m_alive  # the buffers were read by address: keep them until here
-    row_key, first_row, count = _group(hi, lo)
-    return KeyGroups(row_key, first_row, count, hi[first_row], lo[first_row])
+    row_key, first_row, count, others = _group(hi, lo, digits, OTHERS)
+    return KeyGroups(row_key, first_row, count, hi[first_row], lo[first_row], others)
 
 
 @njit(cache=True)
@@ -129,6 +137,8 @@ def _collapse(data, start, length, max_chars, scratch):  # pragma: no cover - co
     """Write the key text of `data[start:start+length]` into `scratch`; its length in bytes.
 
     The first line only, at most `max_chars` characters, each digit-led hex run as `0`.
+    Also returns a checksum of the runs' own bytes (what the key forgot), to tell the
+    key's members apart where only their digits differ.
     """
     end = start + length
     if length > max_chars:  # more bytes than the cap allows characters: count them
@@ -137,6 +147,7 @@ def _collapse(data, start, length, max_chars, scratch):  # pragma: no cover - co
     out = _OUT
     k = 0
     in_run = 0
+    digits = np.uint64(0)
     for j in range(start, end):
         byte = data[j]
         if byte == 10:  # only the first line is mined
@@ -148,7 +159,10 @@ def _collapse(data, start, length, max_chars, scratch):  # pragma: no cover - co
         # per byte cost more than the whole loop.
         scratch[k] = out[byte]
         k += 1 - skip
-    return k
+        # (a run's bytes and their places, summed without a branch: an add chain, not a
+        # multiply chain, so the loop runs as fast as without it)
+        digits += np.uint64(in_run * (byte + 1) * (j - start + 1))
+    return k, digits
 
 
 @njit(cache=True, parallel=True)
@@ -158,6 +172,7 @@ def _hash_rows(
     n = len(m_len)
     hi = np.empty(n, np.uint64)
     lo = np.empty(n, np.uint64)
+    dg = np.empty(n, np.uint64)
     chunks = 64
     for c in prange(chunks):
         words = np.zeros(max_chars // 2 + 4, np.uint64)  # >= 4 bytes a character, + padding
@@ -168,19 +183,22 @@ def _hash_rows(
             a, b = _absorb_bytes(_FNV_OFFSET, _LANE2_SEED, scratch, words, k)
             a, b = _absorb(a, b, _SEPARATOR)
             data = bytes_at(m_addr[m_buf[i]], m_size[m_buf[i]])
-            k = _collapse(data, m_start[i], m_len[i], max_chars, scratch)
+            k, digits = _collapse(data, m_start[i], m_len[i], max_chars, scratch)
             a, b = _absorb_bytes(a, b, scratch, words, k)
             hi[i] = _finish(a)
             lo[i] = _finish(b)
-    return hi, lo
+            dg[i] = digits
+    return hi, lo, dg
 
 
 @njit(cache=True)
-def _group(hi, lo):  # pragma: no cover - compiled
+def _group(hi, lo, dg, n_others):  # pragma: no cover - compiled
     n = len(hi)
     cap = 1024
     first = np.empty(max(n, 1), np.int64)
     count = np.zeros(max(n, 1), np.int64)
+    others = np.full((1024, n_others), -1, np.int64)
+    first_dg = np.empty(max(n, 1), np.uint64)  # (beside `first`: one lookup a row, not two)
     row_key = np.empty(n, np.int64)
     slots = np.full(cap, -1, np.int64)
     k = 0
@@ -199,8 +217,13 @@ def _group(hi, lo):  # pragma: no cover - compiled
             if key == -1:
                 slots[s] = k
                 first[k] = i
+                first_dg[k] = dg[i]
                 key = k
                 k += 1
+                if k > len(others):
+                    grown = np.full((2 * len(others), n_others), -1, np.int64)
+                    grown[: len(others)] = others
+                    others = grown
                 break
             r = first[key]
             if hi[r] == hi[i] and lo[r] == lo[i]:
@@ -208,4 +231,12 @@ def _group(hi, lo):  # pragma: no cover - compiled
             s = (s + 1) & (cap - 1)
         row_key[i] = key
         count[key] += 1
-    return row_key, first[:k].copy(), count[:k].copy()
+        if dg[i] != first_dg[key] and others[key, n_others - 1] == -1:
+            for o in range(n_others):
+                r = others[key, o]
+                if r == -1:
+                    others[key, o] = i
+                    break
+                if dg[r] == dg[i]:
+                    break
+    return row_key, first[:k].copy(), count[:k].copy(), others[:k].copy()

@@ -116,6 +116,7 @@ def cluster(
             }
         )
         .with_columns(first_line(pl.col("_rep")).alias("_rep"))
+        .pipe(_with_unpinned, _unpinned(messages, groups))
         .with_columns(mask_expr(pl.col("_rep")).alias("_masked"))
         .sort(s.SOURCE, "_n", "_h1", "_h2", descending=[False, True, False, False])
     )
@@ -165,6 +166,82 @@ def cluster(
     ids = keys.sort("_k")[TEMPLATE_ID].gather(pl.Series(groups.row_key))
     names = keys.select(TEMPLATE_ID, TEMPLATE, s.SOURCE).unique(TEMPLATE_ID, keep="first").sort(TEMPLATE_ID)
     return ids, names, warnings
+
+
+def _unpinned(messages: pl.Series, groups: dedup.KeyGroups) -> dict[int, str] | None:
+    """Each key's representative, with the digits its members do not share made a variable.
+
+    The dedup key collapses digits, so `eth0 link up` and `eth1 link up` are one key and Drain
+    sees only the first: its template would print `eth0`, and a report would name the wrong
+    NIC. Where the key's digit variants (`KeyGroups.others`) differ from the representative
+    at a token the masks leave literal, the part of that token that differs becomes `<*>`
+    (`eth<*>`, `mlx5_<*>:`); the members' own values stay in their messages. Returns key ->
+    its new representative, for the keys that change (None: none does)."""
+    varied = np.flatnonzero(groups.others[:, 0] >= 0) if len(groups.others) else np.array([], np.int64)
+    if not len(varied):
+        return None
+    # Most variants differ only where a mask names the value anyway (`block <NUM>`): compare
+    # the masked texts in one vectorised pass, and look at tokens only where they differ.
+    rows = groups.others[varied]
+    keys = np.repeat(varied, (rows >= 0).sum(axis=1))
+    frame = pl.DataFrame(
+        {
+            "k": keys,
+            "rep": messages.gather(pl.Series(groups.first_row[keys])).fill_null(""),
+            "text": messages.gather(pl.Series(rows[rows >= 0])).fill_null(""),
+        }
+    ).with_columns(first_line(pl.col("rep")).alias("rep"), first_line(pl.col("text")).alias("text"))
+    differ = frame.filter(mask_expr(pl.col("rep")) != mask_expr(pl.col("text")))
+    if differ.is_empty():
+        return None
+    variants_of: dict[int, list[str]] = {}
+    rep_of: dict[int, str] = {}
+    for k, rep, text in frame.filter(pl.col("k").is_in(differ["k"].unique().implode())).iter_rows():
+        variants_of.setdefault(k, []).append(text.split())
+        rep_of[k] = rep
+    cands = []
+    for k, variants in variants_of.items():
+        tokens = rep_of[k].split()
+        if any(len(v) != len(tokens) for v in variants):
+            continue  # (a variable-length statement: Drain aligns those)
+        for pos, tok in enumerate(tokens):
+            if any(v[pos] != tok for v in variants):
+                cands.append((k, pos, tok, [v[pos] for v in variants]))
+    if not cands:
+        return None
+    literal = pl.Series([tok for _, _, tok, _ in cands]).to_frame("t").select(mask_expr(pl.col("t")) == pl.col("t"))
+    split: dict[int, list[str]] = {}
+    for (k, pos, tok, others), keep in zip(cands, literal.to_series(), strict=True):
+        if keep:
+            tokens = split.setdefault(k, rep_of[k].split())
+            tokens[pos] = _vary(tok, others)
+    return {k: " ".join(tokens) for k, tokens in split.items()} or None
+
+
+def _with_unpinned(keys: pl.DataFrame, changed: dict[int, str] | None) -> pl.DataFrame:
+    """`keys` (in key order) with the representatives `_unpinned` changed."""
+    if not changed:
+        return keys
+    new = pl.DataFrame(
+        {"_k": list(changed), "_new": list(changed.values())}, schema={"_k": pl.Int64, "_new": pl.String}
+    )
+    return (
+        keys.join(new, on="_k", how="left", maintain_order="left")
+        .with_columns(pl.coalesce("_new", "_rep").alias("_rep"))
+        .drop("_new")
+    )
+
+
+def _vary(token: str, others: list[str]) -> str:
+    """`token` with the part that differs among it and `others` as `<*>` (`eth0`, `eth1` -> `eth<*>`)."""
+    words = [token, *others]
+    head = 0
+    while all(len(w) > head and w[head] == token[head] for w in words):
+        head += 1
+    tail = 0
+    while all(len(w) - tail > head and w[len(w) - 1 - tail] == token[len(token) - 1 - tail] for w in words):
+        tail += 1
+    return token[:head] + "<*>" + (token[len(token) - tail :] if tail else "")
 
 
 def merge_shards(shard_templates: pl.DataFrame, config: MinerConfig | None = None) -> pl.DataFrame:

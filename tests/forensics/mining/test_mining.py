@@ -281,3 +281,32 @@ def test_cli_templates_saves_and_diffs_against_a_baseline(tmp_path):
     for msg, params in corrupt.select("message", "params").iter_rows():
         assert params[0] == msg.split("block ")[1].split()[0].rstrip(":,."), (msg, params)
         assert [p for p in params if p.startswith("chatcmpl-")] == [w for w in msg.split() if w.startswith("chatcmpl-")]
+
+
+def _templates(messages: list[str], source: str = "kernel") -> list[str]:
+    ids, names, _ = mining.cluster(pl.Series([source] * len(messages)), pl.Series(messages))
+    text = dict(zip(names[mining.TEMPLATE_ID], names[mining.TEMPLATE], strict=True))
+    return [text[i] for i in ids]
+
+
+def test_a_device_number_that_differs_between_members_is_a_variable_not_the_first_ones_literal():
+    # The dedup key collapses digits, so these were one key shown by its first member: a
+    # report named mlx5_0 for a flap of mlx5_1.
+    msgs = [
+        "mlx5_0: Port module event: module 0, Cable plugged",
+        "mlx5_1: Port module event: module 0, Cable plugged",
+        "eth0: Link is Down",
+        "eth1: Link is Down",
+        "eth1: Link is Down",
+    ]
+    got = _templates(msgs)
+    assert got[0] == got[1] and got[0].startswith("mlx5_<*>: Port module event")
+    assert got[2] == got[3] == got[4] == "eth<*>: Link is Down"
+    # each member's own value is still in its message (the event), not lost
+
+
+def test_a_literal_every_member_shares_stays_literal_and_named_masks_stay_named():
+    got = _templates([f"mlx5_1: completion error on qp {n}" for n in (17, 4242, 99)])
+    assert set(got) == {"mlx5_1: completion error on qp <NUM>"}
+    got = _templates(["GPU 0 fell off the bus", "GPU 3 fell off the bus"], source="nvidia")
+    assert len(set(got)) == 1 and "GPU 0" not in got[0]
