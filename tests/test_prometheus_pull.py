@@ -91,12 +91,7 @@ def test_pulled_vllm_series_equal_the_same_samples_parsed_from_an_export(tmp_pat
     assert rows(pulled) == rows(parsed)
     # each row cites its line of the pulled document
     assert pulled[s.FILE].str.starts_with("prometheus/").all()
-    assert set(report.pulled.documents) == {
-        "vllm_generation_tokens.txt",
-        "vllm_kv_cache_usage_perc.txt",
-        "vllm_num_requests_running.txt",
-        "vllm_num_requests_waiting.txt",
-    }
+    assert set(report.pulled.documents) == {"vllm.txt"}
 
 
 @needs_server
@@ -135,10 +130,8 @@ def test_analyze_without_logs_pulls_the_window_and_keeps_the_documents(tmp_path)
     assert p.returncode == 0, p.stderr
     inputs = json.loads((tmp_path / "out/analysis.json").read_text())["input"]["paths"]
     assert inputs == [f"Prometheus {url} (2025-03-02T07:55:00Z to 2025-03-02T08:30:00Z, 4 metrics)"]
-    kept = tmp_path / "out/prometheus/vllm_kv_cache_usage_perc.txt"
-    assert kept.read_text().startswith(
-        '{__name__="vllm:kv_cache_usage_perc", engine="0", model_name="llama", pod="vllm-0"} 0.3 '
-    )
+    kept = (tmp_path / "out/prometheus/vllm.txt").read_text()
+    assert '\n{__name__="vllm:kv_cache_usage_perc", engine="0", model_name="llama", pod="vllm-0"} 0.3 ' in kept
     # the kept documents repeat the run offline
     again = forensics.ingest(tmp_path / "out/prometheus")
     assert again.metrics.height == 4 * 80 - 1  # (a counter's first sample gives no rate)
@@ -216,7 +209,7 @@ def test_a_query_the_server_finds_too_large_is_asked_for_in_halves_and_nothing_i
     pulled = pp.pull(pp.Server(url=fake, token="good"), T0, T0 + timedelta(hours=1))
     assert all(q["auth"] == "Bearer good" for q in Fake.seen)
     assert any(q.get("query", "").endswith("[900s]") for q in Fake.seen)  # 1 h -> 30 min -> 15 min
-    doc = pulled.documents["vllm_num_requests_waiting.txt"].splitlines()
+    doc = pulled.documents["vllm.txt"].splitlines()
     # one sample a minute over the hour, chunk boundaries not doubled
     assert len(doc) == 61 and len(set(doc)) == 61
     assert doc[0] == f'{{__name__="vllm:num_requests_waiting", pod="vllm-0"}} 2 {int(T0.timestamp() * 1000)}'
@@ -226,7 +219,7 @@ def test_a_pull_past_its_sample_cap_stops_and_says_what_it_left_out(fake, monkey
     monkeypatch.setattr(pp, "MAX_SAMPLES", 10)
     names = ("vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc")
     pulled = pp.pull(pp.Server(url=fake, token="good"), T0, T0 + timedelta(hours=1), names=names)
-    assert list(pulled.documents) == ["vllm_num_requests_waiting.txt"]
+    assert list(pulled.documents) == ["vllm.txt"]
     assert any("left out" in n and "vllm:kv_cache_usage_perc" in n for n in pulled.notes)
 
 

@@ -71,11 +71,13 @@ class Pulled:
     end: datetime | None = None
     url: str = ""
     """The server, without any user:password in it."""
+    names: list[str] = field(default_factory=list)
+    """The metric names that had series in the window."""
 
     def describe(self) -> str:
         """How the report names this input: the server and the window."""
         span = f"{_iso(self.start)} to {_iso(self.end)}" if self.start and self.end else "no window"
-        return f"Prometheus {self.url} ({span}, {len(self.documents)} metrics)"
+        return f"Prometheus {self.url} ({span}, {len(self.names)} metrics)"
 
     def write(self, into: Path) -> Path:
         """The documents as files under `into/prometheus/`, which ingest reads like an export."""
@@ -87,8 +89,9 @@ class Pulled:
 
 
 def pull(server: Server, start: datetime, end: datetime, *, names: tuple[str, ...] = NAMES) -> Pulled:
-    """The raw samples of `names` between `start` and `end`: per name, one document of every
-    series' samples (`_dump`), read in `CHUNK`s and joined.
+    """The raw samples of `names` between `start` and `end`, read a name at a time in `CHUNK`s,
+    as one document per exporter (`EXPORTERS`: a GPU's clock reasons are read beside its SM
+    clock and temperature, as in a dump of that exporter).
 
     Raises `ForensicsError` when the server cannot be used at all (unreachable, TLS, refused
     credentials, not a Prometheus API); a query that fails alone becomes a note.
@@ -100,6 +103,7 @@ def pull(server: Server, start: datetime, end: datetime, *, names: tuple[str, ..
         )
     out = Pulled(start=start, end=end, url=_redacted(server.url))
     kept = 0
+    by_doc: dict[str, dict[tuple, dict]] = {}
     with _client(server) as client:
         _check(client, server)
         for n, name in enumerate(names):
@@ -122,7 +126,9 @@ def pull(server: Server, start: datetime, end: datetime, *, names: tuple[str, ..
                 continue
             if series:
                 kept += sum(len(s["values"]) for s in series.values())
-                out.documents[_file_name(name)] = _dump(series)
+                by_doc.setdefault(_file_name(name), {}).update(series)
+                out.names.append(name)
+    out.documents = {doc: _dump(series) for doc, series in sorted(by_doc.items())}
     if not out.documents:
         out.notes.append(
             f"Prometheus at {server.url} has none of the series forensics reads between {start.isoformat()} and "
@@ -242,7 +248,14 @@ def _error_of(r) -> str:
         return r.text[:300]
 
 
+EXPORTERS = {"vllm:": "vllm", "DCGM_": "dcgm-exporter", "kube_": "kube-state-metrics", "nccl_": "nccl-inspector"}
+"""Metric name prefix -> the document its series are kept in (others: one of their own)."""
+
+
 def _file_name(name: str) -> str:
+    for prefix, doc in EXPORTERS.items():
+        if name.startswith(prefix):
+            return f"{doc}.txt"
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".txt"
 
 

@@ -21,6 +21,14 @@ RUNBOOK = "https://runbooks.example.internal/gpu-serving/{alert}"
 """Placeholder base for runbook_url: replace with your team's runbooks."""
 
 VLLM = "vllm-project/vllm vllm/v1/metrics/loggers.py (PrometheusStatLogger)"
+INSPECTOR = (
+    "NVIDIA/nccl ext-profiler/inspector/inspector_prom.cc (inspectorPromWriteCollInfo)",
+    frozenset(
+        {"comm_id", "hostname", "rank", "slurm_job", "slurm_job_id", "nranks", "n_nodes", "gpu_device_id"}
+        | {"collective", "coll_sn", "timestamp", "message_size"}
+    ),
+)
+"""NCCL Inspector's Prometheus textfile: its cached per-communicator labels, then the collective's."""
 METRICS: dict[str, tuple[str, frozenset[str]]] = {
     "vllm:generation_tokens_total": (VLLM, frozenset({"model_name", "engine"})),
     "vllm:num_requests_waiting": (VLLM, frozenset({"model_name", "engine"})),
@@ -38,44 +46,8 @@ METRICS: dict[str, tuple[str, frozenset[str]]] = {
     ),
     "process_open_fds": ("prometheus/client_python prometheus_client/process_collector.py", frozenset()),
     "process_max_fds": ("prometheus/client_python prometheus_client/process_collector.py", frozenset()),
-    "nccl_bus_bandwidth_gbs": (
-        "NVIDIA/nccl ext-profiler/inspector/inspector_prom.cc (inspectorPromWriteCollInfo)",
-        frozenset(
-            {
-                "comm_id",
-                "hostname",
-                "rank",
-                "slurm_job",
-                "slurm_job_id",
-                "nranks",
-                "n_nodes",
-                "gpu_device_id",
-                "collective",
-                "coll_sn",
-                "timestamp",
-                "message_size",
-            }
-        ),
-    ),
-    "nccl_collective_exec_time_microseconds": (
-        "NVIDIA/nccl ext-profiler/inspector/inspector_prom.cc (inspectorPromWriteCollInfo)",
-        frozenset(
-            {
-                "comm_id",
-                "hostname",
-                "rank",
-                "slurm_job",
-                "slurm_job_id",
-                "nranks",
-                "n_nodes",
-                "gpu_device_id",
-                "collective",
-                "coll_sn",
-                "timestamp",
-                "message_size",
-            }
-        ),
-    ),
+    "nccl_bus_bandwidth_gbs": INSPECTOR,
+    "nccl_collective_exec_time_microseconds": INSPECTOR,
     "DCGM_FI_DEV_XID_ERRORS": (
         "NVIDIA/dcgm-exporter etc/default-counters.csv",
         frozenset({"gpu", "UUID", "device", "modelName", "Hostname", "err_code", "err_msg"}),
@@ -339,6 +311,18 @@ WATCHES: tuple[tuple[When, tuple[Rule, ...]], ...] = (
 
 def rules_for(analysis: dict) -> list[Rule]:
     """The rules the incidents in `analysis` call for (always the throughput and latency SLO pair)."""
+    cats, labels, tell, baseline = _findings(analysis)
+    traits = frozenset().union(*(signatures.traits_of(label) for label in labels))
+    rules = _slo_rules(baseline)
+    for when, watch in WATCHES:
+        if when.holds(cats, traits, tell):
+            rules += watch
+    return rules
+
+
+def _findings(analysis: dict) -> tuple[set[str], set[str], bool, float | None]:
+    """What the incidents found: the root-cause and symptom categories, every hypothesis'
+    label, whether the KV-full-with-empty-queue tell was seen, the first throughput baseline."""
     cats: set[str] = set()
     labels: set[str] = set()
     tell = False
@@ -349,12 +333,7 @@ def rules_for(analysis: dict) -> list[Rule]:
         labels.update(h["label"] for h in inc["hypotheses"])
         tell = tell or bool(inc.get("tell"))
         baseline = baseline or inc.get("baseline_tokens_per_s")
-    traits = frozenset().union(*(signatures.traits_of(label) for label in labels))
-    rules = _slo_rules(baseline)
-    for when, watch in WATCHES:
-        if when.holds(cats, traits, tell):
-            rules += watch
-    return rules
+    return cats, labels, tell, baseline
 
 
 def _slo_rules(baseline: float | None) -> list[Rule]:
@@ -549,12 +528,7 @@ corruption messages."""
 def loki_rules(analysis: dict) -> str | None:
     """A Loki ruler rules file (`alerts_loki.yaml`) for the incidents' findings, or None when
     no finding calls for one."""
-    cats: set[str] = set()
-    tell = False
-    for inc in analysis["incidents"]:
-        cats.add(inc["root_cause"]["category"])
-        cats.update(h["category"] for h in inc["hypotheses"] if h["role"] in ("symptom", "root_cause"))
-        tell = tell or bool(inc.get("tell"))
+    cats, _labels, tell, _baseline = _findings(analysis)
     chosen = [r for r in LOG_RULES if r.when.holds(cats, frozenset(), tell)]
     if not chosen:
         return None
