@@ -233,15 +233,39 @@ def _with_unpinned(keys: pl.DataFrame, changed: dict[int, str] | None) -> pl.Dat
 
 
 def _vary(token: str, others: list[str]) -> str:
-    """`token` with the part that differs among it and `others` as `<*>` (`eth0`, `eth1` -> `eth<*>`)."""
-    words = [token, *others]
+    """`token` as a variable where it differs from `others` (`eth0`, `eth1` -> `<*>`;
+    `mlx5_0:`, `mlx5_1:` -> `<*>:`), inside the punctuation they share (`_edges`)."""
+    return _edges([token, *others])
+
+
+PREFIX_ENDS = frozenset("=:([{\"'/@")
+"""Where a shared prefix may end and still be structure, not part of the value (`rhost=`, `(`)."""
+SUFFIX_STARTS = frozenset(")]}:,;\"'")
+"""Where a shared suffix may start (`)`, `,`, `:`)."""
+_CLOSES = {")": "(", "]": "[", "}": "{"}
+
+
+def _edges(words: list[str]) -> str:
+    """`<*>` for a position whose words differ, keeping the punctuation all of them open and
+    close it with: `rhost=1.2.3.4` / `rhost=5.6.7.8` -> `rhost=<*>`, `(a)` / `(b)` -> `(<*>)`,
+    `eth0` / `eth1` -> `<*>` (a shared `eth` is part of the value: the parsing benchmarks'
+    labels, and a reader, take the whole name as the variable)."""
+    first = words[0]
     head = 0
-    while all(len(w) > head and w[head] == token[head] for w in words):
+    while all(len(w) > head and w[head] == first[head] for w in words):
         head += 1
+    while head and first[head - 1] not in PREFIX_ENDS:
+        head -= 1
     tail = 0
-    while all(len(w) - tail > head and w[len(w) - 1 - tail] == token[len(token) - 1 - tail] for w in words):
+    while all(len(w) - tail > head and w[len(w) - 1 - tail] == first[len(first) - 1 - tail] for w in words):
         tail += 1
-    return token[:head] + "<*>" + (token[len(token) - tail :] if tail else "")
+    while tail and first[len(first) - tail] not in SUFFIX_STARTS:
+        tail -= 1
+    prefix, suffix = first[:head], first[len(first) - tail :] if tail else ""
+    # (a closing bracket stays only with its opener: `name_ns(uid)` -> `<*>`, not `<*>)`)
+    while suffix and suffix[0] in _CLOSES and _CLOSES[suffix[0]] not in prefix:
+        suffix = suffix[1:]
+    return prefix + "<*>" + suffix
 
 
 def merge_shards(shard_templates: pl.DataFrame, config: MinerConfig | None = None) -> pl.DataFrame:
@@ -340,7 +364,8 @@ def _restore_names(
     finals: dict[tuple[str, int], str], cluster_of: list[tuple[str, int]], fed: list[list[str]]
 ) -> dict[tuple[str, int], str]:
     """Put the mask names back where Drain saw `<*>`: a position keeps its token when every
-    member of the cluster has the same one there (`<UUID>]`, `peer=<IP>`), else stays `<*>`."""
+    member of the cluster has the same one there (`<UUID>]`, `peer=<IP>`), else becomes `<*>`
+    inside the punctuation every member shares (`rhost=<*>`, `(<*>)`: `_edges`)."""
     seen: dict[tuple[str, int], list[set[str]]] = {}
     for key, toks in zip(cluster_of, fed, strict=True):
         cols = seen.get(key)
@@ -354,7 +379,7 @@ def _restore_names(
         toks, cols = t.split(" "), seen.get(key)
         if cols is not None and len(cols) == len(toks):
             toks = [
-                (next(iter(c)) if len(c) == 1 else "<*>") if x in ("<*>", MASKED) else x
+                (next(iter(c)) if len(c) == 1 else _edges(sorted(c))) if x in ("<*>", MASKED) else x
                 for x, c in zip(toks, cols, strict=True)
             ]
         out[key] = " ".join(toks)

@@ -300,8 +300,8 @@ def test_a_device_number_that_differs_between_members_is_a_variable_not_the_firs
         "eth1: Link is Down",
     ]
     got = _templates(msgs)
-    assert got[0] == got[1] and got[0].startswith("mlx5_<*>: Port module event")
-    assert got[2] == got[3] == got[4] == "eth<*>: Link is Down"
+    assert got[0] == got[1] and got[0].startswith("<*>: Port module event")
+    assert got[2] == got[3] == got[4] == "<*>: Link is Down"
     # each member's own value is still in its message (the event), not lost
 
 
@@ -310,3 +310,18 @@ def test_a_literal_every_member_shares_stays_literal_and_named_masks_stay_named(
     assert set(got) == {"mlx5_1: completion error on qp <NUM>"}
     got = _templates(["GPU 0 fell off the bus", "GPU 3 fell off the bus"], source="nvidia")
     assert len(set(got)) == 1 and "GPU 0" not in got[0]
+
+
+def test_a_variable_keeps_the_punctuation_all_its_values_share():
+    # The corrected Loghub labels' convention, and a better read: `rhost=<*>`, `(<*>)`. (Five
+    # values each: two or three would be an enum, split into one template per value.)
+    names = ["alpha", "beta", "gamma", "delta", "omega"]
+    got = _templates(
+        [f"session opened for user {n} by (uid={n}) on the login node" for n in names]
+        + [f"authentication failure for the login service; rhost={n} user={n} tty=ssh" for n in names]
+        + [f"Back-off restarting failed container vllm in pod llama-{n}_serving({n})" for n in names]
+    )
+    assert set(got[:5]) == {"session opened for user <*> by (uid=<*>) on the login node"}
+    assert set(got[5:10]) == {"authentication failure for the login service; rhost=<*> user=<*> tty=ssh"}
+    # a closing bracket is kept only with its opener
+    assert set(got[10:]) == {"Back-off restarting failed container vllm in pod <*>"}
