@@ -46,6 +46,12 @@ takes thousands separators (`1,843,200`), versions (`0.10.2`) and unit suffixes 
 whole, and no sign, so `gpu-node-3` reads `gpu-node-<NUM>`."""
 
 
+BOOL = r"([=(\[,:] ?)(?:true|false|True|False)\b"
+"""A boolean given as a value (`ready=true`, `setLightsOn(false)`, `enabled: True`) is a
+variable, `<BOOL>`: two values would otherwise split one statement into an enum of two
+templates. A bare `true` in prose stays a word. (Not among the parameters `params_expr`
+extracts: it is matched with the character before it.)"""
+
 _PARAM_PATTERN = "|".join(f"(?:{rx})" for _, rx in MASKS)
 
 
@@ -54,7 +60,7 @@ def mask_expr(expr: pl.Expr) -> pl.Expr:
     for name, rx in MASKS:
         expr = expr.str.replace_all(rx, f"<{name}>")
         expr = expr.str.replace_all(f"<{name}>(?:[,;] ?<{name}>)+", f"<{name}>")
-    return expr
+    return expr.str.replace_all(BOOL, "${1}<BOOL>")
 
 
 def first_line(expr: pl.Expr) -> pl.Expr:

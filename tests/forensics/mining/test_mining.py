@@ -38,6 +38,9 @@ def _mask(text: str) -> str:
         ("GPU KV cache size: 1,843,200 tokens", "GPU KV cache size: <NUM> tokens"),
         ("Tried to allocate 2.50 GiB on gpu-node-3", "Tried to allocate <NUM> GiB on gpu-node-<NUM>"),
         ("added entries to the cafe", "added entries to the cafe"),
+        ("ready=true,bootcompleted=false setLightsOn(true)", "ready=<BOOL>,bootcompleted=<BOOL> setLightsOn(<BOOL>)"),
+        ("enable_prefix_caching: True", "enable_prefix_caching: <BOOL>"),
+        ("it is true that it failed", "it is true that it failed"),  # a word in prose stays a word
     ],
 )
 def test_named_masks_turn_variables_into_named_tokens(raw, masked):
