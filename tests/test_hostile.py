@@ -139,6 +139,20 @@ def test_a_second_run_that_finds_no_incident_leaves_no_alert_rules_of_the_first(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # (no temporary directory left)
 
 
+def test_a_run_without_a_pull_leaves_no_pulled_documents_of_the_last_one(tmp_path):
+    from forensics.ingestion.prometheus_pull import Pulled
+
+    out = tmp_path / "out"
+    pulled = analyze(SAMPLES / "healthy")
+    pulled.pulled = Pulled(documents={"vllm.txt": '{__name__="vllm:num_requests_running", pod="a"} 1 1740902400000\n'})
+    write_all(pulled, out)
+    assert (out / "prometheus/vllm.txt").is_file()
+    write_all(pulled, out)  # (a directory replaced by a directory)
+    assert (out / "prometheus/vllm.txt").is_file()
+    write_all(analyze(SAMPLES / "healthy"), out)
+    assert not (out / "prometheus").exists()
+
+
 def test_a_write_that_fails_part_way_leaves_the_previous_report_whole(tmp_path, monkeypatch):
     out = tmp_path / "out"
     write_all(analyze(SAMPLES / "gpu-oom"), out)
