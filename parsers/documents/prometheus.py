@@ -138,6 +138,16 @@ recovers to half of it. `{v}` is the value, `{n}` the increase, other names the 
 CONTEXT = {"DCGM_FI_DEV_SM_CLOCK": ("SM clock", "MHz"), "DCGM_FI_DEV_GPU_TEMP": ("temperature", "C")}
 """Series read only to say, beside a GPU's slowdown, what it did to that GPU: its SM clock and
 temperature then, and at the series' first sample (dcgm-exporter's default counters)."""
+SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"
+PEER_SLOW = (0.3, 0.8)
+"""A GPU whose SM clock falls to this band of the other GPUs' clock at the same scrape (their
+upper quartile: what most of them run at), after running with them, has its clocks held
+down: slow, not dead. Under 0.3 it is idle (a GPU with
+nothing to do drops to its idle clocks); the other GPUs of the export are its peers."""
+PEER_BACK = 0.9
+"""It runs with its peers again at this fraction of their clock (said once until then)."""
+PEER_MIN = 3
+"""GPUs at a scrape needed for their clock to mean something."""
 KSM_PREFIX = "kube_"
 
 POD_LABELS = ("pod", "pod_name", "kubernetes_pod_name", "exported_pod")
@@ -496,12 +506,12 @@ def _notable(keyed: pl.DataFrame) -> list[dict]:
     """Events for the changes a human should see (`NOTABLE`) among the `_keyed` samples, one per sample line."""
     df = keyed.filter(pl.col("_family").is_in(NOTABLE))
     if df.is_empty():
-        return []
+        return _behind_peers(keyed)
     prev = pl.col(s.VALUE).shift(1).over("_family", "_key")
     peak = pl.col(s.VALUE).fill_nan(None).cum_max().shift(1).over("_family", "_key")
     labels = ("gpu", "UUID", "reason", "container", "condition", "status", "node", "collective", "message_size")
     df = df.with_columns(prev.alias("_prev"), peak.alias("_peak"), *(_label(n).alias(f"_{n}") for n in labels))
-    out = []
+    out = _behind_peers(keyed)
     fallen: set[tuple[str, str]] = set()
     context = _context(keyed)
     for row in df.iter_rows(named=True):
@@ -580,6 +590,47 @@ def _slowdown_message(family: str, says: str, row: dict, context: dict) -> str |
         if then and first_ts is not None and first_ts < row[s.TS]:
             said.append(f"{what} {then[-1]:.0f} {unit} (first sample {first:.0f} {unit} at {first_ts:%H:%M:%S})")
     return msg + ("; " + ", ".join(said) if said else "")
+
+
+def _behind_peers(keyed: pl.DataFrame) -> list[dict]:
+    """Events for GPUs whose SM clock fell behind their peers' (`PEER_SLOW`) where the export
+    has no clock-event reasons for them (those say it themselves, with the reason)."""
+    clocks = keyed.filter((pl.col("_family") == SM_CLOCK) & pl.col(s.TS).is_not_null() & pl.col(s.VALUE).is_finite())
+    if clocks.is_empty():
+        return []
+    told = set(keyed.filter(pl.col("_family").is_in(CLOCK_EVENTS))["_key"].to_list())
+    clocks = clocks.filter(~pl.col("_key").is_in(pl.Series(sorted(told), dtype=pl.String).implode()))
+    peers = (
+        keyed.filter(pl.col("_family") == SM_CLOCK)
+        .group_by(s.TS)
+        # (the upper quartile: what most GPUs run at, whichever few are slow or idle)
+        .agg(pl.col(s.VALUE).quantile(0.75, "nearest").alias("_peers"), pl.len().alias("_n"))
+    )
+    rows = clocks.join(peers, on=s.TS, how="left").filter(pl.col("_n") >= PEER_MIN).sort("_key", s.TS, s.LINE)
+    out = []
+    for (key,), series in rows.group_by("_key", maintain_order=True):
+        ran_with, slow = False, False
+        for row in series.iter_rows(named=True):
+            ratio = row[s.VALUE] / row["_peers"] if row["_peers"] else 1.0
+            if ratio >= PEER_BACK:
+                ran_with, slow = True, False
+                continue
+            if slow or not ran_with or not PEER_SLOW[0] <= ratio < PEER_SLOW[1]:
+                continue
+            slow = True
+            gpu = _labels_of(key)
+            where = f"GPU {gpu.get('gpu', '?')}" + (f" ({gpu['UUID']})" if gpu.get("UUID") else "")
+            msg = (
+                f"{SM_CLOCK} is {row[s.VALUE]:.0f} MHz on {where}: {ratio:.0%} of the other GPUs' {row['_peers']:.0f} "
+                "MHz at that scrape, after running with them: its clocks are held down (no clock-event reasons in "
+                "this export say why)"
+            )
+            out.append(_event(row[s.LINE], row[s.TS], "WARNING", msg, host=row[s.HOST], pod=row[s.POD], extra=True))
+    return out
+
+
+def _labels_of(key: str) -> dict[str, str]:
+    return dict(re.findall(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"', key))
 
 
 def _context(keyed: pl.DataFrame) -> dict[tuple[str, str], list[tuple[datetime | None, float]]]:

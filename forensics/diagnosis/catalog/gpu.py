@@ -109,11 +109,13 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.gpu-clocks-held-down",
-        source="nvidia-smi -q -d PERFORMANCE ('Clocks Event Reasons'); NVML nvmlClocksEventReason* via DCGM_FI_DEV_CLOCKS_EVENT_REASONS (parsers/documents/prometheus.py)",
+        source="nvidia-smi -q -d PERFORMANCE ('Clocks Event Reasons'); NVML nvmlClocksEventReason* via DCGM_FI_DEV_CLOCKS_EVENT_REASONS, "
+        "or a GPU's DCGM_FI_DEV_SM_CLOCK fallen behind its peers' (parsers/documents/prometheus.py)",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
-        pattern=r"clocks held down by the hardware|\b(?:HW|SW) (?:Thermal |Power Brake )?Slowdown\s*:\s*Active",
+        pattern=r"clocks held down by the hardware|its clocks are held down \(no clock-event reasons"
+        r"|\b(?:HW|SW) (?:Thermal |Power Brake )?Slowdown\s*:\s*Active",
         label=SLOWDOWN,
         action="Check {host}'s cooling and power (BMC logs; `nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER`): a "
         "slowed GPU slows every collective it is in, so drain it until it runs at full clocks again.",

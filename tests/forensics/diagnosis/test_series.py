@@ -11,7 +11,7 @@ import pytest
 
 from forensics import analyze
 from forensics.report.postmortem import write_all
-from tests.conftest import nvidia_smi_gpu, nvidia_smi_snapshot
+from tests.conftest import SAMPLES, nvidia_smi_gpu, nvidia_smi_snapshot
 from tests.conftest import write as write_file
 from tests.forensics.diagnosis.conftest import k8s_event, metrics_lines, scheduled_on
 
@@ -427,3 +427,49 @@ def test_a_slowed_replica_whose_nic_flaps_is_named_a_network_fault_on_its_node(t
     rc = inc["root_cause"]
     assert inc["impact"]["detector"] == "replica-slowdown"
     assert (rc["status"], rc["category"], rc["hosts"][0]) == ("supported", "network", "gpu-2")
+
+
+def _sm_clocks(rows: list[tuple[str, list[int]]], reasons: bool = False) -> str:
+    out = []
+    for gpu, values in rows:
+        for k, v in enumerate(values):
+            ms = 1764000000000 + 30000 * k
+            labels = f'gpu="{gpu}",UUID="GPU-{gpu}",Hostname="node-{gpu}"'
+            out.append(f"DCGM_FI_DEV_SM_CLOCK{{{labels}}} {v} {ms}")
+            if reasons:
+                out.append(f"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{{{labels}}} 0 {ms}")
+    return "\n".join(out) + "\n"
+
+
+def test_a_gpu_whose_sm_clock_falls_behind_its_peers_is_said_once_idle_and_other_skus_are_not():
+    from parsers.documents import prometheus
+
+    text = _sm_clocks(
+        [
+            ("0", [1980, 1975, 1110, 1100, 1105, 1980]),  # throttled from the third scrape, then back
+            ("1", [1980, 1980, 1980, 1975, 1980, 1980]),
+            ("2", [1965, 1980, 1980, 1980, 1975, 1980]),
+            ("3", [1980, 1980, 210, 210, 1980, 1980]),  # idle: its idle clocks, not a slowdown
+            ("4", [1410, 1410, 1410, 1410, 1410, 1410]),  # another SKU: never ran with the others
+        ]
+    )
+    said = [e["message"] for e in prometheus.parse_document(text, "text", "UTC").events if "held down" in e["message"]]
+    assert said == [
+        "DCGM_FI_DEV_SM_CLOCK is 1110 MHz on GPU 0 (GPU-0): 56% of the other GPUs' 1980 MHz at that scrape, after "
+        "running with them: its clocks are held down (no clock-event reasons in this export say why)"
+    ]
+    # with clock-event reasons in the export, they say it (with the reason), not the peers
+    text = _sm_clocks([("0", [1980, 1980, 1100]), ("1", [1980] * 3), ("2", [1980] * 3)], reasons=True)
+    assert not [e for e in prometheus.parse_document(text, "text", "UTC").events if "held down" in e["message"]]
+
+
+def test_a_throttled_gpu_is_named_from_sm_clocks_alone_when_the_export_has_no_clock_event_reasons(tmp_path):
+    import shutil
+
+    logs = tmp_path / "gpu-throttle"
+    shutil.copytree(SAMPLES / "gpu-throttle", logs)
+    dump = logs / "metrics/dcgm-tsdb-dump.txt"
+    dump.write_text("".join(line for line in dump.read_text().splitlines(True) if "CLOCK_THROTTLE_REASONS" not in line))
+    rc = analyze(logs).to_json()["incidents"][0]["root_cause"]
+    assert rc["category"] == "gpu-fault" and rc["hosts"] == ["gpu-node-2"]
+    assert "DCGM_FI_DEV_SM_CLOCK is 1110 MHz on GPU 0" in rc["evidence"][0]["text"]
