@@ -297,14 +297,12 @@ def _pull(
     """
     import tempfile
 
-    lo = hi = None
+    seen = []
     if logs is not None:
-        lo, hi = logs.ingest.time_span()
-        m = logs.ingest.metrics[s.TS].drop_nulls() if logs.ingest.metrics.height else None
-        if m is not None and len(m):
-            lo, hi = min(x for x in (lo, m.min()) if x is not None), max(x for x in (hi, m.max()) if x is not None)
-    start = since or (lo - prometheus_pull.BEFORE if lo is not None else None)
-    end = until or (hi + prometheus_pull.AFTER if hi is not None else None)
+        metric_ts = logs.ingest.metrics[s.TS]
+        seen = [t for t in (*logs.ingest.time_span(), metric_ts.min(), metric_ts.max()) if t is not None]
+    start = since or (min(seen) - prometheus_pull.BEFORE if seen else None)
+    end = until or (max(seen) + prometheus_pull.AFTER if seen else None)
     if start is None or end is None:
         from forensics.errors import ForensicsError
 

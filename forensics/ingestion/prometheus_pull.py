@@ -15,6 +15,7 @@ its true sample times exactly as from a `promtool tsdb dump` saved beside the lo
 
 from __future__ import annotations
 
+import math
 import re
 import ssl
 from dataclasses import dataclass, field
@@ -78,6 +79,26 @@ class Pulled:
         """How the report names this input: the server and the window."""
         span = f"{_iso(self.start)} to {_iso(self.end)}" if self.start and self.end else "no window"
         return f"Prometheus {self.url} ({span}, {len(self.names)} metrics)"
+
+    def series(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], list[tuple[datetime, float]]]:
+        """The documents' samples by series, (name, sorted labels) -> (time, value) in time
+        order, finite values only: what the alert backtest reads as the server's own series."""
+        out: dict = {}
+        for text in self.documents.values():
+            for line in text.splitlines():
+                m = _DUMP_LINE.match(line)
+                if m is None:
+                    continue
+                labels = {k: _unescape(v) for k, v in _LABEL.findall(m["labels"])}
+                name = labels.pop("__name__", "")
+                try:
+                    value = float(m["value"].replace("Inf", "inf"))
+                except ValueError:
+                    continue
+                if name and math.isfinite(value):
+                    ts = datetime.fromtimestamp(int(m["ms"]) / 1000, UTC)
+                    out.setdefault((name, tuple(sorted(labels.items()))), []).append((ts, value))
+        return {k: sorted(v) for k, v in out.items()}
 
     def write(self, into: Path) -> Path:
         """The documents as files under `into/prometheus/`, which ingest reads like an export."""
@@ -179,13 +200,10 @@ def _dump(series: dict[tuple, dict]) -> str:
     for _key, s in sorted(series.items()):
         labels = dict(s["metric"])
         name = labels.pop("__name__", "")
-        body = ", ".join([f'__name__="{_escape(name)}"', *(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))])
+        esc = export.escape_label
+        body = ", ".join([f'__name__="{esc(name)}"', *(f'{k}="{esc(v)}"' for k, v in sorted(labels.items()))])
         lines += [f"{{{body}}} {v} {round(t * 1000)}" for t, v in sorted(s["values"].items())]
     return "\n".join(lines) + "\n"
-
-
-def _escape(v: str) -> str:
-    return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _client(server: Server):
@@ -257,6 +275,15 @@ def _file_name(name: str) -> str:
         if name.startswith(prefix):
             return f"{doc}.txt"
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".txt"
+
+
+_DUMP_LINE = re.compile(r"^\{(?P<labels>.*)\} (?P<value>\S+) (?P<ms>-?\d+)$")
+"""A line `_dump` writes."""
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def _unescape(v: str) -> str:
+    return re.sub(r"\\(.)", lambda m: "\n" if m[1] == "n" else m[1], v)
 
 
 def _redacted(url: str) -> str:

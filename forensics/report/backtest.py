@@ -88,6 +88,8 @@ class Verdict:
     """The first firing series' labels."""
     lead_s: float | None = None
     """Seconds from firing to the outage's start (positive: before it)."""
+    lead_user_s: float | None = None
+    """Seconds from firing to the first user-visible error (positive: before users saw it)."""
     why_not: str | None = None
     firing: tuple[tuple[dict, float], ...] = ()
     """Every series firing at `fired_at`, with the expression's value then (the alerts
@@ -103,6 +105,7 @@ class Verdict:
             "labels": self.labels,
             "lead_minutes": None if self.lead_s is None else round(self.lead_s / 60, 1),
             "why_not": self.why_not,
+            "lead_user_minutes": None if self.lead_user_s is None else round(self.lead_user_s / 60, 1),
         }
 
 
@@ -145,17 +148,17 @@ Series = dict[tuple[str, tuple[tuple[str, str], ...]], list[tuple[datetime, floa
 """(metric name, sorted labels) -> its samples in time order."""
 
 
-def samples(metrics: pl.DataFrame, pulled: dict[str, str] | None = None) -> Samples | None:
+def samples(metrics: pl.DataFrame, pulled: Series | None = None) -> Samples | None:
     """The incident's series on a regular grid, or None without any.
 
     From the metrics table (`rebuilt`) and, when a server was pulled, its raw series
-    (`raw_series`), which replace what the logs rebuilt for the same metric names: the
+    (`prometheus_pull.Pulled.series`), which replace what the logs rebuilt for the same metric names: the
     server's own counters and labels beat a reconstruction. A grid step holds the last sample
     of the step before it (what a scrape every `INTERVAL` would have read) and nothing when
     there was none: a gap stays a gap. The grid is `INTERVAL`, or a multiple of it that keeps
     the values under `MAX_VALUES`.
     """
-    raw = raw_series(pulled or {})
+    raw = pulled or {}
     taken = {name for name, _labels in raw}
     points = {**{k: v for k, v in rebuilt(metrics).items() if k[0] not in taken}, **raw}
     points = {k: v for k, v in points.items() if v}
@@ -193,34 +196,6 @@ def rebuilt(metrics: pl.DataFrame) -> Series:
     return out
 
 
-_DUMP_LINE = re.compile(r"^\{(?P<labels>.*)\} (?P<value>\S+) (?P<ms>-?\d+)$")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
-def raw_series(documents: dict[str, str]) -> Series:
-    """The samples of pulled documents (`prometheus_pull`'s dump lines) by series."""
-    out: Series = {}
-    for text in documents.values():
-        for line in text.splitlines():
-            m = _DUMP_LINE.match(line)
-            if m is None:
-                continue
-            labels = {k: _unescape(v) for k, v in _LABEL.findall(m["labels"])}
-            name = labels.pop("__name__", "")
-            try:
-                value = float(m["value"].replace("Inf", "inf"))
-            except ValueError:
-                continue
-            if name and math.isfinite(value):
-                ts = datetime.fromtimestamp(int(m["ms"]) / 1000, UTC)
-                out.setdefault((name, tuple(sorted(labels.items()))), []).append((ts, value))
-    return {k: sorted(v) for k, v in out.items()}
-
-
-def _unescape(v: str) -> str:
-    return re.sub(r"\\(.)", lambda m: "\n" if m[1] == "n" else m[1], v)
-
-
 def _counter(g: pl.DataFrame, metric: str) -> list[float]:
     """A counter's value at each sample: the running sum of counts, or of rate x interval.
 
@@ -238,8 +213,11 @@ def _counter(g: pl.DataFrame, metric: str) -> list[float]:
     return (v * dt).cum_sum().to_list()
 
 
-def evaluate(rules: list[Rule], data: Samples, outage: datetime | None, prometheus_url: str) -> list[Verdict]:
-    """Each rule's verdict, its expression evaluated by the Prometheus at `prometheus_url`."""
+def evaluate(
+    rules: list[Rule], data: Samples, prometheus_url: str, outage: datetime | None, seen: datetime | None = None
+) -> list[Verdict]:
+    """Each rule's verdict, its expression evaluated by the Prometheus at `prometheus_url`, its
+    lead times counted to the `outage` and to the first error users `seen`."""
     out = []
     for rule in rules:
         missing = sorted(metrics_of(rule.expr) - data.names)
@@ -259,6 +237,7 @@ def evaluate(rules: list[Rule], data: Samples, outage: datetime | None, promethe
                     fired_at=fired,
                     labels=firing[0][0],
                     lead_s=(outage - fired).total_seconds() if outage is not None else None,
+                    lead_user_s=(seen - fired).total_seconds() if seen is not None else None,
                     firing=tuple(firing),
                 )
             )
@@ -374,10 +353,14 @@ def local_prometheus(openmetrics: str, interval: timedelta = INTERVAL) -> Iterat
 
 
 def backtest(
-    rules: list[Rule], metrics: pl.DataFrame, outage: datetime | None, pulled: dict[str, str] | None = None
+    rules: list[Rule],
+    metrics: pl.DataFrame,
+    outage: datetime | None,
+    seen: datetime | None = None,
+    pulled: Series | None = None,
 ) -> tuple[list[Verdict], Samples | None, str | None]:
     """(verdicts, the samples they were computed on, why not) for `rules` on `metrics` and
-    the `pulled` documents (`samples`)."""
+    the `pulled` series (`samples`); lead times to the `outage` and the first error `seen`."""
     why = available()
     if why is not None:
         return [], None, why
@@ -385,7 +368,7 @@ def backtest(
     if data is None:
         return [], None, "no measured series (no engine metrics lines, no exported or pulled samples)"
     with local_prometheus(data.openmetrics(), data.interval) as url:
-        return evaluate(rules, data, outage, url), data, None
+        return evaluate(rules, data, url, outage, seen), data, None
 
 
 def promtool_test(rules_file: str, rules: list[Rule], data: Samples, verdicts: list[Verdict]) -> str:

@@ -162,41 +162,34 @@ def _write(result, tmp: Path, fmt, template, alerts_format, command, replay, bac
     return paths
 
 
-def _backtest(result, analysis: dict, rules: list) -> tuple | None:
+def _backtest(result, analysis: dict, rules: list) -> str | None:
     """Run the backtest and put its verdicts in `analysis["backtest"]`; returns the
     `alerts_test.yaml` built from the incident's series when it ran (and whether promtool
     passes it, in the analysis), else None (the reason is in the analysis)."""
     inc = analysis["incidents"][0]
-    outage = _when(inc["start"]) if inc.get("start") else None
+    seen = (inc.get("detection") or {}).get("first_user_visible")
+    outage = datetime.fromisoformat(inc["start"]) if inc.get("start") else None
     try:
-        pulled = result.pulled.documents if result.pulled is not None else None
-        verdicts, data, why = bt.backtest(rules, result.ingest.metrics, outage, pulled)
+        pulled = result.pulled.series() if result.pulled is not None else None
+        verdicts, data, why = bt.backtest(
+            rules, result.ingest.metrics, outage, datetime.fromisoformat(seen) if seen else None, pulled
+        )
     except bt.BacktestError as e:
         verdicts, data, why = [], None, str(e)
     analysis["backtest"] = {
         "ran": data is not None,
         "why_not": why,
         "outage": inc.get("start"),
-        "first_user_visible": (inc.get("detection") or {}).get("first_user_visible"),
+        "first_user_visible": seen,
         "interval_s": data.interval.total_seconds() if data is not None else None,
         "series": sorted(data.names) if data is not None else [],
         "rules": [v.as_dict() for v in verdicts],
     }
-    seen = analysis["backtest"]["first_user_visible"]
-    for r in analysis["backtest"]["rules"]:
-        # minutes from firing to the first user-visible error (positive: before users saw it)
-        r["lead_user_minutes"] = (
-            round((_when(seen) - _when(r["fired_at"])).total_seconds() / 60, 1) if seen and r["fired_at"] else None
-        )
     if data is None:
         return None
     test = bt.promtool_test("alerts.rules.yaml", rules, data, verdicts)
     analysis["backtest"]["promtool"] = bt.check(alerts.plain_rules(rules), test)
     return test
-
-
-def _when(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def finite(doc):

@@ -303,7 +303,7 @@ def _parse_json(text: str) -> Export:
         if name is None:
             unnamed += 1
             continue
-        text_labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
+        text_labels = ",".join(f'{k}="{escape_label(v)}"' for k, v in sorted(labels.items()))
         points = series.get("values") if kind == "matrix" else [series.get("value")]
         for p in points or ():
             if isinstance(p, list | tuple) and len(p) == 2:
@@ -351,7 +351,8 @@ def _read_samples(out: Export, samples: pl.DataFrame) -> None:
     out.metrics, out.names_pods = _metrics(keyed), _names_pods(samples)
 
 
-def _escape(v: str) -> str:
+def escape_label(v: str) -> str:
+    """A label value as the exposition format writes it between quotes."""
     return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
