@@ -186,7 +186,7 @@ def classify(events: pl.DataFrame) -> pl.DataFrame:
         first, exc, head, tb = seen[msg]
         if tb is not None and (head is None or head.kind != "fault"):
             rows.append((idx, tb.category, tb.kind, tb.layer, tb.label, exc))
-        if head is not None:
+        if head is not None and Trait.NO_ACTION not in head.traits:
             rows.append((idx, head.category, head.kind, head.layer, head.label, first))
     # An engine process's traceback that nothing above read: the engine failed, and these logs
     # do not say why (cut before its exception, or an exception raised outside the known layers).

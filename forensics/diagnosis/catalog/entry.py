@@ -49,6 +49,10 @@ class Trait(StrEnum):
     """Disaggregated prefill/decode: where one is seen, the alerts watch NIXL's counters."""
     FD_LIMIT = "fd-limit"
     """A process out of its open-file limit: where one is seen, the alerts watch open files."""
+    NO_ACTION = "no-action"
+    """A notice its vendor says needs no action (an Xid in NVIDIA's IGNORE bucket): matched so that
+    no generic entry takes it for a fault, then left out of the signals like a line no entry
+    matches, so that it neither starts an incident nor explains one."""
     UNCATALOGUED = "uncatalogued"
     """Read from a traceback's frames, not the catalog (`catalog.frames`): ranked below any
     catalogued cause, whose known text is the stronger evidence."""

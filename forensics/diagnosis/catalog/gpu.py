@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from forensics.diagnosis.catalog.entry import Layer, Signature, Trait
 from forensics.diagnosis.catalog.labels import GPU_FAULT, KERNEL_EXCEPTION, SLOWDOWN
-from forensics.diagnosis.catalog.xid import xid
+from forensics.diagnosis.catalog.xid import XidCategory, codes, xid
+
+_GROUPED = frozenset({79, 48, 63, 64, 92, 94, 95, 171, 172, 74, *range(144, 151), 119, 120, 140, 13, 31, 43, 45, 154})
+"""The Xids an entry below names by number; `xid.codes` gives the rest of the catalog by what NVIDIA says to do."""
 
 ENTRIES: tuple[Signature, ...] = (
     # --- GPU memory and GPU faults
@@ -63,23 +66,24 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.gpu-memory-ecc-error",
-        source="NVIDIA Xid catalog: Xid 48 (DBE), 63/64 (row remapping), 92 (SBE rate), 94/95 (contained/uncontained ECC)",
+        source="NVIDIA Xid catalog: Xid 48 (DBE), 63/64 (row remapping), 92 (SBE rate), 94/95 (contained/uncontained ECC), "
+        "171/172 (the DRAM or SRAM detail of an Xid 48)",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
-        pattern=xid(48, 63, 64, 92, 94, 95) + r"|uncorrectable ECC|double bit error",
+        pattern=xid(48, 63, 64, 92, 94, 95, 171, 172) + r"|uncorrectable ECC|double bit error",
         label="GPU memory ECC error (Xid 48/63/64/92/94/95)",
         action="Drain {host} and reset the GPU (`nvidia-smi -r`) so pending row remaps apply; read "
         "`nvidia-smi -q -d ROW_REMAPPER,ECC`, and RMA the GPU when a remap failed or the errors recur.",
     ),
     Signature(
         id="gpu-fault.nvlink-error-xid-74",
-        source="NVIDIA Xid catalog: Xid 74 (NVLink error)",
+        source="NVIDIA Xid catalog: Xid 74 (NVLink error), 144-150 (NVLink 5: SAW, RLW, TLW, TREX, NVLPW, NETIR, MSE)",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
-        pattern=xid(74) + r"|uncorrectable NVLink error",
-        label="NVLink error (Xid 74)",
+        pattern=xid(74, *range(144, 151)) + r"|uncorrectable NVLink error",
+        label="NVLink error (Xid 74, or 144-150 on NVLink 5)",
         action="Drain {host}; read the link's error counters (`nvidia-smi nvlink -e`) and the fabric manager's log, "
         "reset the GPUs on that link, and RMA the GPU or baseboard if the link stays down.",
     ),
@@ -167,6 +171,58 @@ ENTRIES: tuple[Signature, ...] = (
         "on GPUs before Ampere; pin the pods to the GPU models the image supports (a node selector on "
         "`nvidia.com/gpu.product`). The GPU itself is not faulty: do not drain the node for it.",
         traits=frozenset({Trait.AT_START}),
+    ),
+    # Xid 154 summarises the recovery the other Xids of that moment need ("from 0x0 (None) to 0x2
+    # (Node Reboot Required)"): a fault, named by the recovery; the Xid it summarises, logged just
+    # before, is the more specific evidence where the logs have it.
+    Signature(
+        id="gpu-fault.gpu-needs-recovery-xid-154",
+        source="NVIDIA Xid catalog: Xid 154 (GPU_RECOVERY_ACTION_CHANGED, resolution bucket XID_154)",
+        category="gpu-fault",
+        kind="fault",
+        layer=Layer.NODE,
+        pattern=xid(154) + r"|GPU recovery action changed from",
+        label="GPU needs recovery: the driver asks for a reset or a reboot (Xid 154)",
+        action="Do what the driver asks on {host} (the why-line quotes it: drain and reset the GPU, or reboot the "
+        "node), and read the Xid it logged just before in `dmesg -T` to know what failed.",
+    ),
+    # Every other Xid, by the resolution bucket NVIDIA's catalog gives it (`xid.XIDS`).
+    Signature(
+        id="gpu-fault.gpu-reset-service-xid",
+        source="NVIDIA Xid catalog: the Xids whose immediate action is RESET_GPU, RESTART_BM/VM, CHECK_MECHANICALS, "
+        "UPDATE_SWFW, CHECK_UVM or CONTACT_SUPPORT (46, 62, 109, 110, 136, 143, 155, 156, 158, ...)",
+        category="gpu-fault",
+        kind="fault",
+        layer=Layer.NODE,
+        pattern=xid(*codes(XidCategory.RESET, XidCategory.REBOOT, XidCategory.SERVICE, without=_GROUPED)),
+        label="GPU fault NVIDIA's Xid catalog resets or services the GPU for",
+        action="Drain {host} and do what NVIDIA's Xid catalog says for this Xid (the why-line quotes it: reset the "
+        "GPU, restart the node, or service the board); if it recurs after the reset, run DCGM diagnostics (level 3) "
+        "and RMA the GPU.",
+    ),
+    Signature(
+        id="gpu-fault.gpu-engine-exception-xid",
+        source="NVIDIA Xid catalog: the Xids whose immediate action is RESTART_APP (copy, video and JPEG engine "
+        "exceptions, push buffer errors: 8, 11, 25, 32, 39-41, 68-72, 80, ...)",
+        category="gpu-fault",
+        kind="fault",
+        layer=Layer.NODE,
+        pattern=xid(*codes(XidCategory.APPLICATION, without=_GROUPED)),
+        label="GPU engine exception the application met (NVIDIA's Xid catalog: restart the application)",
+        action="Restart the engine on {host}; if the same Xid follows the workload to another GPU it is a software "
+        "bug (the driver or the kernels), if it stays with {host}'s GPU, run DCGM diagnostics (level 3) there.",
+        traits=frozenset({Trait.SOFTWARE_PRONE}),
+    ),
+    Signature(
+        id="gpu-fault.gpu-notice-no-action-xid",
+        source="NVIDIA Xid catalog: the Xids whose immediate action is IGNORE (37, 38, 44, 66, 67, 93, 121, 137, "
+        "141, 157, 160, 161, ...)",
+        category="gpu-fault",
+        kind="symptom",
+        layer=Layer.NODE,
+        pattern=xid(*codes(XidCategory.NOTICE, without=_GROUPED)),
+        label="GPU notice NVIDIA's Xid catalog needs no action for (Xid)",
+        traits=frozenset({Trait.NO_ACTION}),
     ),
     Signature(
         id="gpu-fault.gpu-work-cleaned-up",

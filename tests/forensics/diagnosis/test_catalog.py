@@ -728,7 +728,14 @@ def test_routine_hardware_notices_are_no_fault(line):
             "fault",
         ),
         ("NVRM: Xid (PCI:0000:18:00): 45, pid=2311, Ch 00000010", "Xid 45", "symptom"),
-        ("NVRM: Xid (PCI:0000:18:00): 154, pid=1, GPU recovery action changed", "GPU / CUDA fault", "fault"),
+        ("NVRM: Xid (PCI:0000:18:00): 154, pid=1, GPU recovery action changed", "needs recovery", "fault"),
+        # every other code by the resolution bucket of NVIDIA's catalog
+        ("NVRM: Xid (PCI:0000:18:00): 109, pid=2311, errorString CTX SWITCH TIMEOUT, Info 0x3c046", "resets", "fault"),
+        ("NVRM: Xid (PCI:0000:18:00): 62, pid='<unknown>', name=<unknown>, 2a4c4a(8744) 00000000", "resets", "fault"),
+        ("NVRM: Xid (PCI:0000:18:00): 39, pid=2311, name=python3, CE0 exception", "restart the application", "fault"),
+        ("NVRM: Xid (PCI:0000:18:00): 146, pid=2311, NVLink: TLW error", "NVLink", "fault"),
+        ("NVRM: Xid (PCI:0000:18:00): 171, pid=2311, Uncorrectable DRAM error", "ECC", "fault"),
+        ("NVRM: Xid (PCI:0000:18:00): 137, pid=2311, NVLink: privilege error", "needs no action", "symptom"),
     ],
 )
 def test_an_xids_number_names_what_failed_and_what_to_do(line, label, kind):
@@ -856,4 +863,50 @@ def test_an_xid_outside_the_catalogs_groups_is_named_by_what_nvidia_calls_it(tmp
     (inc,) = analyze(tmp_path, year=2025).to_json()["incidents"]
     rc = inc["root_cause"]
     assert (rc["category"], rc["hosts"]) == ("gpu-fault", ["gpu-7"])
-    assert any(w.startswith("Xid 154: GPU recovery action changed") for w in rc["why"])
+    (said,) = [w for w in rc["why"] if w.startswith("Xid 154: GPU Recovery Action Changed")]
+    assert "the driver now asks for: Node Reboot Required" in said and "XID_154" in said
+
+
+def test_the_xid_table_is_nvidias_whole_catalog_with_its_resolution_buckets():
+    # Every code 1-172, each with the driver's mnemonic and what NVIDIA says to do first: a report
+    # quotes it for any Xid, not only those the catalog's entries group.
+    from forensics.diagnosis.catalog.xid import XIDS, XidCategory
+
+    assert sorted(XIDS) == list(range(1, 173))
+    assert all(re.fullmatch(r"[A-Z0-9_]+", x.mnemonic) and x.description for x in XIDS.values())
+    facts = {79: "RESTART_BM", 95: "RESET_GPU", 94: "RESTART_APP", 13: "RESTART_APP", 63: "IGNORE", 154: "XID_154"}
+    assert {c: XIDS[c].immediate for c in facts} == facts
+    assert XIDS[79].mnemonic == "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS"
+    assert (XIDS[74].category, XIDS[137].category, XIDS[151].category) == ("reset", "notice", "reboot")
+    # a code unused on Ampere and newer keeps the older GPUs' name: a Volta node can still log it
+    assert (XIDS[9].category, XIDS[9].description) == (XidCategory.UNUSED, "Driver error programming GPU")
+    assert "older GPUs' table" in XIDS[9].describe()
+
+
+@pytest.mark.parametrize("code", [14, 37, 93, 121, 137, 157, 160])
+def test_an_xid_nvidia_says_needs_no_action_starts_no_incident(tmp_path, code):
+    # Xid 137 twice on a healthy node is no outage: its catalog row says IGNORE. The generic GPU
+    # fault must not take it for one either.
+    from forensics import analyze
+    from tests.conftest import write as write_file
+
+    lines = [f"Mar 02 10:0{m}:05 gpu-7 kernel: NVRM: Xid (PCI:0000:c1:00): {code}, pid=1234, notice" for m in (0, 3)]
+    write_file(tmp_path / "nodes" / "gpu-7" / "kernel.journal", "\n".join(lines) + "\n")
+    assert analyze(tmp_path, year=2025).to_json()["incidents"] == []
+
+
+def test_an_xid_the_catalog_resets_the_gpu_for_is_a_fault_with_nvidias_action(tmp_path):
+    from forensics import analyze
+    from tests.conftest import write as write_file
+
+    write_file(
+        tmp_path / "nodes" / "gpu-3" / "kernel.journal",
+        "Mar 02 10:00:05 gpu-3 kernel: NVRM: Xid (PCI:0000:c1:00): 158, pid=1234, name=python3, GPU fatal timeout\n",
+    )
+    (inc,) = analyze(tmp_path, year=2025).to_json()["incidents"]
+    rc = inc["root_cause"]
+    assert (rc["category"], rc["hosts"]) == ("gpu-fault", ["gpu-3"])
+    assert rc["evidence"][0]["line"] == 1
+    assert any(
+        "Xid 158: GPU Fatal Timeout (GPU_FATAL_TIMEOUT)" in w and "reset the GPU (RESET_GPU)" in w for w in rc["why"]
+    )
