@@ -130,8 +130,9 @@ def ours_sharded(name: str, content: list[str], shards: int) -> list[str]:
 
 def plain_drain3(content: list[str]) -> list[int]:
     from drain3 import TemplateMiner
+    from drain3.template_miner_config import TemplateMinerConfig
 
-    miner = TemplateMiner()
+    miner = TemplateMiner(config=TemplateMinerConfig())  # (drain3's defaults, without looking for drain3.ini)
     return [miner.add_log_message(line)["cluster_id"] for line in content]
 
 

@@ -32,8 +32,11 @@ MASKS: tuple[tuple[str, str], ...] = (
     ("SRC", r"\b[\w./\-]+\.(?:cc|cpp|cu|h|hpp|c|py|go|rs):\d+\b"),
     (
         "HOST",
-        r"\b(?:[A-Za-z0-9][A-Za-z0-9\-]*\.){2,}(?:com|net|org|edu|io|ai|local|internal|cluster|svc|hk|cn|de|uk|jp|us|[a-z]{2})(?::\d{1,5})?\b",
+        r"\b(?:[A-Za-z0-9][A-Za-z0-9\-]*\.){2,}(?:com|net|org|edu|io|ai|local|internal|cluster|svc|hk|cn|de|uk|jp|us|[a-z]{2})(?::\d{1,5})?\b"
+        r"|\b[A-Za-z][A-Za-z0-9]*(?:[.-][A-Za-z0-9]+)+:\d{2,5}\b",
     ),
+    ("ID", r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*_-?\d{4,}(?:_[A-Za-z0-9]+)*\b"),
+    ("NUM", r"\b\d+(?:\.\d+)+(?:[eE][+-]?\d+)?\b"),
     ("HEX", r"\b0x[0-9a-fA-F]+\b|\b[0-9a-fA-F]{8,}\b"),
     ("DUR", r"\b\d+(?:\.\d+)?(?:h\d+m|m\d+(?:\.\d+)?s|ns|us|µs|ms|s|m|h)\b"),
     ("NUM", r"\b\d{1,3}(?:,\d{3})+\b|\b\d+(?:\.\d+)*(?:[eE][+-]?\d+)?(?:[A-Za-z]{1,3})?\b"),
@@ -43,7 +46,30 @@ then reads `block <NUM>` or `peer <IP>`. HEX needs a 0x prefix or 8+ hex digits,
 words (`added`, `70B`) stay; pod names are masked first, before their hash can look like HEX
 and before a model name's `-chat-` can look like a request id; NUM
 takes thousands separators (`1,843,200`), versions (`0.10.2`) and unit suffixes (`112.5x`)
-whole, and no sign, so `gpu-node-3` reads `gpu-node-<NUM>`."""
+whole, and no sign, so `gpu-node-3` reads `gpu-node-<NUM>`. A decimal is masked before HEX,
+whose 8+ digits would otherwise take its fraction (`0.023958297` read `<NUM>.<HEX>`).
+
+Some values are one variable however many words their parts look like, as their writers
+print them and the parsing benchmarks' labels read them:
+* a host with its port (`gpu-node-3:29500`, `msra-sa-41:8030`): `<HOST>`; a dotted or dashed
+  name is required, so `memory:10240` stays a key and its value;
+* an id of words and a long number joined by `_` (`job_1445144423722_0020`,
+  `DFSClient_NONMAPREDUCE_1537864556_1`): `<ID>`; `\\b` sees no edge inside it, so NUM
+  cannot take its digits, and a constant one would stay literal;
+* a socket address as Java prints it, `/10.0.0.1:50010` or `host/10.0.0.1:50010`
+  (`InetSocketAddress.toString`): `<IP>`, slash and name with it (`SOCKET`).
+A clock time stays `<NUM>:<NUM>:<NUM>`: the labels split it, and a date-time is `<TS>` anyway."""
+
+
+SOCKET = r"(^|[\s=:(\[,])(?:[A-Za-z][A-Za-z0-9.\-]*)?/<IP>"
+"""A socket address as Java prints it (`/10.0.0.1:50010`, `host/10.0.0.1:50010`), after the IP
+mask: the slash and the name before it are part of the one value, not structure around it.
+The character before it is kept (a token must start there: `http://10.0.0.1` stays a URL)."""
+
+
+SIGNED = r"([=:(\[,]|\s)-<NUM>"
+"""A minus sign where a value starts (`auto=-1`, `index:-1`, `offset -24.0`) is the number's:
+`<NUM>`, not `-<NUM>`. Inside a word it is a dash (`gpu-node-3` stays `gpu-node-<NUM>`)."""
 
 
 BOOL = r"([=(\[,:] ?)(?:true|false|True|False)\b"
@@ -53,14 +79,26 @@ templates. A bare `true` in prose stays a word. (Not among the parameters `param
 extracts: it is matched with the character before it.)"""
 
 _PARAM_PATTERN = "|".join(f"(?:{rx})" for _, rx in MASKS)
+_NAMES = tuple(dict.fromkeys(name for name, _ in MASKS))
+_LISTS = "|".join(f"(<{name}>)(?:[,;] ?<{name}>)+" for name in _NAMES)
+_LIST_KEPT = "".join(f"${{{i}}}" for i in range(1, len(_NAMES) + 1))
+"""A list of one kind of value (`<IP>,<IP>`, `<NUM>; <NUM>`) is one value: one pass for all
+names, each alternative capturing its first member, so the replacement (every group, the
+others empty) keeps that one. A pass costs a copy of every key: one, not one a name."""
 
 
 def mask_expr(expr: pl.Expr) -> pl.Expr:
-    """Apply the named masks to a string expression (vectorised); `<IP>,<IP>` lists become one `<IP>`."""
+    """Apply the named masks to a string expression (vectorised); `<IP>,<IP>` lists become one `<IP>`
+    (`_LISTS`)."""
     for name, rx in MASKS:
         expr = expr.str.replace_all(rx, f"<{name}>")
-        expr = expr.str.replace_all(f"<{name}>(?:[,;] ?<{name}>)+", f"<{name}>")
-    return expr.str.replace_all(BOOL, "${1}<BOOL>")
+        if name == "IP":
+            expr = expr.str.replace_all(SOCKET, "${1}<IP>")
+    return (
+        expr.str.replace_all(_LISTS, _LIST_KEPT)
+        .str.replace_all(SIGNED, "${1}<NUM>")
+        .str.replace_all(BOOL, "${1}<BOOL>")
+    )
 
 
 def first_line(expr: pl.Expr) -> pl.Expr:

@@ -41,6 +41,20 @@ def _mask(text: str) -> str:
         ("ready=true,bootcompleted=false setLightsOn(true)", "ready=<BOOL>,bootcompleted=<BOOL> setLightsOn(<BOOL>)"),
         ("enable_prefix_caching: True", "enable_prefix_caching: <BOOL>"),
         ("it is true that it failed", "it is true that it failed"),  # a word in prose stays a word
+        # a decimal is one number: its 8+ digit fraction is not a hex id
+        ("Progress of TaskAttempt is : 0.023958297", "Progress of TaskAttempt is : <NUM>"),
+        # a host with its port is one value; a key and its value stay apart
+        ("Retrying connect to server: gpu-node-3:29500.", "Retrying connect to server: <HOST>."),
+        ("headroom=<memory:10240>", "headroom=<memory:<NUM>>"),
+        # an id of words and a long number joined by `_`, even one that never varies
+        ("renew lease for [DFSClient_NONMAPREDUCE_1537864556_1]", "renew lease for [<ID>]"),
+        ("Receiving block blk_-5792489080791696128", "Receiving block <ID>"),
+        # a socket address as Java prints it: the slash and a name before it are the value's
+        ("src: /10.251.30.6:33145 dest: /10.251.30.6:50010", "src: <IP> dest: <IP>"),
+        ("Old: msra-sa-41/10.190.173.170:9000", "Old: <IP>"),
+        ("GET http://10.0.0.1:8000/v1/models", "GET http://<IP><PATH>"),  # a URL stays a URL
+        # a sign where a value starts is the number's; inside a name it is a dash
+        ("auto=-1, index:-1 offset -24.0 on gpu-node-3", "auto=<NUM>, index:<NUM> offset <NUM> on gpu-node-<NUM>"),
     ],
 )
 def test_named_masks_turn_variables_into_named_tokens(raw, masked):
