@@ -157,6 +157,8 @@ def cluster(
     tmpl = [finals.get(k, m) for k, m in zip(cluster_of, masked_list, strict=True)]
     merged = merge_by_shape([(src, t) for (src, _), t in zip(cluster_of, tmpl, strict=True)])
     tmpl = [merged[(src, t)] for (src, _), t in zip(cluster_of, tmpl, strict=True)]
+    merged = merge_by_words([(src, t) for (src, _), t in zip(cluster_of, tmpl, strict=True)])
+    tmpl = [merged[(src, t)] for (src, _), t in zip(cluster_of, tmpl, strict=True)]
     keys = keys.with_columns(
         pl.Series(TEMPLATE, tmpl, dtype=pl.String),
         pl.Series(
@@ -408,6 +410,72 @@ def merge_by_shape(templates: list[tuple[str, str]]) -> dict[tuple[str, str], st
         for m in members:
             out[(src, " ".join(m))] = merged
     return out
+
+
+UNITS = frozenset(
+    "B KB MB GB TB kB KiB MiB GiB TiB bytes byte b s sec secs second seconds ms msec us ns min mins h hr hrs".split()
+)
+"""Words that belong to the number before them: part of a value, not of the statement."""
+_OPENS = {")": "(", "]": "[", "}": "{"}
+MIN_WORDS = 3
+"""How many words of the statement (not values) templates must share to merge as one (`merge_by_words`)."""
+
+
+_NOT_WORD = re.compile(r"<(?:\*|[A-Z_]+)>|[\d()\[\]{},;:.<>=%/+\-]")
+
+
+def _is_value(token: str, after_value: bool) -> bool:
+    """A token that is (part of) a value: placeholders, digits and the punctuation between them
+    (`<NUM>`, `(<NUM>`, `00:02`, `<<NUM>`), or, right after one, a unit (`<NUM> KB)`; `stored as
+    bytes` keeps its word). A word with a value in it stays a word of the statement: `uid=<NUM>`,
+    `node-<NUM>`, `eth0` are not values alone."""
+    rest = _NOT_WORD.sub("", token)
+    return not rest or after_value and rest in UNITS
+
+
+def _words(template: str) -> tuple[str, ...] | None:
+    """The statement's words with each run of value tokens as one `<*>`, kept inside the punctuation
+    the run is written in (`size <NUM> B, free` -> `size <*>, free`; a bracket the run opens and
+    closes itself is the value's: `<NUM> bytes (<NUM> KB) sent` -> `<*> sent`). None when fewer than
+    `MIN_WORDS` words remain: too little to tell one statement from another."""
+    out: list[str] = []
+    run: list[str] = []
+
+    def close() -> None:
+        if not run:
+            return
+        head = run[0][: len(run[0]) - len(run[0].lstrip("([{"))]
+        tail = run[-1][len(run[-1].rstrip(")]},;:.")) :]
+        opened = "".join(t for t in "".join(run) if t in "([{")
+        tail = "".join(c for c in tail if c not in _OPENS or _OPENS[c] not in opened)
+        out.append(f"{head}<*>{tail}")
+        run.clear()
+
+    for tok in template.split(" "):
+        if _is_value(tok, bool(run)):
+            run.append(tok)
+        else:
+            close()
+            out.append(tok)
+    close()
+    return tuple(out) if sum(not w.startswith(("<*>", "(<*>", "[<*>", "{<*>")) for w in out) >= MIN_WORDS else None
+
+
+def merge_by_words(templates: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Merge templates of a source whose statement words are the same, whatever their values look like.
+
+    Drain compares lines of one length, so a statement whose values take a varying number of
+    tokens (`0 bytes sent` / `1190 bytes (1.16 KB) sent`, `lifetime 00:02` / `lifetime <1 sec`,
+    `size 93.0 B` / `size 5.2 KB`) gets one template per shape. Where two or more templates of a
+    source read the same once each run of value tokens is one `<*>` (`_words`), they are one
+    statement, written that way. A template no other shares keeps its text (`<NUM> MB`).
+    Order-independent."""
+    words = {(src, t): _words(t) for src, t in set(templates)}
+    shapes: dict[tuple[str, tuple[str, ...]], int] = {}
+    for (src, _), w in words.items():
+        if w is not None:
+            shapes[(src, w)] = shapes.get((src, w), 0) + 1
+    return {(src, t): " ".join(w) if w is not None and shapes[(src, w)] > 1 else t for (src, t), w in words.items()}
 
 
 def _new_drain(cfg):

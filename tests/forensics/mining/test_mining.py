@@ -342,3 +342,41 @@ def test_a_variable_keeps_the_punctuation_all_its_values_share():
     assert set(got[5:10]) == {"authentication failure for the login service; rhost=<*> user=<*> tty=ssh"}
     # a closing bracket is kept only with its opener
     assert set(got[10:]) == {"Back-off restarting failed container vllm in pod <*>"}
+
+
+def test_a_statement_whose_values_take_more_or_fewer_tokens_is_one_template():
+    # Drain compares lines of one length: `0 bytes` and `4096 bytes (4.00 KB)`, `12 ms` and
+    # `<1 ms`, would each be a template. The statement's words decide; each value is one `<*>`,
+    # inside the punctuation it is written in.
+    got = _templates(
+        [
+            "NIXL transfer to decode-0 done, 4096 bytes (4.00 KB) sent, 0 bytes received, took 12 ms",
+            "NIXL transfer to decode-0 done, 0 bytes sent, 0 bytes received, took <1 ms",
+            "NIXL transfer to decode-0 done, 2097152 bytes (2.00 MB) sent, 512 bytes received, took 00:02",
+            "NIXL transfer to decode-0 done, 8192 bytes (8.00 KB) sent, 1024 bytes (1.00 KB) received, took 3 ms",
+        ],
+        source="nixl",
+    )
+    assert set(got) == {"NIXL transfer to decode-<NUM> done, <*> sent, <*> received, took <*>"}
+    got = _templates(
+        [
+            f"Block broadcast_{k} stored in memory (estimated size {size}, free {free})"
+            for k, (size, free) in enumerate([("93.0 B", "317.5 KB"), ("5.2 KB", "14.0 KB"), ("1.1 MB", "2.2 GB")] * 3)
+        ],
+        source="spark",
+    )
+    assert set(got) == {"Block <*> stored in memory (estimated size <*>, free <*>)"}
+
+
+def test_a_template_alone_keeps_its_units_and_a_keyed_value_stays_a_word():
+    # Nothing to merge with: the unit is the statement's to say. And `rhost=<*> user=<*>` is not
+    # `rhost=<*>` with a longer value: a key names a word of its own.
+    assert set(_templates([f"Total memory: {n} MB, used: {n // 2} MB" for n in (64172, 96258, 2048)])) == {
+        "Total memory: <NUM> MB, used: <NUM> MB"
+    }
+    names = ["alpha", "beta", "gamma", "delta", "omega"]
+    got = _templates(
+        [f"authentication failure; logname= uid=0 tty=ssh rhost={n}.example.net user={n}" for n in names]
+        + [f"authentication failure; logname= uid=0 tty=ssh rhost={n}.example.net" for n in names]
+    )
+    assert len(set(got)) == 2 and got[0].endswith("user=<*>") and not got[-1].endswith("user=<*>")
