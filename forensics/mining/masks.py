@@ -72,6 +72,11 @@ SIGNED = r"([=:(\[,]|\s)-<NUM>"
 `<NUM>`, not `-<NUM>`. Inside a word it is a dash (`gpu-node-3` stays `gpu-node-<NUM>`)."""
 
 
+SHORT_HEX = r"([={@#])(?:\d+[a-f]|[a-f]+\d)[0-9a-f]{3,}\b"
+"""A hex value too short for HEX (`a2=68cffc`, `Token{a64f992`, `@8a2a501`: an object's hash, a
+short id) where a value starts: digits and the letters a-f, both."""
+
+
 BOOL = r"([=(\[,:] ?)(?:true|false|True|False)\b"
 """A boolean given as a value (`ready=true`, `setLightsOn(false)`, `enabled: True`) is a
 variable, `<BOOL>`: two values would otherwise split one statement into an enum of two
@@ -97,6 +102,7 @@ def mask_expr(expr: pl.Expr) -> pl.Expr:
     return (
         expr.str.replace_all(_LISTS, _LIST_KEPT)
         .str.replace_all(SIGNED, "${1}<NUM>")
+        .str.replace_all(SHORT_HEX, "${1}<HEX>")
         .str.replace_all(BOOL, "${1}<BOOL>")
     )
 

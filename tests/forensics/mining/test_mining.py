@@ -53,6 +53,8 @@ def _mask(text: str) -> str:
         ("src: /10.251.30.6:33145 dest: /10.251.30.6:50010", "src: <IP> dest: <IP>"),
         ("Old: msra-sa-41/10.190.173.170:9000", "Old: <IP>"),
         ("GET http://10.0.0.1:8000/v1/models", "GET http://<IP><PATH>"),  # a URL stays a URL
+        # a hex value too short for HEX where a value starts; a GPU model is no hex
+        ("a2=68cffc token=Token{a64f992 mgr=c@8a2a501 gpu=a100", "a2=<HEX> token=Token{<HEX> mgr=c@<HEX> gpu=a100"),
         # a sign where a value starts is the number's; inside a name it is a dash
         ("auto=-1, index:-1 offset -24.0 on gpu-node-3", "auto=<NUM>, index:<NUM> offset <NUM> on gpu-node-<NUM>"),
     ],
