@@ -159,6 +159,8 @@ def cluster(
     tmpl = [merged[(src, t)] for (src, _), t in zip(cluster_of, tmpl, strict=True)]
     merged = merge_by_words([(src, t) for (src, _), t in zip(cluster_of, tmpl, strict=True)])
     tmpl = [merged[(src, t)] for (src, _), t in zip(cluster_of, tmpl, strict=True)]
+    merged = merge_leading_word([(src, t) for (src, _), t in zip(cluster_of, tmpl, strict=True)], config.enum_max)
+    tmpl = [merged[(src, t)] for (src, _), t in zip(cluster_of, tmpl, strict=True)]
     keys = keys.with_columns(
         pl.Series(TEMPLATE, tmpl, dtype=pl.String),
         pl.Series(
@@ -459,6 +461,36 @@ def _words(template: str) -> tuple[str, ...] | None:
             out.append(tok)
     close()
     return tuple(out) if sum(not w.startswith(("<*>", "(<*>", "[<*>", "{<*>")) for w in out) >= MIN_WORDS else None
+
+
+LEADING_REST = 3
+"""How many words (not values) must follow a varying first word for templates to merge (`merge_leading_word`)."""
+
+
+def merge_leading_word(templates: list[tuple[str, str]], enum_max: int) -> dict[tuple[str, str], str]:
+    """Merge templates of a source that differ only in their first word, when it takes more
+    than `enum_max` values and `LEADING_REST` words or more follow it.
+
+    Drain's tree routes a line by its first tokens before it measures similarity, so a
+    statement whose subject comes first (`com.apple.CacheDelete.daily: scheduler_evaluate_activity
+    told me to run this job...`, one per job) is never compared with its siblings. A few values
+    are an enum, as `_split_enums` reads a position inside a line; a short rest (`<key> set to
+    <NUM>`) is too little to tell one statement from another. Order-independent.
+    """
+    groups: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+    for src, t in set(templates):
+        toks = t.split(" ")
+        rest = tuple(toks[1:])
+        if WORD_VALUE.fullmatch(toks[0]) and sum(not _is_value(x, False) for x in rest) >= LEADING_REST:
+            groups.setdefault((src, rest), set()).add(toks[0])
+    out: dict[tuple[str, str], str] = {}
+    for src, t in set(templates):
+        toks = t.split(" ")
+        firsts = groups.get((src, tuple(toks[1:])), set())
+        out[(src, t)] = (
+            " ".join([_edges(sorted(firsts)), *toks[1:]]) if len(firsts) > enum_max and toks[0] in firsts else t
+        )
+    return out
 
 
 def merge_by_words(templates: list[tuple[str, str]]) -> dict[tuple[str, str], str]:

@@ -382,3 +382,24 @@ def test_a_template_alone_keeps_its_units_and_a_keyed_value_stays_a_word():
         + [f"authentication failure; logname= uid=0 tty=ssh rhost={n}.example.net" for n in names]
     )
     assert len(set(got)) == 2 and got[0].endswith("user=<*>") and not got[-1].endswith("user=<*>")
+
+
+def test_a_statement_whose_subject_comes_first_is_one_template_across_many_subjects():
+    # Drain routes by first tokens, so `<job>: scheduler ...` never meets its siblings. Many
+    # subjects and a long statement: one template. Two subjects are an enum; `<key> set to <NUM>`
+    # says too little to be one statement.
+    jobs = ["kv-evictor", "weights-sync", "metrics-push", "lora-refresh", "cache-gc"]
+    got = _templates(
+        [f"{j}: scheduler told me to run this job; the start time is {n} seconds away" for j in jobs for n in (3, 14)]
+    )
+    assert set(got) == {"<*>: scheduler told me to run this job; the start time is <NUM> seconds away"}
+    got = _templates(
+        [
+            f"{j}: scheduler told me to run this job; the start time is {n} seconds away"
+            for j in jobs[:2]
+            for n in (3, 14)
+        ]
+    )
+    assert len(set(got)) == 2
+    keys = ["maxSessionTimeout", "minSessionTimeout", "tickTime", "initLimit", "syncLimit"]
+    assert len(set(_templates([f"{k} set to {n}" for k in keys for n in (10, 20)]))) == len(keys)
