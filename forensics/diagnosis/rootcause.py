@@ -152,6 +152,8 @@ def hypotheses(
         h.sources = frozenset(x for x in part[s.SOURCE].unique().to_list() if x)
         if cat == "gpu-fault" and (said := xid.meaning(first["full"] or "")) is not None:
             h.why.append(said)  # (what the code means, for an Xid outside the catalog's groups too)
+            if (asked := _recovery_asked(first, win)) is not None:
+                h.why.append(asked)
         if first.get(s.TS_QUALITY) == "relative" and first[s.SOURCE] == "kernel":
             h.why.append(BOOT_CLOCK_NOTE)
         echo = _trap_echo(h, timeouts)
@@ -260,6 +262,31 @@ def _displaced(out: list[Hypothesis]) -> None:
 def _as_the_app_saw_it(label: str) -> bool:
     """Whether `label` is a fault as a process saw it, not what failed (`Trait.AS_THE_APP_SAW_IT`)."""
     return Trait.AS_THE_APP_SAW_IT in signatures.traits_of(label)
+
+
+RECOVERY_WITHIN = timedelta(minutes=1)
+"""How soon after an Xid the driver's Xid 154 on the same node reads as its recovery."""
+
+
+def _recovery_asked(first: dict, win: pl.DataFrame) -> str | None:
+    """The recovery the driver asked for right after the Xid in `first` (its Xid 154 on the same
+    node within `RECOVERY_WITHIN`), with where it says so; None when it logged none."""
+    if first[s.TS] is None or xid.is_recovery(first["full"] or ""):
+        return None
+    where = first["node"] or first[s.HOST]
+    if not where:
+        return None
+    later = win.filter(
+        (pl.col(s.TS) >= first[s.TS])
+        & (pl.col(s.TS) <= first[s.TS] + RECOVERY_WITHIN)
+        & (pl.coalesce("node", s.HOST) == where)
+        & pl.col("full").str.contains(xid.xid(154))
+    ).head(1)
+    if later.is_empty():
+        return None
+    r = later.row(0, named=True)
+    asked = xid.recovery(r["full"])
+    return f"then the driver asked for {asked} (Xid 154, {r[s.FILE]}:{r[s.LINE]})" if asked else None
 
 
 BOOT_CLOCK_NOTE = (

@@ -195,7 +195,7 @@ ENTRIES: tuple[Signature, ...] = (
         kind="fault",
         layer=Layer.NODE,
         pattern=xid(*codes(XidCategory.RESET, XidCategory.REBOOT, XidCategory.SERVICE, without=_GROUPED)),
-        label="GPU fault NVIDIA's Xid catalog resets or services the GPU for",
+        label="GPU fault that needs a GPU reset or service (NVIDIA's Xid catalog)",
         action="Drain {host} and do what NVIDIA's Xid catalog says for this Xid (the why-line quotes it: reset the "
         "GPU, restart the node, or service the board); if it recurs after the reset, run DCGM diagnostics (level 3) "
         "and RMA the GPU.",
@@ -221,7 +221,7 @@ ENTRIES: tuple[Signature, ...] = (
         kind="symptom",
         layer=Layer.NODE,
         pattern=xid(*codes(XidCategory.NOTICE, without=_GROUPED)),
-        label="GPU notice NVIDIA's Xid catalog needs no action for (Xid)",
+        label="GPU notice that needs no action (NVIDIA's Xid catalog)",
         traits=frozenset({Trait.NO_ACTION}),
     ),
     Signature(

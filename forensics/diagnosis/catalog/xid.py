@@ -318,6 +318,18 @@ _CODE = re.compile(r"(?:\bXid \(PCI:[^)]*\):\s*|\bXid[=: ]\s*)(\d+)\b")
 _RECOVERY = re.compile(r"recovery action changed from 0x[0-9a-f]+ \(([^)]*)\) to 0x[0-9a-f]+ \(([^)]*)\)", re.I)
 
 
+def recovery(text: str) -> str | None:
+    """The recovery an Xid 154 line says the driver now needs ("Node Reboot Required"), or None."""
+    m = _RECOVERY.search(text or "")
+    return m.group(2) if m is not None else None
+
+
+def is_recovery(text: str) -> bool:
+    """Whether `text` is the driver's Xid 154 (a recovery action, about another Xid)."""
+    m = _CODE.search(text or "")
+    return m is not None and m.group(1) == "154"
+
+
 def meaning(text: str) -> str | None:
     """What the first Xid in `text` is, in the Xid catalog's words, with the action NVIDIA gives
     for it (and, for Xid 154, the recovery the driver now asks for); None when the text holds no

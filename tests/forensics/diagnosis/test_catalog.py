@@ -730,8 +730,16 @@ def test_routine_hardware_notices_are_no_fault(line):
         ("NVRM: Xid (PCI:0000:18:00): 45, pid=2311, Ch 00000010", "Xid 45", "symptom"),
         ("NVRM: Xid (PCI:0000:18:00): 154, pid=1, GPU recovery action changed", "needs recovery", "fault"),
         # every other code by the resolution bucket of NVIDIA's catalog
-        ("NVRM: Xid (PCI:0000:18:00): 109, pid=2311, errorString CTX SWITCH TIMEOUT, Info 0x3c046", "resets", "fault"),
-        ("NVRM: Xid (PCI:0000:18:00): 62, pid='<unknown>', name=<unknown>, 2a4c4a(8744) 00000000", "resets", "fault"),
+        (
+            "NVRM: Xid (PCI:0000:18:00): 109, pid=2311, errorString CTX SWITCH TIMEOUT, Info 0x3c046",
+            "GPU reset",
+            "fault",
+        ),
+        (
+            "NVRM: Xid (PCI:0000:18:00): 62, pid='<unknown>', name=<unknown>, 2a4c4a(8744) 00000000",
+            "GPU reset",
+            "fault",
+        ),
         ("NVRM: Xid (PCI:0000:18:00): 39, pid=2311, name=python3, CE0 exception", "restart the application", "fault"),
         ("NVRM: Xid (PCI:0000:18:00): 146, pid=2311, NVLink: TLW error", "NVLink", "fault"),
         ("NVRM: Xid (PCI:0000:18:00): 171, pid=2311, Uncorrectable DRAM error", "ECC", "fault"),
@@ -910,3 +918,28 @@ def test_an_xid_the_catalog_resets_the_gpu_for_is_a_fault_with_nvidias_action(tm
     assert any(
         "Xid 158: GPU Fatal Timeout (GPU_FATAL_TIMEOUT)" in w and "reset the GPU (RESET_GPU)" in w for w in rc["why"]
     )
+
+
+def test_the_recovery_the_driver_asks_for_after_an_xid_is_quoted_with_it(tmp_path):
+    # Xid 154 summarises what the Xid before it needs: the reader learns it beside the cause, with
+    # the line that says so; a 154 on another node says nothing of this one.
+    from forensics import analyze
+    from tests.conftest import write as write_file
+
+    write_file(
+        tmp_path / "nodes" / "gpu-b" / "kern.log",
+        "Nov 12 03:14:07 gpu-b kernel: NVRM: Xid (PCI:0000:9b:00): 109, pid=48213, name=python3, Ch 00000008, "
+        "errorString CTX SWITCH TIMEOUT, Info 0x3c046\n"
+        "Nov 12 03:14:09 gpu-b kernel: NVRM: Xid (PCI:0000:9b:00): 154, GPU recovery action changed from 0x0 (None) "
+        "to 0x1 (GPU Reset Required)\n",
+    )
+    write_file(
+        tmp_path / "nodes" / "gpu-c" / "kern.log",
+        "Nov 12 03:14:08 gpu-c kernel: NVRM: Xid (PCI:0000:1b:00): 154, GPU recovery action changed from 0x0 (None) "
+        "to 0x2 (Node Reboot Required)\n",
+    )
+    incs = analyze(tmp_path, year=2025).to_json()["incidents"]
+    rc = incs[0]["root_cause"]
+    assert (rc["hosts"][:1], rc["evidence"][0]["line"]) == (["gpu-b"], 1)
+    assert "then the driver asked for GPU Reset Required (Xid 154, nodes/gpu-b/kern.log:2)" in rc["why"]
+    assert not any("Node Reboot Required" in w for w in rc["why"])
