@@ -61,6 +61,7 @@ __all__ = [
     "REPEATED_STRINGS",
     "REQUEST_ID",
     "SCHEMA_VERSION",
+    "SNAPSHOT_SOURCES",
     "SOURCE",
     "SOURCES",
     "STREAM",
@@ -239,6 +240,9 @@ SOURCES: Final = Source.__args__
 NODE_SOURCES: Final = ("kernel", "kubelet", "nvidia-smi", "syslog")
 """The sources whose lines a node writes of itself, stamped by its own clock: where it reports on
 its hardware, and what moves with its clock's offset (`forensics.diagnosis.skew`)."""
+SNAPSHOT_SOURCES: Final = ("nvidia-smi",)
+"""Node sources whose time is when someone looked (an `nvidia-smi -q` taken after the outage):
+what they show happened then or before, not at that time."""
 
 Level = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 LEVELS: Final = Level.__args__

@@ -137,7 +137,11 @@ def analyze(
     stopped = stops(events)
     hard = faulted(signals, pod_node, stopped.on_purpose)
     series = ser.build(events, metrics, hard, stopped.any)
-    incidents = ser.detect(series, hard) if not series.empty else ser.error_bursts(signals)
+    incidents = (
+        ser.detect(series, hard) + ser.past_the_series(series, signals)
+        if not series.empty
+        else ser.error_bursts(signals)
+    )
     if not incidents:
         incidents = ser.request_failures(events)
     if not incidents:

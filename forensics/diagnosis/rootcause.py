@@ -295,9 +295,7 @@ BOOT_CLOCK_NOTE = (
 )
 """Said of a kernel line placed by its boot's clock (`forensics.ingestion.timing._since_boot`), so that a lead of
 seconds over the symptoms is read as the rough order it is."""
-SNAPSHOTS = ("nvidia-smi",)
-"""Node sources whose time is when someone looked (an `nvidia-smi -q` taken after the outage):
-what they show happened then or before, not at that time."""
+SNAPSHOTS = s.SNAPSHOT_SOURCES
 
 
 def node_reports(signals: pl.DataFrame) -> pl.DataFrame:

@@ -733,6 +733,27 @@ def error_bursts(signals: pl.DataFrame, gap: timedelta = timedelta(minutes=10)) 
     return out
 
 
+def past_the_series(series: Series, signals: pl.DataFrame) -> list[Incident]:
+    """Incidents from faults logged after the throughput series ends (`error_bursts` of them),
+    where a cluster holds at least one hard fault.
+
+    An engine that dies stops logging its metrics: an excerpt cut at the crash has no
+    measured drop to show, and a gap is unknown, not zero. What the series cannot speak for,
+    its faults still can: `EngineCore encountered a fatal error` with its traceback after
+    the last metrics line is an outage. Warnings and symptoms alone there are not."""
+    if series.empty:
+        return []
+    # (after the last bin's start: its samples may all precede; a snapshot's time is when someone looked)
+    after = signals.filter((pl.col(s.TS) > series.t[-1]) & ~pl.col(s.SOURCE).is_in(s.SNAPSHOT_SOURCES))
+    return [
+        inc
+        for inc in error_bursts(after)
+        if not after.filter(
+            (pl.col("kind") == "fault") & (pl.col(s.TS) >= inc.start) & (pl.col(s.TS) <= inc.end)
+        ).is_empty()
+    ]
+
+
 def request_failures(events: pl.DataFrame, gap: timedelta = timedelta(minutes=10)) -> list[Incident]:
     """Bursts of failed requests that no throughput drop shows: `FAILING_MIN` or more 5xx
     answers (GETs, probes, left out), clustered like `error_bursts`, that were most of what

@@ -306,6 +306,28 @@ def test_the_same_replica_going_silent_after_its_engine_died_is_a_drop(tmp_path)
     assert inc["start"].startswith("2026-02-03T09:20")
 
 
+@pytest.mark.parametrize("tail", ["fatal", "warning"])
+def test_an_excerpt_cut_at_its_only_engines_death_is_an_outage(tmp_path, tail):
+    # Nothing measured after the crash, so no drop to see; the fault after the last metrics line
+    # still is one. A warning there is not (the control).
+    start = datetime(2026, 2, 3, 9, 0, tzinfo=UTC)
+    t = start + timedelta(seconds=1206)
+    head = f"{t:%Y-%m-%dT%H:%M:%S}.000000000Z (EngineCore_DP0 pid=90) ERROR {t:%m-%d %H:%M:%S} [core.py:708] "
+    last = (
+        head + "EngineCore encountered a fatal error.\n" + head + "torch.OutOfMemoryError: CUDA out of memory.\n"
+        if tail == "fatal"
+        else head.replace("ERROR", "WARNING") + "Sampling parameter top_k is not supported; ignoring it.\n"
+    )
+    write_file(tmp_path / "pods" / "llm-0.log", _engine_lines(start, range(0, 1200, 10)) + last)
+    incs = analyze(tmp_path).to_json()["incidents"]
+    if tail == "warning":
+        assert incs == []
+        return
+    (inc,) = incs
+    assert (inc["detector"], inc["root_cause"]["category"]) == ("error-burst", "gpu-memory")
+    assert inc["root_cause"]["evidence"][0]["line"] == 121
+
+
 @pytest.mark.parametrize("last_line", ["idle", "busy"])
 def test_an_engine_that_stops_logging_when_idle_is_not_down(tmp_path, last_line):
     # V1 logs one line with nothing running and nothing waiting, then only at DEBUG; V0 logs
