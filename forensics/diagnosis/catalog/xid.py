@@ -76,7 +76,23 @@ _SAYS = {
     "XID_154": "the one it names",
     "WORKFLOW_XID_45": "none of its own (follow the Xid it came with; alone, restart the fabric manager)",
 }
-"""The catalog's bucket names, in words: what the report's reader does."""
+"""The catalog's immediate buckets, in words: what the report's reader does first."""
+
+_INVESTIGATE = {
+    "CONTACT_SUPPORT": "contact NVIDIA support",
+    "CHECK_APP/CUDA": "check the application and its CUDA calls",
+    "WORKFLOW_XID_13": "run the application under compute-sanitizer or cuda-gdb (NVIDIA's Xid 13 workflow)",
+    "WORKFLOW_XID_31": "run the application under compute-sanitizer or cuda-gdb (NVIDIA's Xid 31 workflow)",
+    "WORKFLOW_XID_48": "follow NVIDIA's Xid 48 workflow (RMA when the SRAM error threshold is exceeded)",
+    "WORKFLOW_NVLINK5_ERR": "follow NVIDIA's NVLink 5 workflow for the error's subcode",
+    "INVESTIGATE_SW": "investigate the driver and software",
+    "INVESTIGATE_SW_USER": "investigate software or a user's action",
+    "INVESTIGATE_LINK_SI": "investigate the link's signal integrity",
+    "XID_137_FLOW": "follow NVIDIA's Xid 137 flow (an illegal NVLink peer access: usually the application)",
+    "UPDATE_SWFW": "update the driver or firmware",
+    "SYMPATHETIC_REPORT_SOLO": "report it to NVIDIA when it comes alone (with others it is their echo)",
+}
+"""The catalog's investigatory buckets, in words: what to look into when the Xid recurs."""
 
 
 @dataclass(frozen=True)
@@ -104,11 +120,8 @@ class Xid:
             )
         if not self.immediate:
             return f"{head}; NVIDIA's Xid catalog lists no action for it"
-        then = (
-            ""
-            if self.investigate in ("", "IGNORE", "IGNORE (sympathetic)")
-            else f", then if it recurs {self.investigate}"
-        )
+        later = _INVESTIGATE.get(self.investigate)
+        then = f"; if it recurs, {later} ({self.investigate})" if later else ""
         return f"{head}; NVIDIA's immediate action: {_SAYS[self.immediate]} ({self.immediate}){then}"
 
 
