@@ -44,6 +44,25 @@ def cell(value, limit: int = 160) -> str:
     return text.replace("`", "\\`").replace("*", "\\*").replace("_", "\\_") or "-"
 
 
+def cell_with_code(value, limit: int = 200) -> str:
+    """`cell`, where text between a pair of backticks is a code span (`inline`): the reasons this
+    tool writes name commands (`forensics replay`), and `cell` alone shows them as \\`...\\`.
+    Unpaired backticks are text, escaped as `cell` escapes them."""
+    text = " ".join(str(value or "").split())
+    parts = text.split("`")
+    if len(parts) < 3 or len(parts) % 2 == 0:
+        return cell(value, limit)
+    out = []
+    for i, p in enumerate(parts):
+        if i % 2:
+            out.append(inline(p).replace("|", "\\|"))  # (GFM ends a cell at `|` even in a code span)
+        elif p.strip():
+            out.append((" " if p[0] == " " else "") + cell(p, limit) + (" " if p[-1] == " " else ""))
+        else:
+            out.append(p)
+    return "".join(out) or "-"
+
+
 def inline(value, limit: int = 200) -> str:
     """Inline code for any text: a backtick fence longer than any run inside, padded if needed."""
     text = " ".join(str(value or "").split())
@@ -144,6 +163,7 @@ def environment(template_path: Path | None = None, html: bool = False) -> jinja2
     )
     env.filters.update(
         cell=cell,
+        cell_code=cell_with_code,
         inline=inline,
         code=code,
         md=md_text,

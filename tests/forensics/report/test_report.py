@@ -331,3 +331,14 @@ def test_a_klog_quoted_value_reads_in_a_table_cell_without_escape_noise():
     assert cell(klog) == 'E0302 08:07:42 "Error syncing pod" err="failed to "StartContainer" for "vllm"" pod="a\\|b"'
     # a backslash that escapes nothing stays, doubled for Markdown
     assert cell("C:\\logs") == "C:\\\\logs"
+
+
+def test_a_skipped_files_reason_shows_the_command_it_names_as_code_not_escaped_backticks(outputs):
+    # The sample's trace is skipped with "replay it with `forensics replay`": a code span in the
+    # table, where `cell` alone would print \`forensics replay\`. Text around it is still escaped.
+    from forensics.report.render import cell_with_code
+
+    md = (outputs["cache-corruption"] / "postmortem.md").read_text()
+    assert "replay it with `forensics replay` |" in md and "\\`forensics replay\\`" not in md
+    assert cell_with_code("a `x | y` and *b* <i>") == "a `x \\| y` and \\*b\\* &lt;i&gt;"
+    assert cell_with_code("one ` tick") == "one \\` tick"
