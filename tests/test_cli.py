@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -106,6 +107,23 @@ def test_console_output_piped_to_a_file_is_not_wrapped(tmp_path):
     assert p.returncode == 0, p.stderr
     root = next(line for line in p.stdout.splitlines() if line.startswith("  root cause"))
     assert len(root) > 80 and "from 2025-" in root  # (one line, not cut at 80 columns)
+
+
+def test_the_templates_table_piped_to_a_file_keeps_each_template_on_its_row():
+    # rich lays a table out 80 columns wide off a terminal: the template column came out four
+    # characters wide, each template broken over a dozen lines.
+    # (`COLUMNS`, when exported, is the width asked for: left out here, as a shell leaves it)
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    p = subprocess.run(
+        [sys.executable, "-m", "forensics", "templates", str(SAMPLES / "gpu-oom"), "--top", "5"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert p.returncode == 0, p.stderr
+    rows = [line for line in p.stdout.splitlines() if "Avg prompt throughput: <NUM> tokens/s" in line]
+    assert rows and all("│" in r for r in rows)  # (the template's head sits on its own row)
 
 
 def test_ray_engine_with_no_cluster_to_join_is_an_error_with_a_hint_not_a_bug(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 from collections import Counter
@@ -14,8 +15,23 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-console = Console(stderr=False, highlight=False, soft_wrap=not sys.stdout.isatty())
-"""Piped to a file or another tool, lines are not wrapped at 80 columns (mid-sentence, mid-path)."""
+PIPED_WIDTH = 240
+"""The width tables are laid out for when stdout is not a terminal (and `COLUMNS` does not say)."""
+_PIPED = not sys.stdout.isatty()
+
+
+def _width() -> int | None:
+    """rich's own choice on a terminal; piped, `COLUMNS` when set, else `PIPED_WIDTH`."""
+    if not _PIPED:
+        return None
+    cols = os.environ.get("COLUMNS", "")
+    return int(cols) if cols.isdigit() and int(cols) > 0 else PIPED_WIDTH
+
+
+console = Console(stderr=False, highlight=False, soft_wrap=_PIPED, width=_width())
+"""Piped to a file or another tool, lines are not wrapped at 80 columns (mid-sentence, mid-path),
+and tables are laid out `PIPED_WIDTH` wide, not squeezed into rich's default 80 (a template
+column four characters wide)."""
 err_console = Console(stderr=True, highlight=False)
 
 
