@@ -397,8 +397,10 @@ def merge_by_shape(templates: list[tuple[str, str]]) -> dict[tuple[str, str], st
     differently line to line (`peer <IP>` / `peer <HOST>` / `peer <*>`), since it compares
     tokens, not kinds. Templates equal once every placeholder reads `<*>` (literal text
     around it kept: `setSteps=<NUM>` never merges with `setMinute=<NUM>`) are one
-    statement: positions where they differ become `<*>`, the rest stays (a position that is
-    `<HOST>` in all of them keeps its name). Order-independent, so the result does not
+    statement: positions where they differ become `<*>` inside the punctuation and key they
+    share (`vis=<NUM>` / `vis=<HEX>` -> `vis=<*>`: `_edges`), the rest stays (a position that is
+    `<HOST>` in all of them keeps its name). A bare `<*>` there lost the key, and the second pass
+    of a sharded run (`merge_shards`) could no longer tell `vis=<*>` from any other value. Order-independent, so the result does not
     depend on the order clusters were found.
     """
     groups: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}
@@ -408,7 +410,9 @@ def merge_by_shape(templates: list[tuple[str, str]]) -> dict[tuple[str, str], st
         groups.setdefault((src, shape), []).append(toks)
     out: dict[tuple[str, str], str] = {}
     for (src, _), members in groups.items():
-        merged = " ".join(col[0] if all(c == col[0] for c in col) else "<*>" for col in zip(*members, strict=True))
+        merged = " ".join(
+            col[0] if all(c == col[0] for c in col) else _edges(sorted(set(col))) for col in zip(*members, strict=True)
+        )
         for m in members:
             out[(src, " ".join(m))] = merged
     return out

@@ -77,6 +77,17 @@ def test_second_pass_merges_a_statement_that_shards_mined_apart():
     assert by_text["Loading weights took <NUM> GB"] == mining.template_id("vllm", "Loading weights took <NUM> GB")
 
 
+def test_a_statement_whose_value_different_shards_masked_differently_keeps_its_key():
+    # One shard saw `vis=708` (NUM), another `vis=c0000700` (HEX): the statement is one, and its
+    # template keeps `vis=`, so that the second pass can still join it with the shards that saw both.
+    from forensics.mining.drain import merge_by_shape
+
+    got = merge_by_shape(
+        [("ui", "setSystemUiVisibility vis=<NUM> mask=<HEX>"), ("ui", "setSystemUiVisibility vis=<HEX> mask=<HEX>")]
+    )
+    assert set(got.values()) == {"setSystemUiVisibility vis=<*> mask=<HEX>"}
+
+
 def test_second_pass_does_not_depend_on_the_order_shards_finished_in():
     rows = [
         ("vllm", f"request {w} finished in <NUM> ms on worker <NUM>", n)
