@@ -67,22 +67,32 @@ ENTRIES: tuple[Signature, ...] = (
     Signature(
         id="gpu-fault.gpu-memory-ecc-error",
         source="NVIDIA Xid catalog: Xid 48 (DBE), 63/64 (row remapping), 92 (SBE rate), 94/95 (contained/uncontained ECC), "
-        "171/172 (the DRAM or SRAM detail of an Xid 48)",
+        "171/172 (the DRAM or SRAM detail of an Xid 48); NVIDIA DCGM dcgmlib/dcgm_errors.h (DCGM_FR_* health and diag messages)",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
-        pattern=xid(48, 63, 64, 92, 94, 95, 171, 172) + r"|uncorrectable ECC|double bit error",
+        pattern=xid(48, 63, 64, 92, 94, 95, 171, 172) + r"|uncorrectable ECC|double bit error"
+        # DCGM's health watches and diagnostics (dcgm_errors.h: DCGM_FR_VOLATILE_DBE_DETECTED, ROW_REMAP_FAILURE,
+        # UNCORRECTABLE_ROW_REMAP, PENDING_ROW_REMAP, DBE_PENDING_PAGE_RETIREMENTS, FAULTY_MEMORY, CUDA_DBE)
+        r"|volatile double-bit ECC error|had uncorrectable memory errors and (?:row remapping failed|\d+ rows were remapped)"
+        r"|had memory errors and row remappings are pending|Pending page retirements together with a DBE"
+        r"|faulty memory elements on GPU|a double-bit ECC error has occured",
         label="GPU memory ECC error (Xid 48/63/64/92/94/95)",
         action="Drain {host} and reset the GPU (`nvidia-smi -r`) so pending row remaps apply; read "
         "`nvidia-smi -q -d ROW_REMAPPER,ECC`, and RMA the GPU when a remap failed or the errors recur.",
     ),
     Signature(
         id="gpu-fault.nvlink-error-xid-74",
-        source="NVIDIA Xid catalog: Xid 74 (NVLink error), 144-150 (NVLink 5: SAW, RLW, TLW, TREX, NVLPW, NETIR, MSE)",
+        source="NVIDIA Xid catalog: Xid 74 (NVLink error), 144-150 (NVLink 5: SAW, RLW, TLW, TREX, NVLPW, NETIR, MSE); "
+        "NVIDIA DCGM dcgmlib/dcgm_errors.h (DCGM_FR_NVLINK_*)",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
-        pattern=xid(74, *range(144, 151)) + r"|uncorrectable NVLink error",
+        pattern=xid(74, *range(144, 151)) + r"|uncorrectable NVLink error"
+        # DCGM (dcgm_errors.h: DCGM_FR_NVLINK_DOWN, GPU_EXPECTED_NVLINKS_UP, NVLINK_ERROR_THRESHOLD / _CRITICAL,
+        # NVLINK_CRC_ERROR_THRESHOLD)
+        r"|'s NvLink link \d+ is currently down|Only \d+ NvLinks are up out of the expected"
+        r"|NvLink errors on GPU \d+'s NVLink|NvLink errors found occuring per second",
         label="NVLink error (Xid 74, or 144-150 on NVLink 5)",
         action="Drain {host}; read the link's error counters (`nvidia-smi nvlink -e`) and the fabric manager's log, "
         "reset the GPUs on that link, and RMA the GPU or baseboard if the link stays down.",
@@ -113,13 +123,18 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.gpu-clocks-held-down",
-        source="nvidia-smi -q -d PERFORMANCE ('Clocks Event Reasons'); NVML nvmlClocksEventReason* via DCGM_FI_DEV_CLOCKS_EVENT_REASONS, "
+        source="nvidia-smi -q -d PERFORMANCE ('Clocks Event Reasons'); NVML nvmlClocksEventReason* via DCGM_FI_DEV_CLOCKS_EVENT_REASONS; "
+        "NVIDIA DCGM dcgmlib/dcgm_errors.h (DCGM_FR_CLOCK_THROTTLE_*, THERMAL_VIOLATIONS); "
         "or a GPU's DCGM_FI_DEV_SM_CLOCK fallen behind its peers' (parsers/documents/prometheus.py)",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
         pattern=r"clocks held down by the hardware|its clocks are held down \(no clock-event reasons"
-        r"|\b(?:HW|SW) (?:Thermal |Power Brake )?Slowdown\s*:\s*Active",
+        r"|\b(?:HW|SW) (?:Thermal |Power Brake )?Slowdown\s*:\s*Active"
+        # DCGM (dcgm_errors.h: DCGM_FR_CLOCK_THROTTLE_THERMAL / _POWER, THERMAL_VIOLATIONS, THROTTLING_VIOLATION,
+        # TEMP_VIOLATION)
+        r"|Detected clock throttling due to (?:thermal|power) violation|There were thermal violations totaling"
+        r"|Clocks are being throttled for GPU \d+|exceeded user-specified maximum allowed temperature",
         label=SLOWDOWN,
         action="Check {host}'s cooling and power (BMC logs; `nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER`): a "
         "slowed GPU slows every collective it is in, so drain it until it runs at full clocks again.",
@@ -171,6 +186,20 @@ ENTRIES: tuple[Signature, ...] = (
         "on GPUs before Ampere; pin the pods to the GPU models the image supports (a node selector on "
         "`nvidia.com/gpu.product`). The GPU itself is not faulty: do not drain the node for it.",
         traits=frozenset({Trait.AT_START}),
+    ),
+    # DCGM's health watch and diagnostic on the GPU's PCIe link and InfoROM: the board, its slot or riser.
+    Signature(
+        id="gpu-fault.gpu-pcie-link-errors-dcgm",
+        source="NVIDIA DCGM dcgmlib/dcgm_errors.h (DCGM_FR_PCI_REPLAY_RATE, PCIE_H_REPLAY_VIOLATION, PCIE_GENERATION, "
+        "PCIE_WIDTH, CORRUPT_INFOROM)",
+        category="gpu-fault",
+        kind="fault",
+        layer=Layer.NODE,
+        pattern=r"PCIe replays per minute for GPU \d+|host-side PCIe replay violation"
+        r"|is running at PCI link (?:generation|width) \w+, which is below the minimum|A corrupt InfoROM has been detected",
+        label="GPU's PCIe link or InfoROM failing (DCGM health)",
+        action="Drain {host}; reseat the GPU and check its riser and PCIe switch (`nvidia-smi -q -d PCIE`, `lspci -vv` "
+        "for the link's speed and width), run DCGM diagnostics (level 3), and RMA the board if the replays go on.",
     ),
     # Xid 154 summarises the recovery the other Xids of that moment need ("from 0x0 (None) to 0x2
     # (Node Reboot Required)"): a fault, named by the recovery; the Xid it summarises, logged just
@@ -251,12 +280,14 @@ ENTRIES: tuple[Signature, ...] = (
     ),
     Signature(
         id="gpu-fault.nvswitch-nvlink-fabric-failure",
-        source="NVIDIA Fabric Manager logs and NVSwitch SXid messages (NVIDIA Fabric Manager user guide)",
+        source="NVIDIA Fabric Manager logs and NVSwitch SXid messages (NVIDIA Fabric Manager user guide); "
+        "NVIDIA DCGM dcgmlib/dcgm_errors.h (DCGM_FR_NVSWITCH_FATAL_ERROR, SXID_ERROR, NVSWITCH_EXPECTED_NVLINKS_UP)",
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
         pattern=r"NVSwitch fatal|(?i:fabric ?manager).*(?:[^-]\bfatal\b|\bfailed\b)|NVLink: fatal"
-        r"|\bSXid \([^)]*\): \d+, Fatal",
+        r"|\bSXid \([^)]*\): \d+, Fatal"
+        r"|Detected fatal errors on NvSwitch \d+|Detected fatal NvSwitch SXID|NvSwitch \d+ - Only \d+ NvLinks are up",
         label="NVSwitch / NVLink fabric failure",
     ),
     Signature(

@@ -943,3 +943,32 @@ def test_the_recovery_the_driver_asks_for_after_an_xid_is_quoted_with_it(tmp_pat
     assert (rc["hosts"][:1], rc["evidence"][0]["line"]) == (["gpu-b"], 1)
     assert "then the driver asked for GPU Reset Required (Xid 154, nodes/gpu-b/kern.log:2)" in rc["why"]
     assert not any("Node Reboot Required" in w for w in rc["why"])
+
+
+@pytest.mark.parametrize(
+    ("line", "sig_id"),
+    [
+        # DCGM's health watches and diagnostics, as `dcgmi health -c`, `dcgmi diag` and nv-hostengine print them
+        ("Detected XID 79 for GPU 0", "gpu-fault.gpu-fell-off-bus"),
+        ("GPU had an uncontained error (XID 95)", "gpu-fault.gpu-memory-ecc-error"),
+        ("Detected 3 volatile double-bit ECC error(s) in GPU 2.", "gpu-fault.gpu-memory-ecc-error"),
+        ("GPU 1 had uncorrectable memory errors and row remapping failed.", "gpu-fault.gpu-memory-ecc-error"),
+        ("GPU 5 had memory errors and row remappings are pending", "gpu-fault.gpu-memory-ecc-error"),
+        ("GPU 3's NvLink link 5 is currently down", "gpu-fault.nvlink-error-xid-74"),
+        ("Only 14 NvLinks are up out of the expected 18", "gpu-fault.nvlink-error-xid-74"),
+        ("Detected fatal errors on NvSwitch 2 link 17", "gpu-fault.nvswitch-nvlink-fabric-failure"),
+        ("Detected clock throttling due to thermal violation in GPU 4.", "gpu-fault.gpu-clocks-held-down"),
+        ("There were thermal violations totaling 41.5 seconds for GPU 4", "gpu-fault.gpu-clocks-held-down"),
+        ("Detected more than 8 PCIe replays per minute for GPU 0 : 13", "gpu-fault.gpu-pcie-link-errors-dcgm"),
+        (
+            "GPU 2 is running at PCI link width 8X, which is below the minimum allowed link generation of 16 "
+            "(parameter 'pcie.min_pci_width')",
+            "gpu-fault.gpu-pcie-link-errors-dcgm",
+        ),
+        ("A corrupt InfoROM has been detected in GPU 6.", "gpu-fault.gpu-pcie-link-errors-dcgm"),
+    ],
+)
+def test_dcgms_health_and_diagnostic_messages_name_the_gpu_fault(line, sig_id):
+    # DCGM words what its watches found (dcgm_errors.h); an Xid it reports reads `Detected XID 79`.
+    sig, _ = signatures.classify_text(line, None)
+    assert sig is not None and sig.id == sig_id
