@@ -403,3 +403,48 @@ def test_a_statement_whose_subject_comes_first_is_one_template_across_many_subje
     assert len(set(got)) == 2
     keys = ["maxSessionTimeout", "minSessionTimeout", "tickTime", "initLimit", "syncLimit"]
     assert len(set(_templates([f"{k} set to {n}" for k in keys for n in (10, 20)]))) == len(keys)
+
+
+_WORDS = [
+    "sent",
+    "received",
+    "took",
+    "transfer",
+    "done,",
+    "lifetime",
+    "bytes",
+    "KB)",
+    "(<NUM>",
+    "<NUM>",
+    "<IP>",
+    "ms",
+    "uid=<NUM>",
+]
+
+
+def test_the_template_merges_do_not_depend_on_the_order_templates_come_in():
+    # Shards finish in any order and Drain's clusters come out in any order: the merged text of
+    # a template must be the same whichever came first.
+    import random
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from forensics.mining.drain import merge_by_words, merge_leading_word
+
+    template = st.lists(st.sampled_from(_WORDS), min_size=1, max_size=9).map(" ".join)
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.tuples(st.sampled_from(["a", "b"]), template), min_size=1, max_size=12), st.integers(0, 99))
+    def check(templates, seed):
+        shuffled = list(templates)
+        random.Random(seed).shuffle(shuffled)
+        assert merge_by_words(templates) == merge_by_words(shuffled)
+        assert merge_leading_word(templates, 3) == merge_leading_word(shuffled, 3)
+        # merging is idempotent: the merged texts, merged again, stay as they are
+        once = merge_by_words(templates)
+        assert set(once) == set(templates)
+        outputs = sorted({(src, t) for (src, _), t in once.items()})
+        assert all(k[1] == v for k, v in merge_by_words(outputs).items())
+
+    check()
