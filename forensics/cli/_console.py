@@ -231,6 +231,8 @@ def print_verdict(analysis: dict, written: dict[str, Path]) -> None:
             head += f"  throughput {imp['baseline_per_s']:,.0f} -> {imp['min_per_s']:,.0f} {imp['unit']}"
         elif imp["detector"] == "startup-failure":
             head += "  (the service failed during start-up and never served)"
+        elif imp.get("series_ended"):
+            head += f"  (impact not measurable: the throughput series ends at {imp['series_ended']}, before it)"
         elif not imp["measured"]:
             head += "  (impact not measurable: no throughput series in these logs)"
         console.print(head)

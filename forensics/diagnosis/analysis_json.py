@@ -191,6 +191,7 @@ def _impact(m: Impact) -> dict:
         "partial_recoveries": [[iso(a), iso(b)] for a, b in m.partial_recoveries],
         "affected": list(m.affected),
         "detector": m.detector,
+        "series_ended": iso(m.series_ended),
     }
 
 

@@ -76,6 +76,9 @@ def incident_report(inc, hyps, v, events, signals, series, metrics) -> IncidentR
         partial_recoveries=tuple(inc.recoveries),
         affected=tuple(affected_pods),
         detector=inc.detector,
+        series_ended=series.t[-1]
+        if not series.empty and inc.baseline is None and inc.start is not None and inc.start > series.t[-1]
+        else None,
     )
     trigger = _trigger(inc, series) or _rollout_before(inc, signals)
     rollout = trigger.rollout.ts if isinstance(trigger, RolloutTrigger) else None

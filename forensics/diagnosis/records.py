@@ -66,6 +66,9 @@ class Impact:
     partial_recoveries: tuple[tuple[datetime, datetime], ...]
     affected: tuple[str, ...]
     detector: Detector
+    series_ended: datetime | None = None
+    """When the throughput series had already ended before the incident began (an excerpt cut at
+    its engine's crash, which stops the metrics): the start of its last bin; None otherwise."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -337,6 +337,11 @@ def _summary(inc: dict, red: list[dict]) -> str:
         )
     elif imp["detector"] == "startup-failure":
         out.append("The service never started: it failed during start-up, before it served a request.")
+    elif imp.get("series_ended"):
+        out.append(
+            f"The impact could not be measured: the throughput series ends at {hhmmss(imp['series_ended'])}, "
+            "before it (an engine that dies stops logging its metrics)."
+        )
     else:
         out.append("The impact could not be measured: these logs carry no throughput series.")
     trig = inc.get("trigger") or {}
