@@ -27,6 +27,8 @@ def _mask(text: str) -> str:
         ("fe80::966d:ae03:8b:df78%ib0<53249> closed", "<IP> closed"),
         ("connect 10.244.1.7:8000 refused", "connect <IP> refused"),
         ('File "/usr/local/lib/python3.12/site.py", line 3', 'File "<PATH>", line <NUM>'),
+        # a relative path is one value with its first segment (not `lmcache<PATH>`)
+        ("raised at lmcache/integration/vllm/vllm_v1_adapter.py:1174", "raised at <PATH>:<NUM>"),
         ("transport/net.cc:1302 -> 6", "<SRC> -> <NUM>"),
         ("comm 0x55fb6f3ce680 commId 0x795520212f433144", "comm <HEX> commId <HEX>"),
         ("killing llama-70b-7d9c5b8f6-t2q8j now", "killing <POD> now"),
