@@ -24,6 +24,19 @@ ENTRIES: tuple[Signature, ...] = (
         "`process_open_fds` against `process_max_fds`.",
         traits=frozenset({Trait.FD_LIMIT}),
     ),
+    # sshd logs a failed bind on every start where two ListenAddress entries (or its IPv4 and IPv6
+    # wildcards) cover one port, and serves on the rest: a node's routine notice, not a port taken
+    # from a server. Before the port-taken entry, whose words it shares.
+    Signature(
+        id="node.sshd-bind-notice",
+        source="OpenSSH sshd.c ('Bind to port %s on %s failed: %.200s.')",
+        category="node",
+        kind="symptom",
+        layer=Layer.NODE,
+        pattern=r"\bsshd(?:\[\d+\])?: error: Bind to port \d+ on \S+ failed",
+        label="sshd could not bind one of its listen addresses (it serves on the others)",
+        traits=frozenset({Trait.NO_ACTION}),
+    ),
     # The API server's port (uvicorn's bind, vLLM's own socket), the TCPStore's master port or a
     # ZMQ endpoint taken: a leftover server from the previous start, or two hostNetwork pods. Before
     # the rendezvous signature, which would read torch's `DistNetworkError: ... EADDRINUSE` as a

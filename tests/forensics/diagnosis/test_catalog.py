@@ -972,3 +972,17 @@ def test_dcgms_health_and_diagnostic_messages_name_the_gpu_fault(line, sig_id):
     # DCGM words what its watches found (dcgm_errors.h); an Xid it reports reads `Detected XID 79`.
     sig, _ = signatures.classify_text(line, None)
     assert sig is not None and sig.id == sig_id
+
+
+def test_sshds_routine_bind_failure_is_no_signal_and_a_servers_taken_port_still_is():
+    # sshd logs a failed bind whenever two listen addresses cover one port, and serves on the rest.
+    import polars as pl
+
+    lines = [
+        "sshd[20540]: error: Bind to port 22 on 10.100.18.250 failed: Address already in use.",
+        "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
+    ]
+    got = signatures.classify(
+        pl.DataFrame({"message": lines, "http_status": [None, None]}, schema_overrides={"http_status": pl.Int32})
+    )
+    assert got["_ev"].to_list() == [1] and got["label"][0].startswith("the server's port is already taken")
