@@ -57,7 +57,9 @@ print them and the parsing benchmarks' labels read them:
   `DFSClient_NONMAPREDUCE_1537864556_1`): `<ID>`; `\\b` sees no edge inside it, so NUM
   cannot take its digits, and a constant one would stay literal;
 * a socket address as Java prints it, `/10.0.0.1:50010` or `host/10.0.0.1:50010`
-  (`InetSocketAddress.toString`): `<IP>`, slash and name with it (`SOCKET`).
+  (`InetSocketAddress.toString`): `<IP>`, slash and name with it (`SOCKET`);
+* a relative path with its first segment (`lmcache/integration/vllm/adapter.py`: `<PATH>`, not
+  `lmcache<PATH>`); a URL's scheme is not one (`http://<IP><PATH>`).
 A clock time stays `<NUM>:<NUM>:<NUM>`: the labels split it, and a date-time is `<TS>` anyway."""
 
 
@@ -100,9 +102,9 @@ def mask_expr(expr: pl.Expr) -> pl.Expr:
         if name == "IP":
             expr = expr.str.replace_all(SOCKET, "${1}<IP>")
     return (
-        expr.str.replace_all(_LISTS, _LIST_KEPT)
-        .str.replace_all(SIGNED, "${1}<NUM>")
+        expr.str.replace_all(SIGNED, "${1}<NUM>")
         .str.replace_all(SHORT_HEX, "${1}<HEX>")
+        .str.replace_all(_LISTS, _LIST_KEPT)  # (after the signs: `-1, -2` is one list)
         .str.replace_all(BOOL, "${1}<BOOL>")
     )
 
