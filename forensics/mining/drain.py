@@ -155,12 +155,12 @@ def cluster(
     # A cluster evicted by max_clusters has no final template: fall back to its masked text.
     masked_list = keys["_masked"].to_list()
     tmpl = [finals.get(k, m) for k, m in zip(cluster_of, masked_list, strict=True)]
-    merged = merge_by_shape([(src, t) for (src, _), t in zip(cluster_of, tmpl, strict=True)])
-    tmpl = [merged[(src, t)] for (src, _), t in zip(cluster_of, tmpl, strict=True)]
-    merged = merge_by_words([(src, t) for (src, _), t in zip(cluster_of, tmpl, strict=True)])
-    tmpl = [merged[(src, t)] for (src, _), t in zip(cluster_of, tmpl, strict=True)]
-    merged = merge_leading_word([(src, t) for (src, _), t in zip(cluster_of, tmpl, strict=True)], config.enum_max)
-    tmpl = [merged[(src, t)] for (src, _), t in zip(cluster_of, tmpl, strict=True)]
+    # Drain's clusters of one statement, joined: by which mask took a value, by how many tokens the
+    # values took, and by a varying first word (each merge reads the texts the one before wrote).
+    for merge in (merge_by_shape, merge_by_words, lambda ts: merge_leading_word(ts, config.enum_max)):
+        pairs = [(src, t) for (src, _), t in zip(cluster_of, tmpl, strict=True)]
+        merged = merge(pairs)
+        tmpl = [merged[p] for p in pairs]
     keys = keys.with_columns(
         pl.Series(TEMPLATE, tmpl, dtype=pl.String),
         pl.Series(
@@ -399,9 +399,9 @@ def merge_by_shape(templates: list[tuple[str, str]]) -> dict[tuple[str, str], st
     around it kept: `setSteps=<NUM>` never merges with `setMinute=<NUM>`) are one
     statement: positions where they differ become `<*>` inside the punctuation and key they
     share (`vis=<NUM>` / `vis=<HEX>` -> `vis=<*>`: `_edges`), the rest stays (a position that is
-    `<HOST>` in all of them keeps its name). A bare `<*>` there lost the key, and the second pass
-    of a sharded run (`merge_shards`) could no longer tell `vis=<*>` from any other value. Order-independent, so the result does not
-    depend on the order clusters were found.
+    `<HOST>` in all of them keeps its name). A bare `<*>` there lost the key, and the second
+    pass of a sharded run (`merge_shards`) could no longer tell `vis=<*>` from any other value.
+    Order-independent, so the result does not depend on the order clusters were found.
     """
     groups: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}
     for src, t in set(templates):
