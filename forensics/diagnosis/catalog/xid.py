@@ -18,11 +18,15 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+_PREFIX = r"(?:\bXid \(PCI:[^)]*\):\s*|\b(?:Xid|XID)[=: ]\s*)"
+"""What comes before an Xid's number: the kernel's `NVRM: Xid (PCI:...): `, the device plugin's
+`Xid=`, DCGM's `Detected XID `."""
+
 
 def xid(*codes: int) -> str:
     """An Xid with one of `codes`, as the kernel (`NVRM: Xid (PCI:...): 79,`), the device plugin
     (`Xid=79`) and DCGM (`Detected XID 79 for GPU 0`) print it."""
-    return rf"(?:\bXid \(PCI:[^)]*\):\s*|\b(?:Xid|XID)[=: ]\s*)(?:{'|'.join(map(str, codes))})\b"
+    return rf"{_PREFIX}(?:{'|'.join(map(str, codes))})\b"
 
 
 class XidCategory(StrEnum):
@@ -328,7 +332,7 @@ def codes(*categories: XidCategory, without: frozenset[int] = frozenset()) -> tu
     return tuple(c for c, x in XIDS.items() if x.category in categories and c not in without)
 
 
-_CODE = re.compile(r"(?:\bXid \(PCI:[^)]*\):\s*|\b(?:Xid|XID)[=: ]\s*)(\d+)\b")
+_CODE = re.compile(_PREFIX + r"(\d+)\b")
 _RECOVERY = re.compile(r"recovery action changed from 0x[0-9a-f]+ \(([^)]*)\) to 0x[0-9a-f]+ \(([^)]*)\)", re.I)
 
 
