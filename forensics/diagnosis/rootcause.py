@@ -280,7 +280,7 @@ def _recovery_asked(first: dict, win: pl.DataFrame) -> str | None:
         (pl.col(s.TS) >= first[s.TS])
         & (pl.col(s.TS) <= first[s.TS] + RECOVERY_WITHIN)
         & (pl.coalesce("node", s.HOST) == where)
-        & pl.col("full").str.contains(xid.xid(154))
+        & pl.col("full").str.contains(xid.RECOVERY)
     ).head(1)
     if later.is_empty():
         return None
@@ -295,7 +295,6 @@ BOOT_CLOCK_NOTE = (
 )
 """Said of a kernel line placed by its boot's clock (`forensics.ingestion.timing._since_boot`), so that a lead of
 seconds over the symptoms is read as the rough order it is."""
-SNAPSHOTS = s.SNAPSHOT_SOURCES
 
 
 def node_reports(signals: pl.DataFrame) -> pl.DataFrame:
@@ -308,7 +307,7 @@ def node_reports(signals: pl.DataFrame) -> pl.DataFrame:
     loaded: the fault is from before it was taken, not at that time."""
     return (
         signals.filter(
-            (pl.col(s.TS).is_null() | pl.col(s.SOURCE).is_in(SNAPSHOTS))
+            (pl.col(s.TS).is_null() | pl.col(s.SOURCE).is_in(s.SNAPSHOT_SOURCES))
             & (pl.col("kind") == "fault")
             & (pl.col("layer") <= 1)
             & pl.col(s.SOURCE).is_in(s.NODE_SOURCES)

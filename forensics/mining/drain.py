@@ -422,12 +422,11 @@ UNITS = frozenset(
     "B KB MB GB TB kB KiB MiB GiB TiB bytes byte b s sec secs second seconds ms msec us ns min mins h hr hrs".split()
 )
 """Words that belong to the number before them: part of a value, not of the statement."""
-_OPENS = {")": "(", "]": "[", "}": "{"}
 MIN_WORDS = 3
 """How many words of the statement (not values) templates must share to merge as one (`merge_by_words`)."""
 
 
-_NOT_WORD = re.compile(r"<(?:\*|[A-Z_]+)>|[\d()\[\]{},;:.<>=%/+\-]")
+_NOT_WORD = re.compile(PLACEHOLDER.pattern + r"|[\d()\[\]{},;:.<>=%/+\-]")
 
 
 def _is_value(token: str, after_value: bool) -> bool:
@@ -453,7 +452,7 @@ def _words(template: str) -> tuple[str, ...] | None:
         head = run[0][: len(run[0]) - len(run[0].lstrip("([{"))]
         tail = run[-1][len(run[-1].rstrip(")]},;:.")) :]
         opened = "".join(t for t in "".join(run) if t in "([{")
-        tail = "".join(c for c in tail if c not in _OPENS or _OPENS[c] not in opened)
+        tail = "".join(c for c in tail if c not in _CLOSES or _CLOSES[c] not in opened)
         out.append(f"{head}<*>{tail}")
         run.clear()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from forensics.diagnosis.catalog.entry import Layer, Signature, Trait
 from forensics.diagnosis.catalog.labels import GPU_FAULT, KERNEL_EXCEPTION, SLOWDOWN
-from forensics.diagnosis.catalog.xid import XidCategory, codes, xid
+from forensics.diagnosis.catalog.xid import RECOVERY, XidCategory, codes, xid
 
 _GROUPED = frozenset({79, 48, 63, 64, 92, 94, 95, 171, 172, 74, *range(144, 151), 119, 120, 140, 13, 31, 43, 45, 154})
 """The Xids an entry below names by number; `xid.codes` gives the rest of the catalog by what NVIDIA says to do."""
@@ -210,7 +210,7 @@ ENTRIES: tuple[Signature, ...] = (
         category="gpu-fault",
         kind="fault",
         layer=Layer.NODE,
-        pattern=xid(154) + r"|GPU recovery action changed from",
+        pattern=RECOVERY + r"|GPU recovery action changed from",
         label="GPU needs recovery: the driver asks for a reset or a reboot (Xid 154)",
         action="Do what the driver asks on {host} (the why-line quotes it: drain and reset the GPU, or reboot the "
         "node), and read the Xid it logged just before in `dmesg -T` to know what failed.",

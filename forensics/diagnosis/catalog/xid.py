@@ -333,6 +333,8 @@ def codes(*categories: XidCategory, without: frozenset[int] = frozenset()) -> tu
 
 
 _CODE = re.compile(_PREFIX + r"(\d+)\b")
+RECOVERY = xid(154)
+"""The driver's Xid 154, which names the recovery the Xid before it needs (a pattern polars reads too)."""
 _RECOVERY = re.compile(r"recovery action changed from 0x[0-9a-f]+ \(([^)]*)\) to 0x[0-9a-f]+ \(([^)]*)\)", re.I)
 
 
@@ -344,8 +346,7 @@ def recovery(text: str) -> str | None:
 
 def is_recovery(text: str) -> bool:
     """Whether `text` is the driver's Xid 154 (a recovery action, about another Xid)."""
-    m = _CODE.search(text or "")
-    return m is not None and m.group(1) == "154"
+    return re.search(RECOVERY, text or "") is not None
 
 
 def meaning(text: str) -> str | None:
