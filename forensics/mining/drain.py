@@ -316,7 +316,7 @@ sides (0.3: 0.769, 0.5: 0.754): a line's variables neither join nor split it, it
 WORD_VALUE = re.compile(r"[^\d<>]*[A-Za-z][^\d<>]*\d?")
 """A value that reads as a word of the program, not data: it has a letter, no masked part,
 and no digit but an optional last one (`HTTPS`, `SOCKS5`, `'Inactive'`, `WWEN[enable]`),
-so ids such as `attempt_1445144423722_0020_m_000000_0` never count as words."""
+so ids such as `attempt_1733318220417_0042_m_000003_0` never count as words."""
 
 
 def _split_enums(
@@ -475,8 +475,8 @@ def merge_leading_word(templates: list[tuple[str, str]], enum_max: int) -> dict[
     than `enum_max` values and `LEADING_REST` words or more follow it.
 
     Drain's tree routes a line by its first tokens before it measures similarity, so a
-    statement whose subject comes first (`com.apple.CacheDelete.daily: scheduler_evaluate_activity
-    told me to run this job...`, one per job) is never compared with its siblings. A few values
+    statement whose subject comes first (`kv-evictor.daily: the scheduler told
+    me to run this job...`, one per job) is never compared with its siblings. A few values
     are an enum, as `_split_enums` reads a position inside a line; a short rest (`<key> set to
     <NUM>`) is too little to tell one statement from another. Order-independent.
     """

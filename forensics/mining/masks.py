@@ -47,14 +47,14 @@ words (`added`, `70B`) stay; pod names are masked first, before their hash can l
 and before a model name's `-chat-` can look like a request id; NUM
 takes thousands separators (`1,843,200`), versions (`0.10.2`) and unit suffixes (`112.5x`)
 whole, and no sign, so `gpu-node-3` reads `gpu-node-<NUM>`. A decimal is masked before HEX,
-whose 8+ digits would otherwise take its fraction (`0.023958297` read `<NUM>.<HEX>`).
+whose 8+ digits would otherwise take its fraction (`0.047113092` read `<NUM>.<HEX>`).
 
 Some values are one variable however many words their parts look like, as their writers
 print them and the parsing benchmarks' labels read them:
 * a host with its port (`gpu-node-3:29500`, `msra-sa-41:8030`): `<HOST>`; a dotted or dashed
   name is required, so `memory:10240` stays a key and its value;
-* an id of words and a long number joined by `_` (`job_1445144423722_0020`,
-  `DFSClient_NONMAPREDUCE_1537864556_1`): `<ID>`; `\\b` sees no edge inside it, so NUM
+* an id of words and a long number joined by `_` (`job_1733318220417_0042`,
+  `KVClient_PREFILL_8812930441_3`): `<ID>`; `\\b` sees no edge inside it, so NUM
   cannot take its digits, and a constant one would stay literal;
 * a socket address as Java prints it, `/10.0.0.1:50010` or `host/10.0.0.1:50010`
   (`InetSocketAddress.toString`): `<IP>`, slash and name with it (`SOCKET`);
@@ -75,7 +75,7 @@ SIGNED = r"([=:(\[,]|\s)-<NUM>"
 
 
 SHORT_HEX = r"([={@#])(?:\d+[a-f]|[a-f]+\d)[0-9a-f]{3,}\b"
-"""A hex value too short for HEX (`a2=68cffc`, `Token{a64f992`, `@8a2a501`: an object's hash, a
+"""A hex value too short for HEX (`a2=68cffc`, `Token{c93f4d1`, `@5e0b7a2`: an object's hash, a
 short id) where a value starts: digits and the letters a-f, both."""
 
 

@@ -979,7 +979,7 @@ def test_sshds_routine_bind_failure_is_no_signal_and_a_servers_taken_port_still_
     import polars as pl
 
     lines = [
-        "sshd[20540]: error: Bind to port 22 on 10.100.18.250 failed: Address already in use.",
+        "sshd[3112]: error: Bind to port 22 on 10.0.7.21 failed: Address already in use.",
         "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
     ]
     got = signatures.classify(

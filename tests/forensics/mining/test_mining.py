@@ -44,19 +44,19 @@ def _mask(text: str) -> str:
         ("enable_prefix_caching: True", "enable_prefix_caching: <BOOL>"),
         ("it is true that it failed", "it is true that it failed"),  # a word in prose stays a word
         # a decimal is one number: its 8+ digit fraction is not a hex id
-        ("Progress of TaskAttempt is : 0.023958297", "Progress of TaskAttempt is : <NUM>"),
+        ("KV transfer progress is : 0.047113092", "KV transfer progress is : <NUM>"),
         # a host with its port is one value; a key and its value stay apart
         ("Retrying connect to server: gpu-node-3:29500.", "Retrying connect to server: <HOST>."),
         ("headroom=<memory:10240>", "headroom=<memory:<NUM>>"),
         # an id of words and a long number joined by `_`, even one that never varies
-        ("renew lease for [DFSClient_NONMAPREDUCE_1537864556_1]", "renew lease for [<ID>]"),
-        ("Receiving block blk_-5792489080791696128", "Receiving block <ID>"),
+        ("renew lease for [KVClient_PREFILL_8812930441_3]", "renew lease for [<ID>]"),
+        ("Receiving block blk_-4402917730165538211", "Receiving block <ID>"),
         # a socket address as Java prints it: the slash and a name before it are the value's
-        ("src: /10.251.30.6:33145 dest: /10.251.30.6:50010", "src: <IP> dest: <IP>"),
-        ("Old: msra-sa-41/10.190.173.170:9000", "Old: <IP>"),
+        ("src: /10.0.7.21:41522 dest: /10.0.7.22:50010", "src: <IP> dest: <IP>"),
+        ("Old: gpu-node-7/10.0.7.27:9000", "Old: <IP>"),
         ("GET http://10.0.0.1:8000/v1/models", "GET http://<IP><PATH>"),  # a URL stays a URL
         # a hex value too short for HEX where a value starts; a GPU model is no hex
-        ("a2=68cffc token=Token{a64f992 mgr=c@8a2a501 gpu=a100", "a2=<HEX> token=Token{<HEX> mgr=c@<HEX> gpu=a100"),
+        ("a2=7b1e0c token=Token{c93f4d1 mgr=c@5e0b7a2 gpu=a100", "a2=<HEX> token=Token{<HEX> mgr=c@<HEX> gpu=a100"),
         # a sign where a value starts is the number's; inside a name it is a dash
         ("auto=-1, index:-1 offset -24.0 on gpu-node-3", "auto=<NUM>, index:<NUM> offset <NUM> on gpu-node-<NUM>"),
     ],
@@ -364,12 +364,12 @@ def test_a_statement_whose_values_take_more_or_fewer_tokens_is_one_template():
     assert set(got) == {"NIXL transfer to decode-<NUM> done, <*> sent, <*> received, took <*>"}
     got = _templates(
         [
-            f"Block broadcast_{k} stored in memory (estimated size {size}, free {free})"
+            f"KV block kv_{k} offloaded to host memory (estimated size {size}, free {free})"
             for k, (size, free) in enumerate([("93.0 B", "317.5 KB"), ("5.2 KB", "14.0 KB"), ("1.1 MB", "2.2 GB")] * 3)
         ],
-        source="spark",
+        source="lmcache",
     )
-    assert set(got) == {"Block <*> stored in memory (estimated size <*>, free <*>)"}
+    assert set(got) == {"KV block <*> offloaded to host memory (estimated size <*>, free <*>)"}
 
 
 def test_a_template_alone_keeps_its_units_and_a_keyed_value_stays_a_word():
