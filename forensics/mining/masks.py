@@ -74,9 +74,20 @@ SIGNED = r"([=:(\[,]|\s)-<NUM>"
 `<NUM>`, not `-<NUM>`. Inside a word it is a dash (`gpu-node-3` stays `gpu-node-<NUM>`)."""
 
 
-SHORT_HEX = r"([={@#])(?:\d+[a-f]|[a-f]+\d)[0-9a-f]{3,}\b"
-"""A hex value too short for HEX (`a2=68cffc`, `Token{c93f4d1`, `@5e0b7a2`: an object's hash, a
-short id) where a value starts: digits and the letters a-f, both."""
+def _mixed_hex(length: int) -> str:
+    """A run of at least `length` of the digits and the letters a-f, both. Polars' regex has no
+    lookahead: a digit next to a letter marks "both", placed in each alternative so that the
+    run is `length` long."""
+    pair = r"(?:\d[a-f]|[a-f]\d)"
+    alts = [f"[0-9a-f]{{{i}}}{pair}[0-9a-f]{{{length - 2 - i},}}" for i in range(length - 2)]
+    return "(?:" + "|".join([*alts, f"[0-9a-f]{{{length - 2},}}{pair}[0-9a-f]*"]) + r")\b"
+
+
+SHORT_HEX = rf"([={{@#:]){_mixed_hex(5)}|(^|\s){_mixed_hex(7)}"
+"""A hex value too short for HEX (`a2=68cffc`, `Token{c93f4d1`, `@5e0b7a2`, `PopupWindow:ecedc1`: an
+object's hash; `be1b2dc 1.0`: a short commit or id): five or more of the digits and the letters a-f,
+both, where a value starts; seven or more as a word of its own, so that a driver name such as
+`e1000e` stays a word."""
 
 
 BOOL = r"([=(\[,:] ?)(?:true|false|True|False)\b"
@@ -103,7 +114,7 @@ def mask_expr(expr: pl.Expr) -> pl.Expr:
             expr = expr.str.replace_all(SOCKET, "${1}<IP>")
     return (
         expr.str.replace_all(SIGNED, "${1}<NUM>")
-        .str.replace_all(SHORT_HEX, "${1}<HEX>")
+        .str.replace_all(SHORT_HEX, "${1}${2}<HEX>")
         .str.replace_all(_LISTS, _LIST_KEPT)  # (after the signs: `-1, -2` is one list)
         .str.replace_all(BOOL, "${1}<BOOL>")
     )

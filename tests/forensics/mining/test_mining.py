@@ -57,6 +57,10 @@ def _mask(text: str) -> str:
         ("GET http://10.0.0.1:8000/v1/models", "GET http://<IP><PATH>"),  # a URL stays a URL
         # a hex value too short for HEX where a value starts; a GPU model is no hex
         ("a2=7b1e0c token=Token{c93f4d1 mgr=c@5e0b7a2 gpu=a100", "a2=<HEX> token=Token{<HEX> mgr=c@<HEX> gpu=a100"),
+        # ... wherever its digit falls, after a colon too; a word of its own from seven long (a short
+        # commit), so a driver's name stays a word
+        ("window=Popup:dcab3e a3=ecfd1e", "window=Popup:<HEX> a3=<HEX>"),
+        ("deployed 4be1b2d to pool; e1000e link up", "deployed <HEX> to pool; e1000e link up"),
         # a sign where a value starts is the number's; inside a name it is a dash
         ("auto=-1, index:-1 offset -24.0 on gpu-node-3", "auto=<NUM>, index:<NUM> offset <NUM> on gpu-node-<NUM>"),
     ],
