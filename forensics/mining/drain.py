@@ -26,7 +26,7 @@ import polars as pl
 
 from forensics import schema as s
 from forensics.mining import dedup
-from forensics.mining.masks import MAX_CHARS, MAX_TOKENS, first_line, mask_expr
+from forensics.mining.masks import MAX_CHARS, MAX_TOKENS, elide_free_text, first_line, has_free_text, mask_expr
 from forensics.mining.table import COUNT, FIRST_SEEN, LAST_SEEN, TEMPLATE, TEMPLATE_ID, TEMPLATES_COLUMNS
 
 
@@ -98,6 +98,9 @@ def cluster(
     # The per-row work is one compiled pass (`dedup.key_groups`: the key of every row, and
     # its first row as the representative); everything after it is per key, not per row.
     groups = dedup.key_groups(sources, messages, MAX_CHARS)
+    if has_free_text(messages.gather(groups.first_row)):  # (keys, not rows: most logs have none)
+        messages = elide_free_text(messages)
+        groups = dedup.key_groups(sources, messages, MAX_CHARS)
     first = pl.Series(groups.first_row)
     if weights is None:
         counts = groups.count

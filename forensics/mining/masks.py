@@ -105,9 +105,41 @@ names, each alternative capturing its first member, so the replacement (every gr
 others empty) keeps that one. A pass costs a copy of every key: one, not one a name."""
 
 
+FREE_TEXT = r"""(\b(?:(?:prompt|output|text|content)['"]?: |(?:prompt|text)=))(?:'(?:[^'\\]|\\.)*(?:'|$)|"(?:[^"\\]|\\.)*(?:"|$))"""
+"""A prompt or a model's output, quoted as Python's `%r` prints a string (`prompt: 'Summarise ...'`,
+`output: "it's ..."`, `'content': '...'`, a dataclass's `text='...'`), to its closing quote or the
+end of the capped line. Request logging writes one a request (vLLM: `Received request %s: prompt:
+%r, ...`, `Generated response %s: output: %r, ...`; SGLang: `Receive: obj=GenerateReqInput(...,
+text='...', ...)`): as words, every request would be a template of its own (and Drain's leaf scan
+quadratic in them). It is `<TEXT>`, masked before the other masks can read numbers in it.
+`output` only after `: `: `output="connection refused"` (a kubelet probe's) is an error's text,
+which its template must keep."""
+_FREE_TEXT_HINT = r"""(?:(?:prompt|output|text|content)['"]?: |(?:prompt|text)=)['"]"""
+
+
+def has_free_text(messages: pl.Series) -> bool:
+    """Whether any of `messages` holds a `FREE_TEXT` value."""
+    return bool(messages.str.contains(_FREE_TEXT_HINT).any())
+
+
+def elide_free_text(messages: pl.Series) -> pl.Series:
+    """`messages` with each `FREE_TEXT` value as `<TEXT>`, before the dedup key is taken.
+
+    Masking only the representatives is not enough: every request's prompt differs, so each
+    line would be its own dedup key and Drain would see them all. Only the rows that hold one
+    are rewritten. The scan costs ~0.1 µs a row, a third of mining on logs without any: the
+    miner calls this only when a dedup key's representative has one (`has_free_text`)."""
+    rows = messages.str.contains(_FREE_TEXT_HINT).fill_null(False).arg_true()
+    if rows.is_empty():
+        return messages
+    elided = messages.gather(rows).str.replace_all(FREE_TEXT, "${1}<TEXT>")
+    return messages.clone().scatter(rows, elided)
+
+
 def mask_expr(expr: pl.Expr) -> pl.Expr:
     """Apply the named masks to a string expression (vectorised); `<IP>,<IP>` lists become one `<IP>`
     (`_LISTS`)."""
+    expr = expr.str.replace_all(FREE_TEXT, "${1}<TEXT>")
     for name, rx in MASKS:
         expr = expr.str.replace_all(rx, f"<{name}>")
         if name == "IP":

@@ -61,6 +61,18 @@ def _mask(text: str) -> str:
         # commit), so a driver's name stays a word
         ("window=Popup:dcab3e a3=ecfd1e", "window=Popup:<HEX> a3=<HEX>"),
         ("deployed 4be1b2d to pool; e1000e link up", "deployed <HEX> to pool; e1000e link up"),
+        # a prompt or output as `%r` prints it is free text, numbers and quotes in it too, to its
+        # closing quote or the end of the capped line; `output="..."` (a probe's error) is no prompt
+        (
+            "Received request cmpl-7f3a9c2e1b-0: prompt: 'Is 10.0.0.1 \\'up\\'?', params: SamplingParams(n=1)",
+            "Received request <REQ_ID>: prompt: <TEXT>, params: SamplingParams(n=<NUM>)",
+        ),
+        ("Generated response chatcmpl-x: output: \"it's 42", "Generated response chatcmpl-x: output: <TEXT>"),
+        (
+            "Receive: obj=GenerateReqInput(text='Why is 2+2 4?', stream=True)",
+            "Receive: obj=GenerateReqInput(text=<TEXT>, stream=<BOOL>)",
+        ),
+        ('Probe failed output="dial tcp: connection refused"', 'Probe failed output="dial tcp: connection refused"'),
         # a sign where a value starts is the number's; inside a name it is a dash
         ("auto=-1, index:-1 offset -24.0 on gpu-node-3", "auto=<NUM>, index:<NUM> offset <NUM> on gpu-node-<NUM>"),
     ],
@@ -83,6 +95,19 @@ def test_cache_corruption_messages_with_different_blocks_share_a_template():
         ]
     )
     assert a == b != c
+
+
+def test_logged_requests_with_different_prompts_share_one_template():
+    prompts = ["Summarise the incident", "Write a haiku about GPUs", "What is 2+2? Answer: 'four'", "hi"]
+    lines = [
+        f"Received request chatcmpl-{i:x}e1a: prompt: {p!r}, params: SamplingParams(n=1, temperature=0.7), "
+        "prompt_token_ids: None, lora_request: None."
+        for i, p in enumerate(prompts * 3)
+    ]
+    ids = _ids([*lines, "Added request chatcmpl-9e1a."])
+
+    assert len(set(ids[:-1])) == 1
+    assert ids[-1] != ids[0]
 
 
 def test_watchdog_timeouts_of_all_ranks_and_versions_group_together_apart_from_other_c10d_lines():
