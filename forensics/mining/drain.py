@@ -17,8 +17,10 @@ Structure, not tuning, makes it fast:
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,16 +136,19 @@ def cluster(
     fed: list[list[str]] = []
     for (source,), part in keys.group_by(s.SOURCE, maintain_order=True):
         drain = _new_drain(drain_cfg)
-        for masked in part["_masked"]:
-            tokens = masked.split()[:MAX_TOKENS] or ["<EMPTY>"]
-            fed.append(tokens)
-            # A masked token reaches Drain as MASKED, which never counts as a shared word
-            # when Drain measures similarity: otherwise every `[instance: <UUID>] ...` line
-            # looks alike. The names are put back from the members below.
-            cl, _change = drain.add_log_message(
-                " ".join(MASKED if "<" in t and PLACEHOLDER.search(t) else t for t in tokens)
-            )
+        tokens = [masked.split()[:MAX_TOKENS] or ["<EMPTY>"] for masked in part["_masked"]]
+        # A masked token reaches Drain as MASKED, which never counts as a shared word
+        # when Drain measures similarity: otherwise every `[instance: <UUID>] ...` line
+        # looks alike. The names are put back from the members below.
+        words = [[MASKED if "<" in t and PLACEHOLDER.search(t) else t for t in toks] for toks in tokens]
+        alone = _alone(words, config.sim_th)
+        for toks, line, by_itself in zip(tokens, words, alone, strict=True):
+            fed.append(toks)
+            cl, change = drain.add_log_message(" ".join(line))
             cluster_of.append((source, cl.cluster_id))
+            if by_itself and change == "cluster_created":
+                finals[(source, cl.cluster_id)] = cl.get_template()
+                del drain.id_to_cluster[cl.cluster_id]  # (no line will join it: its leaf drops it)
         created = drain.clusters_counter
         if created > config.explode_warning:
             kept = f", {len(drain.clusters)} kept (max_clusters)" if created > len(drain.clusters) else ""
@@ -320,6 +325,25 @@ WORD_VALUE = re.compile(r"[^\d<>]*[A-Za-z][^\d<>]*\d?")
 """A value that reads as a word of the program, not data: it has a letter, no masked part,
 and no digit but an optional last one (`HTTPS`, `SOCKS5`, `'Inactive'`, `WWEN[enable]`),
 so ids such as `attempt_1733318220417_0042_m_000003_0` never count as words."""
+
+
+def _alone(lines: list[list[str]], sim_th: float) -> list[bool]:
+    """Which lines Drain can only ever give a cluster of their own.
+
+    Drain joins a line to a cluster when they share, word for word at the same places, at
+    least `sim_th` of the cluster's tokens (masked tokens never count), and a cluster's words
+    are words all its members share. So a line whose words at their places are shared with
+    no other line of its length, or too few of them to reach `sim_th`, can neither join a
+    cluster nor be joined: free text (a model's output, a dump) is such lines. Drain3 keeps
+    every cluster in its leaf and rebuilds the leaf's list on each new one: quadratic in
+    free text (20k lines: 23 s). `cluster` still gives these lines to Drain (the prefix tree
+    grows as it would), then drops their clusters, so leaves hold only clusters that can
+    match. The templates are Drain's, but for `max_clusters`, which these no longer fill."""
+    shared = Counter((len(line), p, w) for line in lines for p, w in enumerate(line) if w != MASKED)
+    return [
+        sum(shared[(len(line), p, w)] > 1 for p, w in enumerate(line) if w != MASKED) < sim_th * len(line)
+        for line in lines
+    ]
 
 
 def _split_enums(
@@ -516,10 +540,52 @@ def merge_by_words(templates: list[tuple[str, str]]) -> dict[tuple[str, str], st
     return {(src, t): " ".join(w) if w is not None and shapes[(src, w)] > 1 else t for (src, t), w in words.items()}
 
 
+LEAF_SCAN = 16
+"""A leaf with up to this many clusters is scanned as Drain3 does; a larger one through the word
+index (`_new_drain`): the same match either way."""
+
+
+def _holds(ascending: list[int], item: int) -> bool:
+    at = bisect.bisect_left(ascending, item)
+    return at < len(ascending) and ascending[at] == item
+
+
 def _new_drain(cfg):
     from drain3.drain import Drain
 
     class _Drain(Drain):
+        """Drain3 with our similarity, and a word index that spares its leaf scan.
+
+        Drain3 compares a line with every cluster of its leaf, and a leaf of free text (lines
+        that join nothing) grows by one cluster a line: quadratic, 70k such lines took
+        minutes. `_words_at` lists, for each (length, place, word), the clusters made with that
+        word there; a cluster's words only ever turn into `<*>`, so a cluster that shares
+        too few of them with the line to reach `sim_th` cannot be Drain's match, and only the
+        others are compared, in the leaf's order: the same match, found in a few lookups."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._words_at: dict[tuple[int, int, str], list[int]] = {}
+
+        def add_seq_to_prefix_tree(self, root_node, cluster):
+            tokens = cluster.log_template_tokens
+            for p, w in enumerate(tokens):
+                if w != MASKED and w != self.param_str:
+                    self._words_at.setdefault((len(tokens), p, w), []).append(cluster.cluster_id)
+            return super().add_seq_to_prefix_tree(root_node, cluster)
+
+        def fast_match(self, cluster_ids, tokens, sim_th: float, include_params: bool):
+            if include_params or len(cluster_ids) <= LEAF_SCAN:
+                return super().fast_match(cluster_ids, tokens, sim_th, include_params)
+            shared: dict[int, int] = {}
+            n = len(tokens)
+            for p, w in enumerate(tokens):
+                for cid in self._words_at.get((n, p, w), ()) if w != MASKED else ():
+                    shared[cid] = shared.get(cid, 0) + 1
+            # (a leaf lists its clusters in the order they were made, ids ascending: drain3 appends)
+            near = [cid for cid in sorted(c for c, k in shared.items() if k >= sim_th * n) if _holds(cluster_ids, cid)]
+            return super().fast_match(near, tokens, sim_th, include_params) if near else None
+
         @staticmethod
         def has_numbers(s):
             """Drain3 sends tokens with digits down the wildcard branch of its prefix tree;

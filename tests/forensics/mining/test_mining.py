@@ -289,6 +289,56 @@ def test_a_template_explosion_is_bounded_and_warned_about():
     assert warnings and "noisy" in warnings[0]
 
 
+def _free_text_and_statements(n: int, seed: int) -> list[str]:
+    """Chat-like free text (a few common words, many rare ones), lines that join now and then, and a
+    statement."""
+    import random
+
+    rng = random.Random(seed)
+    common = ["the", "a", "is", "to", "gpu", "cache"]
+    rare = ["".join(rng.choice("klmnopqrstuvwxyz") for _ in range(5)) for _ in range(400)]
+    lines = []
+    ids = ["v1x", "v2y", "v3z", "r4s", "t5u", "w6k", "q7p", "j8m"]  # (digits: Drain routes them to `<*>`)
+    for i in range(n):
+        words = [rng.choice(common if rng.random() < 0.4 else rare) for _ in range(rng.randint(3, 9))]
+        lines.append(" ".join(words))
+        # one big leaf of lines that now and then share enough words in place to join
+        lines.append(" ".join([rng.choice(ids) for _ in range(3)] + [rng.choice(common[:5]) for _ in range(5)]))
+        lines.append(f"Evicted block {i} from pool {rng.choice(['gpu', 'cpu', 'disk', 'remote'])} after {i % 7} ms")
+    return lines
+
+
+def test_free_text_gets_the_templates_drain_alone_would_give_it(monkeypatch):
+    from forensics.mining import drain
+
+    lines = pl.Series(_free_text_and_statements(3000, seed=11))
+    sources = pl.Series(["app"] * len(lines))
+    fast, names, _ = mining.cluster(sources, lines)
+
+    monkeypatch.setattr(drain, "LEAF_SCAN", 10**9)  # every leaf scanned as Drain3 does
+    monkeypatch.setattr(drain, "_alone", lambda lines, sim_th: [False] * len(lines))  # every line through Drain
+    plain, _, _ = mining.cluster(sources, lines)
+
+    assert fast.equals(plain)
+    assert 1000 < names.height < 6000  # (most free text alone, some joined: the index had work to do)
+    evicted = names.filter(pl.col(mining.TEMPLATE).str.starts_with("Evicted block"))[mining.TEMPLATE]
+    assert evicted.to_list() == ["Evicted block <NUM> from pool <*> after <NUM> ms"]  # the statement among it
+
+
+def test_a_line_that_shares_too_few_words_in_place_is_alone():
+    from forensics.mining.drain import MASKED, _alone
+
+    lines = [
+        ["worker", "3", "joined", "the", "ring"],
+        ["worker", "4", "joined", "the", "ring"],
+        ["zebra", "quartz", "joined", "violet", "ember"],  # one word in place shared: 1 < 0.4 * 5
+        ["worker", MASKED, "left", "early", "today"],  # `worker` shared; MASKED never counts
+        ["the", "ring", "joined", "worker", "3"],  # the same words, none in place
+    ]
+
+    assert _alone(lines, 0.4) == [False, False, True, True, True]
+
+
 def test_cli_templates_saves_and_diffs_against_a_baseline(tmp_path):
     import subprocess
     import sys
