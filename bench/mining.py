@@ -1,6 +1,6 @@
 """Mining speed: our miner over 10M realistic messages vs plain drain3 `add_log_message`.
 
-Usage: python bench/mining.py [--lines 10000000] [--templates 2000] [--drain3-lines 200000]
+Usage: python bench/mining.py [--lines 10000000] [--templates 2000] [--drain3-lines 200000] [--free-text N]
 
 Messages are generated vectorised: ~2,000 templates (vLLM, NCCL, c10d, Kubernetes
 shapes with varied wording) filled with request ids, IPs, hex pointers, numbers and
@@ -62,6 +62,31 @@ def make_templates(n: int, rng: random.Random) -> list[tuple[str, str]]:
     return out[:n]
 
 
+def free_text(n_lines: int, seed: int = 13) -> pl.DataFrame:
+    """`n_lines` of text no template fits, half of them logged requests with their prompts
+    (`Received request ...: prompt: '...'`), half a program's bare output: words from a
+    20,000-word vocabulary, common ones far more often (Zipf), 4-40 a line."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    vocab = np.array(["".join(rng.choice(letters, rng.integers(2, 10))) for _ in range(20_000)])
+    lengths = rng.integers(4, 41, n_lines)
+    picks = np.minimum(rng.zipf(1.3, lengths.sum()) - 1, len(vocab) - 1)
+    words = vocab[picks]
+    cuts = np.cumsum(lengths)[:-1]
+    texts = [" ".join(w) for w in np.split(words, cuts)]
+    ids = rng.integers(0, 2**63, n_lines)
+    messages = [
+        f"Received request chatcmpl-{i:x}: prompt: {t!r}, params: SamplingParams(n=1, temperature=0.7), "
+        "lora_request: None."
+        if k % 2
+        else t
+        for k, (i, t) in enumerate(zip(ids, texts, strict=True))
+    ]
+    return pl.DataFrame({"source": ["vllm" if k % 2 else "app" for k in range(n_lines)], "message": messages})
+
+
 def generate(n_lines: int, n_templates: int, seed: int = 11) -> pl.DataFrame:
     rng = random.Random(seed)
     templates = make_templates(n_templates, rng)
@@ -106,9 +131,12 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=10_000_000)
     ap.add_argument("--templates", type=int, default=2000)
     ap.add_argument("--drain3-lines", type=int, default=200_000)
+    ap.add_argument("--free-text", type=int, default=0, help="also mine N lines that no template fits (`free_text`)")
     args = ap.parse_args()
     t = time.perf_counter()
     df = generate(args.lines, args.templates)
+    if args.free_text:  # (after the lines the drain3 baseline samples)
+        df = pl.concat([df, free_text(args.free_text)])
     print(f"generated {df.height} messages in {time.perf_counter() - t:.1f}s", file=sys.stderr)
 
     from forensics import mining

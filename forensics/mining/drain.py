@@ -558,25 +558,32 @@ def _new_drain(cfg):
 
         Drain3 compares a line with every cluster of its leaf, and a leaf of free text (lines
         that join nothing) grows by one cluster a line: quadratic, 70k such lines took
-        minutes. `_words_at` lists, for each (length, place, word), the clusters made with that
-        word there; a cluster's words only ever turn into `<*>`, so a cluster that shares
-        too few of them with the line to reach `sim_th` cannot be Drain's match, and only the
-        others are compared, in the leaf's order: the same match, found in a few lookups."""
+        minutes. `_words_at` lists, for each (length, place, word), the clusters of large
+        leaves with that word there when indexed (lazily: small leaves never pay for it); a
+        cluster's words only ever turn into `<*>` after that, so a cluster that shares too few
+        of them with the line to reach `sim_th` cannot be Drain's match, and only the others
+        are compared, in the leaf's order: the same match, found in a few lookups."""
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self._words_at: dict[tuple[int, int, str], list[int]] = {}
+            self._indexed: set[int] = set()
 
-        def add_seq_to_prefix_tree(self, root_node, cluster):
-            tokens = cluster.log_template_tokens
-            for p, w in enumerate(tokens):
-                if w != MASKED and w != self.param_str:
-                    self._words_at.setdefault((len(tokens), p, w), []).append(cluster.cluster_id)
-            return super().add_seq_to_prefix_tree(root_node, cluster)
+        def _index(self, cluster_ids) -> None:
+            """Index the leaf's clusters not indexed yet: the newest, at its end."""
+            for cid in reversed(cluster_ids):
+                if cid in self._indexed:
+                    break
+                self._indexed.add(cid)
+                cluster = self.id_to_cluster.get(cid)
+                for p, w in enumerate(cluster.log_template_tokens if cluster else ()):
+                    if w != MASKED and w != self.param_str:
+                        self._words_at.setdefault((len(cluster.log_template_tokens), p, w), []).append(cid)
 
         def fast_match(self, cluster_ids, tokens, sim_th: float, include_params: bool):
             if include_params or len(cluster_ids) <= LEAF_SCAN:
                 return super().fast_match(cluster_ids, tokens, sim_th, include_params)
+            self._index(cluster_ids)
             shared: dict[int, int] = {}
             n = len(tokens)
             for p, w in enumerate(tokens):
