@@ -142,6 +142,7 @@ def cluster(
         # looks alike. The names are put back from the members below.
         words = [[MASKED if "<" in t and PLACEHOLDER.search(t) else t for t in toks] for toks in tokens]
         alone = _alone(words, config.sim_th)
+        dropped = 0
         for toks, line, by_itself in zip(tokens, words, alone, strict=True):
             fed.append(toks)
             cl, change = drain.add_log_message(" ".join(line))
@@ -149,9 +150,11 @@ def cluster(
             if by_itself and change == "cluster_created":
                 finals[(source, cl.cluster_id)] = cl.get_template()
                 del drain.id_to_cluster[cl.cluster_id]  # (no line will join it: its leaf drops it)
+                dropped += 1
         created = drain.clusters_counter
         if created > config.explode_warning:
-            kept = f", {len(drain.clusters)} kept (max_clusters)" if created > len(drain.clusters) else ""
+            kept = len(drain.clusters) + dropped
+            kept = f", {kept} kept (max_clusters)" if created > kept else ""
             warnings.append(
                 f"source {source!r} produced {created} templates{kept}: a noisy source or an unmasked "
                 "variable (ids, hashes); consider a mask for it"
