@@ -62,17 +62,23 @@ def load(ds_dir: Path, labels: str = "original") -> tuple[pl.Series, pl.Series, 
     return frame["Content"], frame["EventId"], frame["EventTemplate"]
 
 
-def _groups(pred, truth) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(lines, predicted groups, true groups); a predicted group is `ok` when it equals a true group."""
-    lines = pl.DataFrame({"p": pl.Series(pred), "t": pl.Series(truth)})
-    true = lines.group_by("t").agg(pl.len().alias("tn"))
+def _groups(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(predicted groups, true groups) of `lines` (columns `p`, `t`, and optionally a text for
+    each, `p_text`, `t_text`, kept per group); a predicted group is `ok` when it equals a true group."""
+    text = [c for c in ("p_text", "t_text") if c in lines.columns]
+    true = lines.group_by("t").agg(pl.len().alias("tn"), *[pl.col(c).first() for c in text if c == "t_text"])
     pred_groups = (
         lines.group_by("p")
-        .agg(pl.len().alias("n"), pl.col("t").n_unique().alias("k"), pl.col("t").first())
+        .agg(
+            pl.len().alias("n"),
+            pl.col("t").n_unique().alias("k"),
+            pl.col("t").first(),
+            *[pl.col(c).first() for c in text if c == "p_text"],
+        )
         .join(true, on="t", how="left")
         .with_columns(((pl.col("k") == 1) & (pl.col("n") == pl.col("tn"))).alias("ok"))
     )
-    return lines, pred_groups, true
+    return pred_groups, true
 
 
 def _f1(correct: int, predicted: int, actual: int) -> float:
@@ -82,7 +88,8 @@ def _f1(correct: int, predicted: int, actual: int) -> float:
 
 def grouping_scores(pred, truth) -> tuple[float, float]:
     """(GA, FGA) of predicted group labels against true labels, line-aligned."""
-    lines, pred_groups, true = _groups(pred, truth)
+    lines = pl.DataFrame({"p": pl.Series(pred), "t": pl.Series(truth)})
+    pred_groups, true = _groups(lines)
     ok = pred_groups.filter("ok")
     return ok["n"].sum() / lines.height, _f1(ok.height, pred_groups.height, true.height)
 
@@ -109,16 +116,8 @@ def template_scores(pred, pred_text, truth, truth_text) -> tuple[float, float]:
     true_n = _normalised(pl.Series(truth_text, dtype=pl.String))
     pa = (pred_n == true_n).mean()
     lines = pl.DataFrame({"p": pl.Series(pred), "t": pl.Series(truth), "p_text": pred_n, "t_text": true_n})
-    _, pred_groups, true = _groups(lines["p"], lines["t"])
-    texts = lines.group_by("p").agg(pl.col("p_text").first())
-    true_texts = lines.group_by("t").agg(pl.col("t_text").first())
-    correct = (
-        pred_groups.filter("ok")
-        .join(texts, on="p")
-        .join(true_texts, on="t")
-        .filter(pl.col("p_text") == pl.col("t_text"))
-        .height
-    )
+    pred_groups, true = _groups(lines)
+    correct = pred_groups.filter(pl.col("ok") & (pl.col("p_text") == pl.col("t_text"))).height
     return pa, _f1(correct, pred_groups.height, true.height)
 
 
