@@ -154,9 +154,9 @@ def cluster(
         created = drain.clusters_counter
         if created > config.explode_warning:
             kept = len(drain.clusters) + dropped
-            kept = f", {kept} kept (max_clusters)" if created > kept else ""
+            evicted = f", {kept} kept (max_clusters)" if created > kept else ""
             warnings.append(
-                f"source {source!r} produced {created} templates{kept}: a noisy source or an unmasked "
+                f"source {source!r} produced {created} templates{evicted}: a noisy source or an unmasked "
                 "variable (ids, hashes); consider a mask for it"
             )
         for c in drain.clusters:
