@@ -28,7 +28,15 @@ import polars as pl
 
 from forensics import schema as s
 from forensics.mining import dedup
-from forensics.mining.masks import MAX_CHARS, MAX_TOKENS, elide_free_text, first_line, has_free_text, mask_expr
+from forensics.mining.masks import (
+    MAX_CHARS,
+    MAX_TOKENS,
+    SOURCE_FILE,
+    elide_free_text,
+    first_line,
+    has_free_text,
+    mask_expr,
+)
 from forensics.mining.table import COUNT, FIRST_SEEN, LAST_SEEN, TEMPLATE, TEMPLATE_ID, TEMPLATES_COLUMNS
 
 
@@ -420,6 +428,10 @@ def _restore_names(
     return out
 
 
+SOURCE_AT = re.compile(SOURCE_FILE + "<NUM>")
+"""A source location as masked (`transport/net.cc:<NUM>`): a value for `merge_by_shape`, file and all."""
+
+
 def merge_by_shape(templates: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """Merge templates of a source that differ only in which placeholder a position holds.
 
@@ -431,12 +443,14 @@ def merge_by_shape(templates: list[tuple[str, str]]) -> dict[tuple[str, str], st
     share (`vis=<NUM>` / `vis=<HEX>` -> `vis=<*>`: `_edges`), the rest stays (a position that is
     `<HOST>` in all of them keeps its name). A bare `<*>` there lost the key, and the second
     pass of a sharded run (`merge_shards`) could no longer tell `vis=<*>` from any other value.
+    A source location is a value here, file and all (`proxy.cc:<NUM> -> <NUM>` /
+    `transport/net.cc:<NUM> -> <NUM>` -> `<*>:<NUM> -> <NUM>`: one error unwinding, one template).
     Order-independent, so the result does not depend on the order clusters were found.
     """
     groups: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}
     for src, t in set(templates):
         toks = t.split(" ")
-        shape = tuple(PLACEHOLDER.sub("<*>", x) for x in toks)
+        shape = tuple(PLACEHOLDER.sub("<*>", SOURCE_AT.sub("<*>", x)) for x in toks)
         groups.setdefault((src, shape), []).append(toks)
     out: dict[tuple[str, str], str] = {}
     for (src, _), members in groups.items():

@@ -14,6 +14,16 @@ MAX_CHARS = 2000
 MAX_TOKENS = 100
 
 
+SOURCE_FILE = r"[\w./\-]+\.(?:cc|cpp|cu|h|hpp|c|py|go|rs):"
+SOURCE_LINE = rf"(\b{SOURCE_FILE})"
+"""A source location (`transport/net.cc:1302`, `ib_sm_sweep.c:1831`) up to its line number. The
+file names the statement that logged the line, so it stays literal and only the line number is a
+value (`transport/net.cc:<NUM>`), as the parsing benchmarks' labels read it. Drain still takes the
+token as masked, so locations never split or join lines; where a template's members log from
+several files, the file is a variable too (`<*>:<NUM> -> <NUM>`: an NCCL error unwinding through
+`proxy.cc`, `transport/net.cc`..., one template, `drain.merge_by_shape`)."""
+
+
 MASKS: tuple[tuple[str, str], ...] = (
     (
         "TS",
@@ -29,7 +39,7 @@ MASKS: tuple[tuple[str, str], ...] = (
         r"(?:\b\d{1,3}(?:\.\d{1,3}){3}|\bfe80::[0-9a-fA-F:]+(?:%\w+)?|\b(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4})(?:<\d+>|:\d{1,5}\b)?",
     ),
     ("PATH", r"(?:\b[A-Za-z]:|\b[\w.\-@+~]+)?(?:/[\w.\-@+~]+){2,}/?"),
-    ("SRC", r"\b[\w./\-]+\.(?:cc|cpp|cu|h|hpp|c|py|go|rs):\d+\b"),
+    ("SRC", SOURCE_LINE + r"\d+\b"),
     (
         "HOST",
         r"\b(?:[A-Za-z0-9][A-Za-z0-9\-]*\.){2,}(?:com|net|org|edu|io|ai|local|internal|cluster|svc|hk|cn|de|uk|jp|us|[a-z]{2})(?::\d{1,5})?\b"
@@ -96,6 +106,14 @@ variable, `<BOOL>`: two values would otherwise split one statement into an enum 
 templates. A bare `true` in prose stays a word. (Not among the parameters `params_expr`
 extracts: it is matched with the character before it.)"""
 
+REQUEST_LINE = (
+    r"""(["'](?:GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS|CONNECT|TRACE) [^\s"']*<[A-Z_]+>[^\s"']*) HTTP/<NUM>(["'])"""
+)
+"""An HTTP request line as access logs quote it (`"GET /v2/<tenant>/servers/detail HTTP/1.1"`), whose
+target is a variable: the target and the protocol version are one value, `"GET <PATH>"`, as the
+parsing benchmarks' labels (both sets) read it. A constant target keeps its line (`"GET /healthz
+HTTP/1.1"`): a probe and a client's call stay apart."""
+
 _PARAM_PATTERN = "|".join(f"(?:{rx})" for _, rx in MASKS)
 _NAMES = tuple(dict.fromkeys(name for name, _ in MASKS))
 _LISTS = "|".join(f"(<{name}>)(?:[,;] ?<{name}>)+" for name in _NAMES)
@@ -139,7 +157,7 @@ def elide_free_text(messages: pl.Series) -> pl.Series:
 def mask_expr(expr: pl.Expr) -> pl.Expr:
     """Apply the named masks to a string expression (vectorised); `<IP>,<IP>` lists become one `<IP>`
     (`_LISTS`)."""
-    expr = expr.str.replace_all(FREE_TEXT, "${1}<TEXT>")
+    expr = expr.str.replace_all(FREE_TEXT, "${1}<TEXT>").str.replace_all(SOURCE_LINE + r"\d+\b", "${1}<NUM>")
     for name, rx in MASKS:
         expr = expr.str.replace_all(rx, f"<{name}>")
         if name == "IP":
@@ -149,6 +167,7 @@ def mask_expr(expr: pl.Expr) -> pl.Expr:
         .str.replace_all(SHORT_HEX, "${1}${2}<HEX>")
         .str.replace_all(_LISTS, _LIST_KEPT)  # (after the signs: `-1, -2` is one list)
         .str.replace_all(BOOL, "${1}<BOOL>")
+        .str.replace_all(REQUEST_LINE, "${1}${2}")
     )
 
 

@@ -29,7 +29,17 @@ def _mask(text: str) -> str:
         ('File "/usr/local/lib/python3.12/site.py", line 3', 'File "<PATH>", line <NUM>'),
         # a relative path is one value with its first segment (not `lmcache<PATH>`)
         ("raised at lmcache/integration/vllm/vllm_v1_adapter.py:1174", "raised at <PATH>:<NUM>"),
-        ("transport/net.cc:1302 -> 6", "<SRC> -> <NUM>"),
+        # a source location names the statement: its file stays, its line number is a value
+        ("transport/net.cc:1302 -> 6", "transport/net.cc:<NUM> -> <NUM>"),
+        ("[ib_sm_sweep.c:1831]: No topology change", "[ib_sm_sweep.c:<NUM>]: No topology change"),
+        # an HTTP request line with a variable target: target and protocol are one value; a
+        # constant target (a probe's) keeps its line
+        (
+            '10.0.0.7 "GET /v2/3f9a0c1e/servers/detail HTTP/1.1" status: 200 len: 1893',
+            '<IP> "GET <PATH>" status: <NUM> len: <NUM>',
+        ),
+        ('<IP> - "POST /v1/chat/completions HTTP/1.1" 200 OK', '<IP> - "POST <PATH>" <NUM> OK'),
+        ('"GET /healthz HTTP/1.1" 200', '"GET /healthz HTTP/<NUM>" <NUM>'),
         ("comm 0x55fb6f3ce680 commId 0x795520212f433144", "comm <HEX> commId <HEX>"),
         ("killing llama-70b-7d9c5b8f6-t2q8j now", "killing <POD> now"),
         ("killing llama-2-70b-chat-6c8d9f7b54-x2kqp now", "killing <POD> now"),  # `-chat-` is no request id
@@ -410,6 +420,15 @@ def test_a_literal_every_member_shares_stays_literal_and_named_masks_stay_named(
     assert set(got) == {"mlx5_1: completion error on qp <NUM>"}
     got = _templates(["GPU 0 fell off the bus", "GPU 3 fell off the bus"], source="nvidia")
     assert len(set(got)) == 1 and "GPU 0" not in got[0]
+
+
+def test_a_source_location_keeps_its_file_and_an_error_unwinding_through_several_files_is_one_template():
+    # The file names the statement; the line number is a value. NCCL's unwinding (`file:line -> code`,
+    # one line a frame) is one template across its frames, not a template a file.
+    got = _templates([f"[sm_sweep.c:{n}]: No topology change" for n in (1455, 1482)], source="opensm")
+    assert set(got) == {"[sm_sweep.c:<NUM>]: No topology change"}
+    got = _templates(["misc/socket.cc:538 -> 6", "transport/net.cc:1302 -> 6", "proxy.cc:1487 -> 6"], source="nccl")
+    assert set(got) == {"<*>:<NUM> -> <NUM>"}
 
 
 def test_a_variable_keeps_the_punctuation_all_its_values_share():
