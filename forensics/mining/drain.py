@@ -522,20 +522,31 @@ def merge_leading_word(templates: list[tuple[str, str]], enum_max: int) -> dict[
     statement whose subject comes first (`kv-evictor.daily: the scheduler told
     me to run this job...`, one per job) is never compared with its siblings. A few values
     are an enum, as `_split_enums` reads a position inside a line; a short rest (`<key> set to
-    <NUM>`) is too little to tell one statement from another. Order-independent.
+    <NUM>`) is too little to tell one statement from another. Where the subject is a value in
+    one template (`sync.x-coredata://<UUID><PATH>:`, or Drain's own `<*>:` when it met some of the
+    siblings), it is a variable, not an enum: the word-led siblings join it however few they are.
+    Order-independent.
     """
-    groups: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+    words: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+    valued: dict[tuple[str, tuple[str, ...]], set[str]] = {}
     for src, t in set(templates):
         toks = t.split(" ")
         rest = tuple(toks[1:])
-        if WORD_VALUE.fullmatch(toks[0]) and sum(not _is_value(x, False) for x in rest) >= LEADING_REST:
-            groups.setdefault((src, rest), set()).add(toks[0])
+        if sum(not _is_value(x, False) for x in rest) < LEADING_REST:
+            continue
+        if WORD_VALUE.fullmatch(toks[0]):
+            words.setdefault((src, rest), set()).add(toks[0])
+        elif PLACEHOLDER.search(toks[0]):
+            valued.setdefault((src, rest), set()).add(toks[0])
     out: dict[tuple[str, str], str] = {}
     for src, t in set(templates):
         toks = t.split(" ")
-        firsts = groups.get((src, tuple(toks[1:])), set())
+        key = (src, tuple(toks[1:]))
+        firsts, others = words.get(key, set()), valued.get(key, set())
         out[(src, t)] = (
-            " ".join([_edges(sorted(firsts)), *toks[1:]]) if len(firsts) > enum_max and toks[0] in firsts else t
+            " ".join([_edges(sorted(firsts | others)), *toks[1:]])
+            if (len(firsts) > enum_max or others and firsts) and (toks[0] in firsts or toks[0] in others)
+            else t
         )
     return out
 

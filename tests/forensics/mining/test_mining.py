@@ -493,6 +493,16 @@ def test_a_statement_whose_subject_comes_first_is_one_template_across_many_subje
         [f"{j}: scheduler told me to run this job; the start time is {n} seconds away" for j in jobs for n in (3, 14)]
     )
     assert set(got) == {"<*>: scheduler told me to run this job; the start time is <NUM> seconds away"}
+    # a subject with a value in it joins them: where the subject is a value, it is no enum
+    # (whichever of them Drain met first, and however few the words)
+    odd = "sync.x-coredata://3f0c2a9e-1111-2222-3333-444455556666/job/7: scheduler told me to run this job; the start time is 9 seconds away"
+    for source in ("kernel", "launchd", "x"):
+        got = _templates(
+            [odd] + [f"{j}: scheduler told me to run this job; the start time is 5 seconds away" for j in jobs], source
+        )
+        assert set(got) == {"<*>: scheduler told me to run this job; the start time is <NUM> seconds away"}
+    one = f"{jobs[0]}: scheduler told me to run this job; the start time is 5 seconds away"
+    assert len(set(_templates([odd, one]))) == 1
     got = _templates(
         [
             f"{j}: scheduler told me to run this job; the start time is {n} seconds away"
