@@ -428,8 +428,9 @@ def _restore_names(
     return out
 
 
-SOURCE_AT = re.compile(SOURCE_FILE + "<NUM>")
-"""A source location as masked (`transport/net.cc:<NUM>`): a value for `merge_by_shape`, file and all."""
+SOURCE_AT = re.compile(SOURCE_FILE + "(?=:<NUM>)")
+"""The file of a source location as masked (`transport/net.cc` in `transport/net.cc:<NUM>`): a value
+for `merge_by_shape`, so that the location reads `<*>:<*>`, as a merged one (`<*>:<NUM>`) does."""
 
 
 def merge_by_shape(templates: list[tuple[str, str]]) -> dict[tuple[str, str], str]:

@@ -14,8 +14,8 @@ MAX_CHARS = 2000
 MAX_TOKENS = 100
 
 
-SOURCE_FILE = r"[\w./\-]+\.(?:cc|cpp|cu|h|hpp|c|py|go|rs):"
-SOURCE_LINE = rf"(\b{SOURCE_FILE})"
+SOURCE_FILE = r"[\w./\-]+\.(?:cc|cpp|cu|h|hpp|c|py|go|rs)"
+SOURCE_LINE = rf"(\b{SOURCE_FILE}:)"
 """A source location (`transport/net.cc:1302`, `ib_sm_sweep.c:1831`) up to its line number. The
 file names the statement that logged the line, so it stays literal and only the line number is a
 value (`transport/net.cc:<NUM>`), as the parsing benchmarks' labels read it. Drain still takes the
