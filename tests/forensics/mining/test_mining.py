@@ -558,3 +558,18 @@ def test_the_template_merges_do_not_depend_on_the_order_templates_come_in():
         assert all(k[1] == v for k, v in merge_by_words(outputs).items())
 
     check()
+
+
+def test_lines_of_keyed_values_are_one_template_by_their_keys():
+    # A mail relay's line is its keys and their values: masked, the values say nothing, but the
+    # keys are the statement's words (here the queue id and the host in the message id vary too).
+    lines = [
+        f"{qid}: from=root, size={size}, class=0, nrcpts=1, msgid=<{size}.{qid}@{host}>, relay=root@localhost"
+        for qid, size, host in [
+            ("kQ3vXbR2041871", 1838, "headnode-a"),
+            ("kQ3vYcT7119020", 960, "headnode-b"),
+            ("kQ3wAdU1230447", 2210, "login-3"),
+            ("kQ3wBeV5302981", 743, "headnode-a"),
+        ]
+    ]
+    assert len(set(_templates(lines, source="sendmail"))) == 1
