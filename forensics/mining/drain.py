@@ -565,7 +565,7 @@ def merge_leading_word(templates: list[tuple[str, str]], enum_max: int) -> dict[
         firsts, others = words.get(key, set()), valued.get(key, set())
         out[(src, t)] = (
             " ".join([_edges(sorted(firsts | others)), *toks[1:]])
-            if (len(firsts) > enum_max or others and firsts) and (toks[0] in firsts or toks[0] in others)
+            if (len(firsts) > enum_max or (others and firsts)) and (toks[0] in firsts or toks[0] in others)
             else t
         )
     return out

@@ -39,7 +39,7 @@ MASKS: tuple[tuple[str, str], ...] = (
         r"(?:\b\d{1,3}(?:\.\d{1,3}){3}|\bfe80::[0-9a-fA-F:]+(?:%\w+)?|\b(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4})(?:<\d+>|:\d{1,5}\b)?",
     ),
     ("PATH", r"(?:\b[A-Za-z]:|\b[\w.\-@+~]+)?(?:/[\w.\-@+~]+){2,}/?"),
-    ("SRC", SOURCE_LINE + r"\d+\b"),
+    ("SRC", SOURCE_LINE + r"\d+\b"),  # (a parameter, file and line; `mask_expr` masks the line only)
     (
         "HOST",
         r"\b(?:[A-Za-z0-9][A-Za-z0-9\-]*\.){2,}(?:com|net|org|edu|io|ai|local|internal|cluster|svc|hk|cn|de|uk|jp|us|[a-z]{2})(?::\d{1,5})?\b"
@@ -156,7 +156,8 @@ def elide_free_text(messages: pl.Series) -> pl.Series:
 
 def mask_expr(expr: pl.Expr) -> pl.Expr:
     """Apply the named masks to a string expression (vectorised); `<IP>,<IP>` lists become one `<IP>`
-    (`_LISTS`)."""
+    (`_LISTS`). A source location keeps its file (`SOURCE_LINE`); a request line's variable target
+    takes its protocol (`REQUEST_LINE`)."""
     expr = expr.str.replace_all(FREE_TEXT, "${1}<TEXT>").str.replace_all(SOURCE_LINE + r"\d+\b", "${1}<NUM>")
     for name, rx in MASKS:
         expr = expr.str.replace_all(rx, f"<{name}>")
