@@ -20,6 +20,9 @@ FTA = F1 of template-level precision/recall (a predicted template is correct if 
       equals a true group and its text that group's template).
 `--grow N` mines N times each set's lines with every labelled variable given fresh digits (`grow`):
 where no full-size set is at hand, it shows whether grouping holds as values grow numerous.
+`--mixed` mines every set's lines together, as one source, and scores each set on its own lines
+(`mixed_scores`): the statements of all the systems in one tree, a stand-in for the many more
+statements a full-size set holds (does a statement merge with one it never met in its sample?).
 Plain drain3 (the baseline) runs at ~50k lines/s, so it is left out (`-`) on sets larger than
 `--baseline-max-lines`; its mean is then over the sets it ran on, and the last line says how many.
 Last lines: `loghub labels=corrected GA ours=... drain3=... FGA ... PA ours=... FTA ours=...`.
@@ -119,6 +122,24 @@ def template_scores(pred, pred_text, truth, truth_text) -> tuple[float, float]:
     pred_groups, true = _groups(lines)
     correct = pred_groups.filter(pl.col("ok") & (pl.col("p_text") == pl.col("t_text"))).height
     return pa, _f1(correct, pred_groups.height, true.height)
+
+
+def mixed_scores(dataset, pred, pred_text, truth, truth_text) -> dict[str, tuple[float, float, float, float]]:
+    """(GA, FGA, PA, FTA) of each dataset, its lines mined together with every other's, each judged
+    on its own lines: a group that also takes lines of another set is right for this one when its
+    lines here are one true group. The same statement logged by two systems (pam_unix's `session
+    opened for user ...` in Linux and in Thunderbird) is one template, rightly; a merge of two of
+    this set's statements still shows here."""
+    lines = pl.DataFrame(
+        {"d": pl.Series(dataset, dtype=pl.String), "p": pred, "pt": pred_text, "t": truth, "tt": truth_text}
+    )
+    out = {}
+    for (name,), part in lines.group_by("d", maintain_order=True):
+        out[name] = (
+            *grouping_scores(part["p"], part["t"]),
+            *template_scores(part["p"], part["pt"], part["t"], part["tt"]),
+        )
+    return out
 
 
 _HOLE = re.compile(r"<\*>")
@@ -229,6 +250,9 @@ def main() -> None:
     ap.add_argument(
         "--grow", type=int, default=1, help="mine N times each set's lines, variables given fresh values (`grow`)"
     )
+    ap.add_argument(
+        "--mixed", action="store_true", help="mine all sets' lines as one source, score each set (`mixed_scores`)"
+    )
     ap.add_argument("--baseline-max-lines", type=int, default=1_000_000, help="skip plain drain3 on larger sets")
     args = ap.parse_args()
     if not args.data.is_dir():
@@ -251,35 +275,43 @@ def run(args, labels: str, datasets: list[Path]) -> None:
     rows = []
     sharded = []
     extra = f" {'GA ' + str(args.shards) + ' shards':>12}" if args.shards else ""
-    print(f"labels: {labels}" + (f", each set grown {args.grow}x with fresh values (`grow`)" if args.grow > 1 else ""))
+    print(
+        f"labels: {labels}"
+        + (f", each set grown {args.grow}x with fresh values (`grow`)" if args.grow > 1 else "")
+        + (", all sets mined as one source (`mixed_scores`)" if args.mixed else "")
+    )
     print(
         f"{'dataset':<12} {'lines':>10} {'GA ours':>8} {'GA drain3':>10} {'FGA ours':>9} {'FGA drain3':>11} "
         f"{'PA ours':>8} {'FTA ours':>9} {'mine s':>7}{extra}"
     )
+    loaded = {}
     for ds in datasets:
-        loaded = load(ds, labels)
-        if loaded is None:
-            continue
-        content, truth, truth_text = loaded
-        if args.grow > 1:
-            content, truth, truth_text = grow(content, truth, truth_text, args.grow)
-        started = time.perf_counter()
-        pred, pred_text = ours(ds.name, content)
-        took = time.perf_counter() - started
-        ga_o, fga_o = grouping_scores(pred, truth)
-        pa_o, fta_o = template_scores(pred, pred_text, truth, truth_text)
-        ga_d = fga_d = None
-        if len(content) <= args.baseline_max_lines:
-            ga_d, fga_d = grouping_scores(plain_drain3(content), truth)
+        one = load(ds, labels)
+        if one is not None:
+            loaded[ds.name] = grow(*one, args.grow) if args.grow > 1 else one
+    scores = _scored_together(loaded, args) if args.mixed else None
+    for name, (content, truth, truth_text) in loaded.items():
+        if scores is None:
+            started = time.perf_counter()
+            pred, pred_text = ours(name, content)
+            took = f"{time.perf_counter() - started:>7.1f}"
+            ga_o, fga_o = grouping_scores(pred, truth)
+            pa_o, fta_o = template_scores(pred, pred_text, truth, truth_text)
+            ga_d = fga_d = None
+            if len(content) <= args.baseline_max_lines:
+                ga_d, fga_d = grouping_scores(plain_drain3(content), truth)
+        else:
+            (ga_o, fga_o, pa_o, fta_o), (ga_d, fga_d) = scores[name]
+            took = f"{'':>7}"
         rows.append((ga_o, ga_d, fga_o, fga_d, pa_o, fta_o))
         cell = ""
         if args.shards:
-            ga_s, _ = grouping_scores(ours_sharded(ds.name, content, args.shards), truth)
+            ga_s, _ = grouping_scores(ours_sharded(name, content, args.shards), truth)
             sharded.append(ga_s)
             cell = f" {ga_s:>12.3f}"
         print(
-            f"{ds.name:<12} {len(content):>10} {ga_o:>8.3f} {_cell(ga_d, 10)} {fga_o:>9.3f} {_cell(fga_d, 11)} "
-            f"{pa_o:>8.3f} {fta_o:>9.3f} {took:>7.1f}{cell}",
+            f"{name:<12} {len(content):>10} {ga_o:>8.3f} {_cell(ga_d, 10)} {fga_o:>9.3f} {_cell(fga_d, 11)} "
+            f"{pa_o:>8.3f} {fta_o:>9.3f} {took}{cell}",
             flush=True,
         )
     n = len(rows)
@@ -297,11 +329,26 @@ def run(args, labels: str, datasets: list[Path]) -> None:
             f"diff={sum(sharded) / n - mean[0]:+.3f} worst_dataset_diff={worst:.3f}"
         )
     partial = f" drain3_datasets={baseline_n}/{n}" if baseline_n < n else ""
-    grown = f" grow={args.grow}" if args.grow > 1 else ""
+    grown = (f" grow={args.grow}" if args.grow > 1 else "") + (" mixed" if args.mixed else "")
     print(
         f"loghub labels={labels}{grown} GA ours={mean[0]:.3f} drain3={_cell(mean[1], 0)} FGA ours={mean[2]:.3f} "
         f"drain3={_cell(mean[3], 0)} PA ours={mean[4]:.3f} FTA ours={mean[5]:.3f}{partial}"
     )
+
+
+def _scored_together(loaded: dict[str, tuple[pl.Series, pl.Series, pl.Series]], args) -> dict:
+    """`--mixed`: every set's lines mined as one source, ours and (within its line limit) plain
+    drain3's; per set, ((GA, FGA, PA, FTA) ours, (GA, FGA) drain3's) by `mixed_scores`."""
+    dataset = pl.concat([pl.repeat(name, len(c), dtype=pl.String, eager=True) for name, (c, _, _) in loaded.items()])
+    content, truth, truth_text = (pl.concat([one[i] for one in loaded.values()]) for i in range(3))
+    started = time.perf_counter()
+    pred, pred_text = ours("mixed", content)
+    print(f"(mined {len(content)} lines as one source in {time.perf_counter() - started:.1f} s)", flush=True)
+    mine = mixed_scores(dataset, pred, pred_text, truth, truth_text)
+    base = {}
+    if len(content) <= args.baseline_max_lines:
+        base = mixed_scores(dataset, plain_drain3(content), truth_text, truth, truth_text)
+    return {name: (mine[name], base.get(name, (None, None))[:2]) for name in loaded}
 
 
 def _mean(values: list) -> float | None:

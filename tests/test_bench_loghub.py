@@ -120,3 +120,42 @@ def test_grow_gives_variables_fresh_digits_and_keeps_words_labels_and_unmatched_
     assert grown.filter(grown_truth == "E2").str.contains(r"^worker rank \d joined$").all()  # the word stays
     assert set(grown.filter(grown_truth == "E3")) == {"stale label 9"}  # label noise repeated as is
     assert bench.grow(content, truth, truth_text, factor=40, seed=7)[0].equals(grown)
+
+
+def test_mixed_judges_each_set_on_its_own_lines(bench):
+    # g1 takes A's statement x and B's y (the same statement logged by two systems): right for both.
+    dataset = ["A", "A", "B", "B"]
+    truth = ["x", "x", "y", "z"]
+    text = ["pool drained on <*>", "pool drained on <*>", "pool drained on <*>", "node <*> rebooted"]
+    got = bench.mixed_scores(dataset, ["g1", "g1", "g1", "g2"], text, truth, text)
+    assert got["A"] == pytest.approx((1.0, 1.0, 1.0, 1.0))
+    assert got["B"] == pytest.approx((1.0, 1.0, 1.0, 1.0))
+    # two of B's statements in one group still show in B, and only there
+    got = bench.mixed_scores(dataset, ["g1", "g1", "g2", "g2"], text, truth, text)
+    assert got["A"][0] == 1.0 and got["B"][0] == 0.0
+
+
+def test_mixed_mines_all_sets_as_one_source_and_reports_each(tmp_path):
+    hosts = ["ana", "bo", "chen", "dara"]
+    _write_full_set(
+        tmp_path,
+        "Relay",
+        [
+            (f"relay to {h} refused after {i} tries", "E1", "relay to <*> refused after <*> tries")
+            for i, h in enumerate(hosts)
+        ],
+    )
+    _write_full_set(
+        tmp_path,
+        "Pool",
+        [(f"pool shard {i} drained in {i * 7} ms", "E1", "pool shard <*> drained in <*> ms") for i in range(4)],
+    )
+
+    run = subprocess.run(
+        [sys.executable, str(BENCH), "--data", str(tmp_path), "--mixed"], capture_output=True, text=True, check=True
+    )
+
+    out = run.stdout.splitlines()
+    assert "(mined 8 lines as one source" in run.stdout
+    assert any(line.startswith("Relay ") for line in out) and any(line.startswith("Pool ") for line in out)
+    assert out[-1].startswith("loghub labels=full mixed GA ours=1.000 ")
