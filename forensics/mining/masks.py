@@ -38,7 +38,7 @@ MASKS: tuple[tuple[str, str], ...] = (
         "IP",
         r"(?:\b\d{1,3}(?:\.\d{1,3}){3}|\bfe80::[0-9a-fA-F:]+(?:%\w+)?|\b(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4})(?:<\d+>|:\d{1,5}\b)?",
     ),
-    ("PATH", r"(?:\b[A-Za-z]:|\b[\w.\-@+~]+)?(?:/[\w.\-@+~]+){2,}/?"),
+    ("PATH", r"(?:\b[A-Za-z][A-Za-z0-9+.\-]*://[\w.\-]+|\b[A-Za-z]:|\b[\w.\-@+~]+)?(?:/[\w.\-@+~]+){2,}/?"),
     ("SRC", SOURCE_LINE + r"\d+\b"),  # (a parameter, file and line; `mask_expr` masks the line only)
     (
         "HOST",
@@ -47,13 +47,15 @@ MASKS: tuple[tuple[str, str], ...] = (
     ),
     ("ID", r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*_-?\d{4,}(?:_[A-Za-z0-9]+)*\b"),
     ("NUM", r"\b\d+(?:\.\d+)+(?:[eE][+-]?\d+)?\b"),
+    ("NUM", r"\b\d{8,}\b"),
     ("HEX", r"\b0x[0-9a-fA-F]+\b|\b[0-9a-fA-F]{8,}\b"),
     ("DUR", r"\b\d+(?:\.\d+)?(?:h\d+m|m\d+(?:\.\d+)?s|ns|us|µs|ms|s|m|h)\b"),
     ("NUM", r"\b\d{1,3}(?:,\d{3})+\b|\b\d+(?:\.\d+)*(?:[eE][+-]?\d+)?(?:[A-Za-z]{1,3})?\b"),
 )
 """Named masks, applied in order. Each turns a variable part into `<NAME>`; the template
 then reads `block <NUM>` or `peer <IP>`. HEX needs a 0x prefix or 8+ hex digits, so short
-words (`added`, `70B`) stay; pod names are masked first, before their hash can look like HEX
+words (`added`, `70B`) stay; 8+ decimal digits alone are a number, masked before it (`buffSize
+37748736`: `<NUM>`, not a hex id); pod names are masked first, before their hash can look like HEX
 and before a model name's `-chat-` can look like a request id; NUM
 takes thousands separators (`1,843,200`), versions (`0.10.2`) and unit suffixes (`112.5x`)
 whole, and no sign, so `gpu-node-3` reads `gpu-node-<NUM>`. A decimal is masked before HEX,
@@ -69,7 +71,9 @@ print them and the parsing benchmarks' labels read them:
 * a socket address as Java prints it, `/10.0.0.1:50010` or `host/10.0.0.1:50010`
   (`InetSocketAddress.toString`): `<IP>`, slash and name with it (`SOCKET`);
 * a relative path with its first segment (`lmcache/integration/vllm/adapter.py`: `<PATH>`, not
-  `lmcache<PATH>`); a URL's scheme is not one (`http://<IP><PATH>`).
+  `lmcache<PATH>`), and a URL's with its scheme and host (`https://huggingface.co/org/model/resolve`:
+  `<PATH>`, not `https:/<PATH>`); where the host was masked first, the scheme and host stay around
+  the path (`http://<IP><PATH>`).
 A clock time stays `<NUM>:<NUM>:<NUM>`: the labels split it, and a date-time is `<TS>` anyway."""
 
 

@@ -65,6 +65,8 @@ def _mask(text: str) -> str:
         ("src: /10.0.7.21:41522 dest: /10.0.7.22:50010", "src: <IP> dest: <IP>"),
         ("Old: gpu-node-7/10.0.7.27:9000", "Old: <IP>"),
         ("GET http://10.0.0.1:8000/v1/models", "GET http://<IP><PATH>"),  # a URL stays a URL
+        ("fetching https://huggingface.co/acme/llama-9b/resolve/main", "fetching <PATH>"),  # not `https:/<PATH>`
+        ("rank 0 failed to register buffSize 37748736", "rank <NUM> failed to register buffSize <NUM>"),
         # a hex value too short for HEX where a value starts; a GPU model is no hex
         ("a2=7b1e0c token=Token{c93f4d1 mgr=c@5e0b7a2 gpu=a100", "a2=<HEX> token=Token{<HEX> mgr=c@<HEX> gpu=a100"),
         # ... wherever its digit falls, after a colon too; a word of its own from seven long (a short
