@@ -46,7 +46,7 @@ MASKS: tuple[tuple[str, str], ...] = (
         r"|\b[A-Za-z][A-Za-z0-9]*(?:[.-][A-Za-z0-9]+)+:\d{2,5}\b",
     ),
     ("ID", r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*_-?\d{4,}(?:_[A-Za-z0-9]+)*\b"),
-    ("NUM", r"\b\d+(?:\.\d+)+(?:[eE][+-]?\d+)?\b"),
+    ("NUM", r"\b[vV]?\d+(?:\.\d+)+(?:[eE][+-]?\d+)?\b"),
     ("NUM", r"\b\d{8,}\b"),
     ("HEX", r"\b0x[0-9a-fA-F]+\b|\b[0-9a-fA-F]{8,}\b"),
     ("DUR", r"\b\d+(?:\.\d+)?(?:h\d+m|m\d+(?:\.\d+)?s|ns|us|µs|ms|s|m|h)\b"),
@@ -57,7 +57,7 @@ then reads `block <NUM>` or `peer <IP>`. HEX needs a 0x prefix or 8+ hex digits,
 words (`added`, `70B`) stay; 8+ decimal digits alone are a number, masked before it (`buffSize
 37748736`: `<NUM>`, not a hex id); pod names are masked first, before their hash can look like HEX
 and before a model name's `-chat-` can look like a request id; NUM
-takes thousands separators (`1,843,200`), versions (`0.10.2`) and unit suffixes (`112.5x`)
+takes thousands separators (`1,843,200`), versions (`0.10.2`; `v0.8.5` reads `v<NUM>`, `VERSION`) and unit suffixes (`112.5x`)
 whole, and no sign, so `gpu-node-3` reads `gpu-node-<NUM>`. A decimal is masked before HEX,
 whose 8+ digits would otherwise take its fraction (`0.047113092` read `<NUM>.<HEX>`).
 
@@ -81,6 +81,11 @@ SOCKET = r"(^|[\s=:(\[,])(?:[A-Za-z][A-Za-z0-9.\-]*)?/<IP>"
 """A socket address as Java prints it (`/10.0.0.1:50010`, `host/10.0.0.1:50010`), after the IP
 mask: the slash and the name before it are part of the one value, not structure around it.
 The character before it is kept (a token must start there: `http://10.0.0.1` stays a URL)."""
+
+
+VERSION = r"\b([vV])\d+(?:\.\d+)+\b"
+"""A version with its `v` (`v0.8.5`, an image tag's `:v0.9.1-evictfix`): `v<NUM>`, the `v` kept as a
+reader expects it; without this the `v` hides the version's start from NUM (`v0.<NUM>`)."""
 
 
 SIGNED = r"([=:(\[,]|\s)-<NUM>"
@@ -162,7 +167,11 @@ def mask_expr(expr: pl.Expr) -> pl.Expr:
     """Apply the named masks to a string expression (vectorised); `<IP>,<IP>` lists become one `<IP>`
     (`_LISTS`). A source location keeps its file (`SOURCE_LINE`); a request line's variable target
     takes its protocol (`REQUEST_LINE`)."""
-    expr = expr.str.replace_all(FREE_TEXT, "${1}<TEXT>").str.replace_all(SOURCE_LINE + r"\d+\b", "${1}<NUM>")
+    expr = (
+        expr.str.replace_all(FREE_TEXT, "${1}<TEXT>")
+        .str.replace_all(SOURCE_LINE + r"\d+\b", "${1}<NUM>")
+        .str.replace_all(VERSION, "${1}<NUM>")
+    )
     for name, rx in MASKS:
         expr = expr.str.replace_all(rx, f"<{name}>")
         if name == "IP":

@@ -48,6 +48,10 @@ def _mask(text: str) -> str:
             "pleg was last seen active <DUR> ago; threshold is <DUR>",
         ),
         ("GPU KV cache size: 1,843,200 tokens", "GPU KV cache size: <NUM> tokens"),
+        (
+            "Initializing a V1 LLM engine (v0.8.5) with image vllm-openai:v0.9.1-evictfix",
+            "Initializing a V1 LLM engine (v<NUM>) with image vllm-openai:v<NUM>-evictfix",
+        ),
         ("Tried to allocate 2.50 GiB on gpu-node-3", "Tried to allocate <NUM> GiB on gpu-node-<NUM>"),
         ("added entries to the cafe", "added entries to the cafe"),
         ("ready=true,bootcompleted=false setLightsOn(true)", "ready=<BOOL>,bootcompleted=<BOOL> setLightsOn(<BOOL>)"),
