@@ -505,7 +505,8 @@ def _is_value(token: str, after_value: bool) -> bool:
 def _words(template: str) -> tuple[str, ...] | None:
     """The statement's words with each run of value tokens as one `<*>`, kept inside the punctuation
     the run is written in (`size <NUM> B, free` -> `size <*>, free`; a bracket the run opens and
-    closes itself is the value's: `<NUM> bytes (<NUM> KB) sent` -> `<*> sent`). None when fewer than
+    closes itself is the value's: `<NUM> bytes (<NUM> KB) sent` -> `<*> sent`; one it is written in
+    stays: `[<NUM>, <NUM>]` -> `[<*>]`). None when fewer than
     `MIN_WORDS` words remain: too little to tell one statement from another."""
     out: list[str] = []
     run: list[str] = []
@@ -515,7 +516,7 @@ def _words(template: str) -> tuple[str, ...] | None:
             return
         head = run[0][: len(run[0]) - len(run[0].lstrip("([{"))]
         tail = run[-1][len(run[-1].rstrip(")]},;:.")) :]
-        opened = "".join(t for t in "".join(run) if t in "([{")
+        opened = "".join(t for t in "".join(run)[len(head) :] if t in "([{")
         tail = "".join(c for c in tail if c not in _CLOSES or _CLOSES[c] not in opened)
         out.append(f"{head}<*>{tail}")
         run.clear()

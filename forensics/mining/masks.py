@@ -125,11 +125,14 @@ HTTP/1.1"`): a probe and a client's call stay apart."""
 
 _PARAM_PATTERN = "|".join(f"(?:{rx})" for _, rx in MASKS)
 _NAMES = tuple(dict.fromkeys(name for name, _ in MASKS))
-_LISTS = "|".join(f"(<{name}>)(?:[,;] ?<{name}>)+" for name in _NAMES)
+_LISTS = "|".join(f"(<{name}>)(?:[,;]<{name}>)+" for name in _NAMES)
 _LIST_KEPT = "".join(f"${{{i}}}" for i in range(1, len(_NAMES) + 1))
-"""A list of one kind of value (`<IP>,<IP>`, `<NUM>; <NUM>`) is one value: one pass for all
-names, each alternative capturing its first member, so the replacement (every group, the
-others empty) keeps that one. A pass costs a copy of every key: one, not one a name."""
+"""A list of one kind of value written as one word (`<IP>,<IP>`, `<NUM>;<NUM>`) is one value: one
+pass for all names, each alternative capturing its first member, so the replacement (every group,
+the others empty) keeps that one. A pass costs a copy of every key: one, not one a name. A list
+written as words (`requery, 0, 0, 250, items`) keeps its values, as the parsing benchmarks' labels
+(both sets) read it; its varying length is `drain.merge_by_words`' to join (Loghub-2k corrected PA
+0.883 -> 0.890: Android 0.758 -> 0.861; grouping unchanged)."""
 
 
 FREE_TEXT = r"""(\b(?:(?:prompt|output|text|content)['"]?: |(?:prompt|text)=))(?:'(?:[^'\\]|\\.)*(?:'|$)|"(?:[^"\\]|\\.)*(?:"|$))"""
@@ -179,7 +182,7 @@ def mask_expr(expr: pl.Expr) -> pl.Expr:
     return (
         expr.str.replace_all(SIGNED, "${1}<NUM>")
         .str.replace_all(SHORT_HEX, "${1}${2}<HEX>")
-        .str.replace_all(_LISTS, _LIST_KEPT)  # (after the signs: `-1, -2` is one list)
+        .str.replace_all(_LISTS, _LIST_KEPT)  # (after the signs: `-1,-2` is one list)
         .str.replace_all(BOOL, "${1}<BOOL>")
         .str.replace_all(REQUEST_LINE, "${1}${2}")
     )

@@ -48,6 +48,9 @@ def _mask(text: str) -> str:
             "pleg was last seen active <DUR> ago; threshold is <DUR>",
         ),
         ("GPU KV cache size: 1,843,200 tokens", "GPU KV cache size: <NUM> tokens"),
+        # a list written as one word is one value; written as words, it keeps its values
+        ("devices=0,1,2,3 peers 10.0.0.1,10.0.0.2", "devices=<NUM> peers <IP>"),
+        ("NETWORK: requery, 0, 0, 250, items", "NETWORK: requery, <NUM>, <NUM>, <NUM>, items"),
         (
             "Initializing a V1 LLM engine (v0.8.5) with image vllm-openai:v0.9.1-evictfix",
             "Initializing a V1 LLM engine (v<NUM>) with image vllm-openai:v<NUM>-evictfix",
@@ -474,6 +477,18 @@ def test_a_statement_whose_values_take_more_or_fewer_tokens_is_one_template():
         source="lmcache",
     )
     assert set(got) == {"KV block <*> offloaded to host memory (estimated size <*>, free <*>)"}
+
+
+def test_a_list_written_as_words_is_one_value_whatever_its_length():
+    got = _templates(
+        [
+            "Ray worker got GPU IDs: [0, 1] on node gpu-node-3",
+            "Ray worker got GPU IDs: [0, 1, 2, 3] on node gpu-node-4",
+            "Ray worker got GPU IDs: [4] on node gpu-node-2",
+        ],
+        source="ray",
+    )
+    assert set(got) == {"Ray worker got GPU IDs: [<*>] on node gpu-node-<NUM>"}
 
 
 def test_a_template_alone_keeps_its_units_and_a_keyed_value_stays_a_word():
