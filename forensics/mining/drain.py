@@ -361,14 +361,15 @@ def _alone(lines: list[list[str]], sim_th: float) -> list[bool]:
     """Which lines Drain can only ever give a cluster of their own.
 
     Drain joins a line to a cluster when they share, word for word at the same places, at
-    least `sim_th` of the cluster's tokens (masked tokens never count), and a cluster's words
-    are words all its members share. So a line whose words at their places are shared with
-    no other line of its length, or too few of them to reach `sim_th`, can neither join a
+    least `sim_th` of the cluster's tokens (bare masked tokens never count), and a cluster's
+    words are words all its members share. So a line whose words at their places are shared
+    with no other line of its length, or too few of them to reach `sim_th`, can neither join a
     cluster nor be joined: free text (a model's output, a dump) is such lines. Drain3 keeps
-    every cluster in its leaf and rebuilds the leaf's list on each new one: quadratic in
-    free text (20k lines: 23 s). `cluster` still gives these lines to Drain (the prefix tree
-    grows as it would), then drops their clusters, so leaves hold only clusters that can
-    match. The templates are Drain's, but for `max_clusters`, which these no longer fill."""
+    every cluster in its leaf and compares each line with all of them: quadratic in free text
+    (20k lines: 23 s). `cluster` still gives these lines to Drain (the prefix tree grows as it
+    would), then drops their clusters, so leaves hold only clusters that can match (and the
+    leaf's clean-up, amortised in `_new_drain`, lets them go). The templates are Drain's, but
+    for `max_clusters`, which these no longer fill."""
     shared = Counter((len(line), p, w) for line in lines for p, w in enumerate(line) if w != MASKED)
     return [
         sum(shared[(len(line), p, w)] > 1 for p, w in enumerate(line) if w != MASKED) < sim_th * len(line)
@@ -600,7 +601,7 @@ def _holds(ascending: list[int], item: int) -> bool:
 
 
 def _new_drain(cfg):
-    from drain3.drain import Drain
+    from drain3.drain import Drain, Node
 
     class _Drain(Drain):
         """Drain3 with our similarity, and a word index that spares its leaf scan.
@@ -617,6 +618,47 @@ def _new_drain(cfg):
             super().__init__(*args, **kwargs)
             self._words_at: dict[tuple[int, int, str], list[int]] = {}
             self._indexed: set[int] = set()
+            self._live: dict[int, int] = {}  # id(leaf) -> its clusters at its last clean-up
+
+        def add_seq_to_prefix_tree(self, root_node, cluster) -> None:
+            """Drain3's routing of a new cluster to its leaf (by token count, then by its first
+            tokens: a numbered token, or one past `max_children`, down the wildcard branch), with
+            the leaf's clean-up amortised.
+
+            Drain3 rebuilds the leaf's list on every new cluster to drop the clusters that are
+            gone (evicted, or dropped because no line can join them: `_alone`): quadratic in a
+            leaf that grows by one cluster a line, 40k lines of free text spent 37 s there. A
+            leaf is cleaned when it has doubled since its last clean-up instead; `fast_match`
+            skips a cluster that is gone either way, so matches are the same."""
+            tokens = cluster.log_template_tokens
+            node = root_node.key_to_child_node.setdefault(str(len(tokens)), Node())
+            if not tokens:
+                node.cluster_ids = [cluster.cluster_id]
+                return
+            for depth, token in enumerate(tokens, start=1):
+                if depth >= self.max_node_depth or depth >= len(tokens):
+                    break
+                node = self._child(node, token)
+            ids = node.cluster_ids
+            ids.append(cluster.cluster_id)
+            if len(ids) > 2 * self._live.get(id(node), 0) + LEAF_SCAN:
+                node.cluster_ids = [cid for cid in ids if cid in self.id_to_cluster]
+                self._live[id(node)] = len(node.cluster_ids)
+
+        def _child(self, node, token: str):
+            """The node `token` leads to from `node`, made where Drain3 makes it: its own
+            child while `node` has room (`max_children`, the wildcard child counted), else,
+            and for a token with a number, the wildcard child."""
+            children = node.key_to_child_node
+            if token in children:
+                return children[token]
+            wildcard = self.param_str
+            if self.parametrize_numeric_tokens and self.has_numbers(token):
+                return children.setdefault(wildcard, Node())
+            room = len(children) + (0 if wildcard in children else 1) < self.max_children
+            if room:
+                return children.setdefault(token, Node())
+            return children.setdefault(wildcard, Node())
 
         def _index(self, cluster_ids) -> None:
             """Index the leaf's clusters not indexed yet: the newest, at its end."""

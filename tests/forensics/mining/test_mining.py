@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import types
 
 import polars as pl
 import pytest
@@ -336,6 +337,16 @@ def test_free_text_gets_the_templates_drain_alone_would_give_it(monkeypatch):
 
     monkeypatch.setattr(drain, "LEAF_SCAN", 10**9)  # every leaf scanned as Drain3 does
     monkeypatch.setattr(drain, "_alone", lambda lines, sim_th: [False] * len(lines))  # every line through Drain
+    ours = drain._new_drain
+
+    def drain3_routing(cfg):  # Drain3's own routing and leaf clean-up
+        from drain3.drain import Drain
+
+        miner = ours(cfg)
+        miner.add_seq_to_prefix_tree = types.MethodType(Drain.add_seq_to_prefix_tree, miner)
+        return miner
+
+    monkeypatch.setattr(drain, "_new_drain", drain3_routing)
     plain, _, _ = mining.cluster(sources, lines)
 
     assert fast.equals(plain)
@@ -594,3 +605,30 @@ def test_lines_of_keyed_values_are_one_template_by_their_keys():
         ]
     ]
     assert len(set(_templates(lines, source="sendmail"))) == 1
+
+
+def test_new_clusters_reach_the_leaves_drain3_would_put_them_in():
+    # Our routing cleans a leaf up lazily, not on every new cluster; the tree must be Drain3's.
+    from drain3.drain import Drain
+    from drain3.template_miner_config import TemplateMinerConfig
+
+    from forensics.mining import drain
+
+    cfg = TemplateMinerConfig()
+    cfg.drain_depth, cfg.drain_max_children, cfg.drain_sim_th = 5, 4, 0.4  # (routes by the first two tokens)
+    ours, theirs = drain._new_drain(cfg), drain._new_drain(cfg)
+    theirs.add_seq_to_prefix_tree = types.MethodType(Drain.add_seq_to_prefix_tree, theirs)
+    words = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
+    lines = [
+        f"{words[i % 8]} {'n' + str(i % 5) if i % 3 else words[(i * 3) % 7]} {words[i % 5]} x{i % 4} tail"
+        for i in range(300)
+    ] + ["", "one", "two words"]
+    for line in lines:
+        assert ours.add_log_message(line)[0].cluster_id == theirs.add_log_message(line)[0].cluster_id
+
+    def tree(miner, node):
+        live = [c for c in node.cluster_ids if c in miner.id_to_cluster]
+        return live, {k: tree(miner, child) for k, child in sorted(node.key_to_child_node.items())}
+
+    assert tree(ours, ours.root_node) == tree(theirs, theirs.root_node)
+    assert len(ours.root_node.key_to_child_node["5"].key_to_child_node) == 4  # (max_children reached)
