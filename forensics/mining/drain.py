@@ -267,18 +267,23 @@ PREFIX_ENDS = frozenset("=:([{\"'/@")
 SUFFIX_STARTS = frozenset(")]}:,;\"'")
 """Where a shared suffix may start (`)`, `,`, `:`)."""
 _CLOSES = {")": "(", "]": "[", "}": "{"}
+PACKAGE = re.compile(r"(?:.*[=:(\[{\"'/@])?[a-z][a-z0-9]*(?:\.[a-z][a-z0-9]*)+\.")
+"""A shared prefix that names a package or a reverse-DNS family (`com.apple.`, `org.apache.hadoop.`,
+after a key: `name=com.android.`): it may end at its dot and still be structure (`com.apple.<*>`)."""
 
 
 def _edges(words: list[str]) -> str:
     """`<*>` for a position whose words differ, keeping the punctuation all of them open and
     close it with: `rhost=1.2.3.4` / `rhost=5.6.7.8` -> `rhost=<*>`, `(a)` / `(b)` -> `(<*>)`,
     `eth0` / `eth1` -> `<*>` (a shared `eth` is part of the value: the parsing benchmarks'
-    labels, and a reader, take the whole name as the variable)."""
+    labels, and a reader, take the whole name as the variable), and the package they share
+    (`com.apple.icloud.fmfd` / `com.apple.xpc.launchd` -> `com.apple.<*>`, `PACKAGE`: the labels
+    keep it too; Loghub-2k Mac PA 0.609 -> 0.692, no other set changed)."""
     first = words[0]
     head = 0
     while all(len(w) > head and w[head] == first[head] for w in words):
         head += 1
-    while head and first[head - 1] not in PREFIX_ENDS:
+    while head and first[head - 1] not in PREFIX_ENDS and not PACKAGE.fullmatch(first[:head]):
         head -= 1
     tail = 0
     while all(len(w) - tail > head and w[len(w) - 1 - tail] == first[len(first) - 1 - tail] for w in words):

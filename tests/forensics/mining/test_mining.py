@@ -464,6 +464,12 @@ def test_a_variable_keeps_the_punctuation_all_its_values_share():
     assert set(got[5:10]) == {"authentication failure for the login service; rhost=<*> user=<*> tty=ssh"}
     # a closing bracket is kept only with its opener
     assert set(got[10:]) == {"Back-off restarting failed container vllm in pod <*>"}
+    # ... and a package the values share (not a dotted id's first part)
+    plugins = ["lora", "tensorizer", "fp8", "spec_decode", "prefix_cache"]
+    got = _templates([f"Loaded plugin io.vllm.plugins.{p} for worker {i}" for i, p in enumerate(plugins)])
+    assert set(got) == {"Loaded plugin io.vllm.plugins.<*> for worker <NUM>"}
+    got = _templates([f"Routing table [PCI0.{p.upper()}] loaded" for p in plugins])
+    assert set(got) == {"Routing table [<*>] loaded"}
 
 
 def test_a_statement_whose_values_take_more_or_fewer_tokens_is_one_template():
