@@ -284,13 +284,14 @@ def run(args, labels: str, datasets: list[Path]) -> None:
         f"{'dataset':<12} {'lines':>10} {'GA ours':>8} {'GA drain3':>10} {'FGA ours':>9} {'FGA drain3':>11} "
         f"{'PA ours':>8} {'FTA ours':>9} {'mine s':>7}{extra}"
     )
-    loaded = {}
-    for ds in datasets:
-        one = load(ds, labels)
-        if one is not None:
-            loaded[ds.name] = grow(*one, args.grow) if args.grow > 1 else one
-    scores = _scored_together(loaded, args) if args.mixed else None
-    for name, (content, truth, truth_text) in loaded.items():
+    # One set at a time (the full-size sets run to millions of lines each); `--mixed` needs them all.
+    loaded = ((ds.name, load(ds, labels)) for ds in datasets)
+    loaded = ((name, grow(*one, args.grow) if args.grow > 1 else one) for name, one in loaded if one is not None)
+    scores = None
+    if args.mixed:
+        loaded = list(loaded)
+        scores = _scored_together(dict(loaded), args)
+    for name, (content, truth, truth_text) in loaded:
         if scores is None:
             started = time.perf_counter()
             pred, pred_text = ours(name, content)
