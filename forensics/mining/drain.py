@@ -268,8 +268,8 @@ SUFFIX_STARTS = frozenset(")]}:,;\"'")
 """Where a shared suffix may start (`)`, `,`, `:`)."""
 _CLOSES = {")": "(", "]": "[", "}": "{"}
 PACKAGE = re.compile(r"(?:.*[=:(\[{\"'/@])?[a-z][a-z0-9]*(?:\.[a-z][a-z0-9]*)+\.")
-"""A shared prefix that names a package or a reverse-DNS family (`com.apple.`, `org.apache.hadoop.`,
-after a key: `name=com.android.`): it may end at its dot and still be structure (`com.apple.<*>`)."""
+"""A shared prefix that names a package or a reverse-DNS family (`io.vllm.plugins.`, `org.example.`,
+after a key: `name=org.example.`): it may end at its dot and still be structure (`io.vllm.plugins.<*>`)."""
 
 
 def _edges(words: list[str]) -> str:
@@ -277,7 +277,7 @@ def _edges(words: list[str]) -> str:
     close it with: `rhost=1.2.3.4` / `rhost=5.6.7.8` -> `rhost=<*>`, `(a)` / `(b)` -> `(<*>)`,
     `eth0` / `eth1` -> `<*>` (a shared `eth` is part of the value: the parsing benchmarks'
     labels, and a reader, take the whole name as the variable), and the package they share
-    (`com.apple.icloud.fmfd` / `com.apple.xpc.launchd` -> `com.apple.<*>`, `PACKAGE`: the labels
+    (`io.vllm.plugins.lora` / `io.vllm.plugins.fp8` -> `io.vllm.plugins.<*>`, `PACKAGE`: the labels
     keep it too; Loghub-2k Mac PA 0.609 -> 0.692, no other set changed)."""
     first = words[0]
     head = 0
@@ -550,7 +550,7 @@ def merge_leading_word(templates: list[tuple[str, str]], enum_max: int) -> dict[
     me to run this job...`, one per job) is never compared with its siblings. A few values
     are an enum, as `_split_enums` reads a position inside a line; a short rest (`<key> set to
     <NUM>`) is too little to tell one statement from another. Where the subject is a value in
-    one template (`sync.x-coredata://<UUID><PATH>:`, or Drain's own `<*>:` when it met some of the
+    one template (`weights.s3://<UUID><PATH>:`, or Drain's own `<*>:` when it met some of the
     siblings), it is a variable, not an enum: the word-led siblings join it however few they are.
     Order-independent.
     """

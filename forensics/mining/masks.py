@@ -16,7 +16,7 @@ MAX_TOKENS = 100
 
 SOURCE_FILE = r"[\w./\-]+\.(?:cc|cpp|cu|h|hpp|c|py|go|rs)"
 SOURCE_LINE = rf"(\b{SOURCE_FILE}:)"
-"""A source location (`transport/net.cc:1302`, `ib_sm_sweep.c:1831`) up to its line number. The
+"""A source location (`transport/net.cc:1302`, `kv_sweep.c:412`) up to its line number. The
 file names the statement that logged the line, so it stays literal and only the line number is a
 value (`transport/net.cc:<NUM>`), as the parsing benchmarks' labels read it. Drain still takes the
 token as masked, so locations never split or join lines; where a template's members log from
@@ -55,7 +55,7 @@ MASKS: tuple[tuple[str, str], ...] = (
 """Named masks, applied in order. Each turns a variable part into `<NAME>`; the template
 then reads `block <NUM>` or `peer <IP>`. HEX needs a 0x prefix or 8+ hex digits, so short
 words (`added`, `70B`) stay; 8+ decimal digits alone are a number, masked before it (`buffSize
-37748736`: `<NUM>`, not a hex id); pod names are masked first, before their hash can look like HEX
+73400320`: `<NUM>`, not a hex id); pod names are masked first, before their hash can look like HEX
 and before a model name's `-chat-` can look like a request id; NUM
 takes thousands separators (`1,843,200`), versions (`0.10.2`; `v0.8.5` reads `v<NUM>`, `VERSION`) and unit suffixes (`112.5x`)
 whole, and no sign, so `gpu-node-3` reads `gpu-node-<NUM>`. A decimal is masked before HEX,
@@ -118,7 +118,7 @@ extracts: it is matched with the character before it.)"""
 REQUEST_LINE = (
     r"""(["'](?:GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS|CONNECT|TRACE) [^\s"']*<[A-Z_]+>[^\s"']*) HTTP/<NUM>(["'])"""
 )
-"""An HTTP request line as access logs quote it (`"GET /v2/<tenant>/servers/detail HTTP/1.1"`), whose
+"""An HTTP request line as access logs quote it (`"GET /v1/<tenant>/models/detail HTTP/1.1"`), whose
 target is a variable: the target and the protocol version are one value, `"GET <PATH>"`, as the
 parsing benchmarks' labels (both sets) read it. A constant target keeps its line (`"GET /healthz
 HTTP/1.1"`): a probe and a client's call stay apart."""
@@ -130,7 +130,7 @@ _LIST_KEPT = "".join(f"${{{i}}}" for i in range(1, len(_NAMES) + 1))
 """A list of one kind of value written as one word (`<IP>,<IP>`, `<NUM>;<NUM>`) is one value: one
 pass for all names, each alternative capturing its first member, so the replacement (every group,
 the others empty) keeps that one. A pass costs a copy of every key: one, not one a name. A list
-written as words (`requery, 0, 0, 250, items`) keeps its values, as the parsing benchmarks' labels
+written as words (`retries, 0, 3, 250, pending`) keeps its values, as the parsing benchmarks' labels
 (both sets) read it; its varying length is `drain.merge_by_words`' to join (Loghub-2k corrected PA
 0.883 -> 0.890: Android 0.758 -> 0.861; grouping unchanged)."""
 
