@@ -16,7 +16,9 @@ MAX_TOKENS = 100
 
 SOURCE_FILE = r"[\w./\-]+\.(?:cc|cpp|cu|h|hpp|c|py|go|rs)"
 SOURCE_LINE = rf"(\b{SOURCE_FILE}:)"
-"""A source location (`transport/net.cc:1302`, `kv_sweep.c:412`) up to its line number. The
+SOURCE_LOCATION = SOURCE_LINE + r"\d+\b"
+"""A source location (`transport/net.cc:1302`, `kv_sweep.c:412`); `SOURCE_LINE` captures it up to its
+line number. The
 file names the statement that logged the line, so it stays literal and only the line number is a
 value (`transport/net.cc:<NUM>`), as the parsing benchmarks' labels read it. Drain still takes the
 token as masked, so locations never split or join lines; where a template's members log from
@@ -39,7 +41,7 @@ MASKS: tuple[tuple[str, str], ...] = (
         r"(?:\b\d{1,3}(?:\.\d{1,3}){3}|\bfe80::[0-9a-fA-F:]+(?:%\w+)?|\b(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4})(?:<\d+>|:\d{1,5}\b)?",
     ),
     ("PATH", r"(?:\b[A-Za-z][A-Za-z0-9+.\-]*://[\w.\-]+|\b[A-Za-z]:|\b[\w.\-@+~]+)?(?:/[\w.\-@+~]+){2,}/?"),
-    ("SRC", SOURCE_LINE + r"\d+\b"),  # (a parameter, file and line; `mask_expr` masks the line only)
+    ("SRC", SOURCE_LOCATION),  # (a parameter, file and line; `mask_expr` masks the line only)
     (
         "HOST",
         r"\b(?:[A-Za-z0-9][A-Za-z0-9\-]*\.){2,}(?:com|net|org|edu|io|ai|local|internal|cluster|svc|hk|cn|de|uk|jp|us|[a-z]{2})(?::\d{1,5})?\b"
@@ -135,7 +137,8 @@ written as words (`retries, 0, 3, 250, pending`) keeps its values, as the parsin
 0.883 -> 0.890: Android 0.758 -> 0.861; grouping unchanged)."""
 
 
-FREE_TEXT = r"""(\b(?:(?:prompt|output|text|content)['"]?: |(?:prompt|text)=))(?:'(?:[^'\\]|\\.)*(?:'|$)|"(?:[^"\\]|\\.)*(?:"|$))"""
+_FREE_TEXT_LEAD = r"""(?:(?:prompt|output|text|content)['"]?: |(?:prompt|text)=)"""
+FREE_TEXT = rf"""(\b{_FREE_TEXT_LEAD})(?:'(?:[^'\\]|\\.)*(?:'|$)|"(?:[^"\\]|\\.)*(?:"|$))"""
 """A prompt or a model's output, quoted as Python's `%r` prints a string (`prompt: 'Summarise ...'`,
 `output: "it's ..."`, `'content': '...'`, a dataclass's `text='...'`), to its closing quote or the
 end of the capped line. Request logging writes one a request (vLLM: `Received request %s: prompt:
@@ -144,7 +147,7 @@ text='...', ...)`): as words, every request would be a template of its own (and 
 quadratic in them). It is `<TEXT>`, masked before the other masks can read numbers in it.
 `output` only after `: `: `output="connection refused"` (a kubelet probe's) is an error's text,
 which its template must keep."""
-_FREE_TEXT_HINT = r"""(?:(?:prompt|output|text|content)['"]?: |(?:prompt|text)=)['"]"""
+_FREE_TEXT_HINT = _FREE_TEXT_LEAD + r"""['"]"""
 
 
 def has_free_text(messages: pl.Series) -> bool:
@@ -172,7 +175,7 @@ def mask_expr(expr: pl.Expr) -> pl.Expr:
     takes its protocol (`REQUEST_LINE`)."""
     expr = (
         expr.str.replace_all(FREE_TEXT, "${1}<TEXT>")
-        .str.replace_all(SOURCE_LINE + r"\d+\b", "${1}<NUM>")
+        .str.replace_all(SOURCE_LOCATION, "${1}<NUM>")
         .str.replace_all(VERSION, "${1}<NUM>")
     )
     for name, rx in MASKS:
