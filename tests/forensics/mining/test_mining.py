@@ -445,8 +445,8 @@ def test_a_literal_every_member_shares_stays_literal_and_named_masks_stay_named(
 def test_a_source_location_keeps_its_file_and_an_error_unwinding_through_several_files_is_one_template():
     # The file names the statement; the line number is a value. NCCL's unwinding (`file:line -> code`,
     # one line a frame) is one template across its frames, not a template a file.
-    got = _templates([f"[sm_sweep.c:{n}]: No topology change" for n in (1455, 1482)], source="opensm")
-    assert set(got) == {"[sm_sweep.c:<NUM>]: No topology change"}
+    got = _templates([f"[kv_sweep.c:{n}]: No block to reclaim" for n in (412, 431)], source="kvd")
+    assert set(got) == {"[kv_sweep.c:<NUM>]: No block to reclaim"}
     got = _templates(["misc/socket.cc:538 -> 6", "transport/net.cc:1302 -> 6", "proxy.cc:1487 -> 6"], source="nccl")
     assert set(got) == {"<*>:<NUM> -> <NUM>"}
 
