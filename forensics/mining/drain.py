@@ -31,7 +31,6 @@ from forensics.mining import dedup
 from forensics.mining.masks import (
     MAX_CHARS,
     MAX_TOKENS,
-    SOURCE_FILE,
     elide_free_text,
     first_line,
     has_free_text,
@@ -181,6 +180,7 @@ def cluster(
         pairs = [(src, t) for (src, _), t in zip(cluster_of, tmpl, strict=True)]
         merged = merge(pairs)
         tmpl = [merged[p] for p in pairs]
+    tmpl = [JOINED.sub("<*>", t) for t in tmpl]
     keys = keys.with_columns(
         pl.Series(TEMPLATE, tmpl, dtype=pl.String),
         pl.Series(
@@ -330,6 +330,16 @@ def merge_shards(shard_templates: pl.DataFrame, config: MinerConfig | None = Non
 PLACEHOLDER = re.compile(r"<(?:\*|[A-Z_]+)>")
 
 
+JOINED = re.compile(r"<(?:\*|[A-Z_]+)>(?:(?:--|[-:./#@])<(?:\*|[A-Z_]+)>)+")
+"""Values written together, joined by punctuation and no space (`0000:00:1f.1`, `0xffa0-0xffa7`,
+`23/48`, `10.0.0.1#53`, `node-[192-223]`'s range), are one value: `<*>`, not `<NUM>:<NUM>:<NUM>.<NUM>`;
+one mark between them (or `--`), so that `bank <NUM>...<NUM>` keeps its dots.
+Their parts are no words of the statement, and a part count that varies (a PCI address, a range or
+a lone number) would otherwise read as different statements. Loghub-2.0's labels of the full-size
+sets read them so (its `post_process` joins `<*>:<*>`, `<*>.<*>`, `<*>/<*>`, `<*>#<*>`, `<*>@<*>`).
+Applied to the text last, once Drain and the merges have grouped the lines."""
+
+
 MASKED = "<#>"
 """What Drain sees for a masked token: a word that never counts as shared when Drain
 measures similarity (`_new_drain`). Giving it plain Drain3's full credit made masked ids
@@ -453,11 +463,6 @@ def _restore_names(
     return out
 
 
-SOURCE_AT = re.compile(SOURCE_FILE + "(?=:<NUM>)")
-"""The file of a source location as masked (`transport/net.cc` in `transport/net.cc:<NUM>`): a value
-for `merge_by_shape`, so that the location reads `<*>:<*>`, as a merged one (`<*>:<NUM>`) does."""
-
-
 def merge_by_shape(templates: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """Merge templates of a source that differ only in which placeholder a position holds.
 
@@ -469,14 +474,12 @@ def merge_by_shape(templates: list[tuple[str, str]]) -> dict[tuple[str, str], st
     share (`vis=<NUM>` / `vis=<HEX>` -> `vis=<*>`: `_edges`), the rest stays (a position that is
     `<HOST>` in all of them keeps its name). A bare `<*>` there lost the key, and the second
     pass of a sharded run (`merge_shards`) could no longer tell `vis=<*>` from any other value.
-    A source location is a value here, file and all (`proxy.cc:<NUM> -> <NUM>` /
-    `transport/net.cc:<NUM> -> <NUM>` -> `<*>:<NUM> -> <NUM>`: one error unwinding, one template).
     Order-independent, so the result does not depend on the order clusters were found.
     """
     groups: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}
     for src, t in set(templates):
         toks = t.split(" ")
-        shape = tuple(PLACEHOLDER.sub("<*>", SOURCE_AT.sub("<*>", x)) for x in toks)
+        shape = tuple(PLACEHOLDER.sub("<*>", x) for x in toks)
         groups.setdefault((src, shape), []).append(toks)
     out: dict[tuple[str, str], str] = {}
     for (src, _), members in groups.items():
@@ -489,9 +492,11 @@ def merge_by_shape(templates: list[tuple[str, str]]) -> dict[tuple[str, str], st
 
 
 UNITS = frozenset(
-    "B KB MB GB TB kB KiB MiB GiB TiB bytes byte b s sec secs second seconds ms msec us ns min mins h hr hrs".split()
+    "B KB MB GB TB kB KiB MiB GiB TiB b s sec secs second seconds ms msec us ns min mins h hr hrs".split()
 )
-"""Words that belong to the number before them: part of a value, not of the statement."""
+"""Words that belong to the number before them: part of a value, not of the statement. Not `bytes`:
+`<NUM> bytes sent` and `<NUM> bytes (<NUM> KB) sent` say what is counted, and Loghub-2.0's labels of
+the full-size sets keep them two statements (`<*> bytes sent`, `<*> bytes (<*>) sent`)."""
 MIN_WORDS = 3
 """How many words of the statement (not values) templates must share to merge as one (`merge_by_words`)."""
 
@@ -501,8 +506,8 @@ _NOT_WORD = re.compile(PLACEHOLDER.pattern + r"|[\d()\[\]{},;:.<>=%/+\-]")
 
 def _is_value(token: str, after_value: bool) -> bool:
     """A token that is (part of) a value: placeholders, digits and the punctuation between them
-    (`<NUM>`, `(<NUM>`, `00:02`, `<<NUM>`), or, right after one, a unit (`<NUM> KB)`; `stored as
-    bytes` keeps its word). A word with a value in it stays a word of the statement: `uid=<NUM>`,
+    (`<NUM>`, `(<NUM>`, `00:02`, `<<NUM>`), or, right after one, a unit (`<NUM> KB)`, `<1 sec`; not
+    `bytes`, `UNITS`). A word with a value in it stays a word of the statement: `uid=<NUM>`,
     `node-<NUM>`, `eth0` are not values alone."""
     rest = _NOT_WORD.sub("", token)
     return not rest or after_value and rest in UNITS
@@ -511,8 +516,8 @@ def _is_value(token: str, after_value: bool) -> bool:
 def _words(template: str) -> tuple[str, ...] | None:
     """The statement's words with each run of value tokens as one `<*>`, kept inside the punctuation
     the run is written in (`size <NUM> B, free` -> `size <*>, free`; a bracket the run opens and
-    closes itself is the value's: `<NUM> bytes (<NUM> KB) sent` -> `<*> sent`; one it is written in
-    stays: `[<NUM>, <NUM>]` -> `[<*>]`). None when fewer than
+    closes itself is the value's: `took <NUM> ms (<NUM> s) in` -> `took <*> in`; one it is written in
+    stays: `[<NUM>, <NUM>]` -> `[<*>]`, `bytes (<NUM> KB) sent` -> `bytes (<*>) sent`). None when fewer than
     `MIN_WORDS` words remain: too little to tell one statement from another."""
     out: list[str] = []
     run: list[str] = []
@@ -582,8 +587,8 @@ def merge_by_words(templates: list[tuple[str, str]]) -> dict[tuple[str, str], st
     """Merge templates of a source whose statement words are the same, whatever their values look like.
 
     Drain compares lines of one length, so a statement whose values take a varying number of
-    tokens (`0 bytes sent` / `1190 bytes (1.16 KB) sent`, `lifetime 00:02` / `lifetime <1 sec`,
-    `size 93.0 B` / `size 5.2 KB`) gets one template per shape. Where two or more templates of a
+    tokens (`1190 bytes (1.16 KB) sent` / `2097152 bytes (2.00 MB) sent`, `lifetime 00:02` /
+    `lifetime <1 sec`, `size 93.0 B` / `size 5.2 KB`) gets one template per shape. Where two or more templates of a
     source read the same once each run of value tokens is one `<*>` (`_words`), they are one
     statement, written that way. A template no other shares keeps its text (`<NUM> MB`).
     Order-independent."""

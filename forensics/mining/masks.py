@@ -15,15 +15,13 @@ MAX_TOKENS = 100
 
 
 SOURCE_FILE = r"[\w./\-]+\.(?:cc|cpp|cu|h|hpp|c|py|go|rs)"
-SOURCE_LINE = rf"(\b{SOURCE_FILE}:)"
-SOURCE_LOCATION = SOURCE_LINE + r"\d+\b"
-"""A source location (`transport/net.cc:1302`, `kv_sweep.c:412`); `SOURCE_LINE` captures it up to its
-line number. The
-file names the statement that logged the line, so it stays literal and only the line number is a
-value (`transport/net.cc:<NUM>`), as the parsing benchmarks' labels read it. Drain still takes the
-token as masked, so locations never split or join lines; where a template's members log from
-several files, the file is a variable too (`<*>:<NUM> -> <NUM>`: an NCCL error unwinding through
-`proxy.cc`, `transport/net.cc`..., one template, `drain.merge_by_shape`)."""
+SOURCE_LOCATION = rf"(?:\.{{0,2}}/)*\b{SOURCE_FILE}:\d+\b"
+"""A source location (`transport/net.cc:1302`, `[kv_sweep.c:412]`, `(collect at IPLoM.py:673)`,
+`/usr/lib/python3/dist-packages/torch/distributed/c10d.py:212`, `../gloo/transport/tcp/pair.cc:144`): one
+value, `<SRC>`, file and line, as Loghub-2.0's labels of the full-size sets read it (`[<*>]:`; the
+Loghub-2k labels kept the file). The words after it name the statement; the file is still there to
+read, as a parameter and, for NCCL, as the event's component; an NCCL error unwinding through
+`proxy.cc`, `transport/net.cc`... is one template, `<SRC> -> <NUM>`."""
 
 
 MASKS: tuple[tuple[str, str], ...] = (
@@ -40,8 +38,8 @@ MASKS: tuple[tuple[str, str], ...] = (
         "IP",
         r"(?:\b\d{1,3}(?:\.\d{1,3}){3}|\bfe80::[0-9a-fA-F:]+(?:%\w+)?|\b(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4})(?:<\d+>|:\d{1,5}\b)?",
     ),
+    ("SRC", SOURCE_LOCATION),  # (before PATH: `lmcache/integration/vllm/adapter.py:1174` is one location)
     ("PATH", r"(?:\b[A-Za-z][A-Za-z0-9+.\-]*://[\w.\-]+|\b[A-Za-z]:|\b[\w.\-@+~]+)?(?:/[\w.\-@+~]+){2,}/?"),
-    ("SRC", SOURCE_LOCATION),  # (a parameter, file and line; `mask_expr` masks the line only)
     (
         "HOST",
         r"\b(?:[A-Za-z0-9][A-Za-z0-9\-]*\.){2,}(?:com|net|org|edu|io|ai|local|internal|cluster|svc|hk|cn|de|uk|jp|us|[a-z]{2})(?::\d{1,5})?\b"
@@ -117,13 +115,21 @@ variable, `<BOOL>`: two values would otherwise split one statement into an enum 
 templates. A bare `true` in prose stays a word. (Not among the parameters `params_expr`
 extracts: it is matched with the character before it.)"""
 
+EMPTY_VALUE = r"=(\s+[A-Za-z_][\w.\-]*=|$)"
+"""A key given no value (`logname= uid=0`, `ruser= rhost=...`, `error =` at the end of the line) is
+still a field: its value is a variable that is empty here, `logname=<*>`, as Loghub-2.0's labels of
+the full-size sets read it, so a line where it has one (`ruser=bob`) is the same statement. Only
+before another key or the end of the line: `status= ok` is a value after a space."""
+
+
 REQUEST_LINE = (
     r"""(["'](?:GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS|CONNECT|TRACE) [^\s"']*<[A-Z_]+>[^\s"']*) HTTP/<NUM>(["'])"""
 )
 """An HTTP request line as access logs quote it (`"GET /v1/<tenant>/models/detail HTTP/1.1"`), whose
-target is a variable: the target and the protocol version are one value, `"GET <PATH>"`, as the
-parsing benchmarks' labels (both sets) read it. A constant target keeps its line (`"GET /healthz
-HTTP/1.1"`): a probe and a client's call stay apart."""
+target is a variable: the protocol version is a value too, `"GET <PATH> <PROTO>"`, as Loghub-2.0's
+labels of the full-size sets read it (`"GET <*> <*>"`; the Loghub-2k labels took the two as one,
+`"GET <*>"`). A constant target keeps its line (`"GET /healthz HTTP/1.1"`): a probe and a client's
+call stay apart."""
 
 _PARAM_PATTERN = "|".join(f"(?:{rx})" for _, rx in MASKS)
 _NAMES = tuple(dict.fromkeys(name for name, _ in MASKS))
@@ -171,13 +177,8 @@ def elide_free_text(messages: pl.Series) -> pl.Series:
 
 def mask_expr(expr: pl.Expr) -> pl.Expr:
     """Apply the named masks to a string expression (vectorised); `<IP>,<IP>` lists become one `<IP>`
-    (`_LISTS`). A source location keeps its file (`SOURCE_LINE`); a request line's variable target
-    takes its protocol (`REQUEST_LINE`)."""
-    expr = (
-        expr.str.replace_all(FREE_TEXT, "${1}<TEXT>")
-        .str.replace_all(SOURCE_LOCATION, "${1}<NUM>")
-        .str.replace_all(VERSION, "${1}<NUM>")
-    )
+    (`_LISTS`); a request line's variable target makes its protocol a value (`REQUEST_LINE`)."""
+    expr = expr.str.replace_all(FREE_TEXT, "${1}<TEXT>").str.replace_all(VERSION, "${1}<NUM>")
     for name, rx in MASKS:
         expr = expr.str.replace_all(rx, f"<{name}>")
         if name == "IP":
@@ -187,7 +188,9 @@ def mask_expr(expr: pl.Expr) -> pl.Expr:
         .str.replace_all(SHORT_HEX, "${1}${2}<HEX>")
         .str.replace_all(_LISTS, _LIST_KEPT)  # (after the signs: `-1,-2` is one list)
         .str.replace_all(BOOL, "${1}<BOOL>")
-        .str.replace_all(REQUEST_LINE, "${1}${2}")
+        .str.replace_all(EMPTY_VALUE, "=<*>${1}")
+        .str.replace_all(EMPTY_VALUE, "=<*>${1}")  # (twice: a match takes the next key's `=`)
+        .str.replace_all(REQUEST_LINE, "${1} <PROTO>${2}")
     )
 
 
