@@ -1,12 +1,14 @@
 """Grouping and template accuracy of our miner vs plain drain3 on Loghub's labelled log sets.
 
 Usage: python bench/loghub_accuracy.py [--data DIR] [--labels auto|original|corrected|full|both]
-                                       [--shards 16] [--grow N] [--baseline-max-lines 1000000]
+                                       [--shards 16] [--grow N] [--mixed] [--baseline-max-lines 1000000]
+       python bench/loghub_accuracy.py --shots <LILAC>/full_dataset/sampled_examples [--show-misses N]
 
 `--data` holds one folder per dataset (`HDFS/`, `BGL/`, ...); by default the Loghub-2k samples in
 `../shared/data/loghub2k`. Each folder may hold any of three label sets, each read where present:
   original   `<DS>_2k.log_structured.csv`            (Loghub-2k, the 2019 labels)
-  corrected  `<DS>_2k.log_structured_corrected.csv`  (Loghub-2k, Khan et al. 2022: Loghub-2.0's conventions)
+  corrected  `<DS>_2k.log_structured_corrected.csv`  (Loghub-2k, Khan et al. 2022; where its conventions
+                                                      and the full-size sets' differ, we follow the latter)
   full       `<DS>_full.log_structured.csv`          (Loghub-2.0's full-size sets: point `--data` at its
                                                       `full_dataset/`; millions of lines per set)
 Loghub data is for research/evaluation only: it is read where it lies and never copied into the
@@ -23,6 +25,12 @@ where no full-size set is at hand, it shows whether grouping holds as values gro
 `--mixed` mines every set's lines together, as one source, and scores each set on its own lines
 (`mixed_scores`): the statements of all the systems in one tree, a stand-in for the many more
 statements a full-size set holds (does a statement merge with one it never met in its sample?).
+`--shots DIR` scores template text against Loghub-2.0's labels of the full-size sets where only a
+sample of them is at hand: LILAC's `full_dataset/sampled_examples/<DS>/<N>shot.json` (github.com/
+logpai/LILAC; one `{"query": line, "answer": template}` a line, variables written `{variables}`).
+Each set's sampled lines are mined together with its 2k lines from `--data` (so a statement has
+siblings to vary against) and each sampled line's template compared (`shot_scores`); `weighted`
+counts a sampled line as the 2k lines its template took, a stand-in for the full-size set's mix.
 Plain drain3 (the baseline) runs at ~50k lines/s, so it is left out (`-`) on sets larger than
 `--baseline-max-lines`; its mean is then over the sets it ran on, and the last line says how many.
 Last lines: `loghub labels=corrected GA ours=... drain3=... FGA ... PA ours=... FTA ours=...`.
@@ -254,7 +262,13 @@ def main() -> None:
         "--mixed", action="store_true", help="mine all sets' lines as one source, score each set (`mixed_scores`)"
     )
     ap.add_argument("--baseline-max-lines", type=int, default=1_000_000, help="skip plain drain3 on larger sets")
+    ap.add_argument("--shots", type=Path, help="LILAC's sampled_examples of the full-size sets (`shot_scores`)")
+    ap.add_argument("--shot-file", default="64shot.json", help="which sample of each set --shots reads")
+    ap.add_argument("--show-misses", type=int, default=0, help="with --shots: the N heaviest misses of each set")
     args = ap.parse_args()
+    if args.shots is not None:
+        shots(args)
+        return
     if not args.data.is_dir():
         print(f"skipped: {args.data} not present (Loghub data is evaluation data kept outside the project)")
         return
@@ -350,6 +364,50 @@ def _scored_together(loaded: dict[str, tuple[pl.Series, pl.Series, pl.Series]], 
     if len(content) <= args.baseline_max_lines:
         base = mixed_scores(dataset, plain_drain3(content), truth_text, truth, truth_text)
     return {name: (mine[name], base.get(name, (None, None))[:2]) for name in loaded}
+
+
+def shot_scores(name: str, base: pl.Series, lines: list[str], answers: list[str]) -> tuple[float, float, list]:
+    """(PA, weighted PA, misses) of sampled lines mined together with a set's 2k `base` lines.
+
+    A sampled line is right when its template, `normalise`d, equals its label. Weighted, a line counts
+    as one plus the 2k lines its template took: a frequent statement weighs as it does in the set."""
+    ids, text = ours(name, pl.concat([base, pl.Series(lines, dtype=pl.String)]))
+    base_ids, shot_ids = ids[: len(base)], ids[len(base) :].to_list()
+    counts = dict(base_ids.value_counts().iter_rows())
+    got = [normalise(t) for t in text[len(base) :].to_list()]
+    want = [normalise(a.replace("{variables}", "<*>")) for a in answers]
+    weights = [counts.get(i, 0) + 1 for i in shot_ids]
+    ok = [g == w for g, w in zip(got, want, strict=True)]
+    misses = [(weights[k], lines[k], got[k], want[k]) for k in range(len(ok)) if not ok[k]]
+    return sum(ok) / len(ok), sum(w for w, o in zip(weights, ok, strict=True) if o) / sum(weights), misses
+
+
+def shots(args) -> None:
+    import json
+
+    rows = []
+    print(f"labels: Loghub-2.0 full-size sets, sampled ({args.shot_file} under {args.shots})")
+    print(f"{'dataset':<12} {'sampled':>8} {'PA ours':>8} {'weighted':>9}")
+    for path in sorted(args.shots.glob(f"*/{args.shot_file}")):
+        name = path.parent.name
+        base = load(args.data / name, "corrected") or load(args.data / name, "original")
+        pairs = {}
+        for row in path.read_text(encoding="utf-8").splitlines():
+            if row.strip():
+                one = json.loads(row)
+                pairs.setdefault(one["query"], one["answer"])
+        if base is None or not pairs:
+            continue
+        pa, weighted, misses = shot_scores(name, base[0], list(pairs), list(pairs.values()))
+        rows.append((pa, weighted))
+        print(f"{name:<12} {len(pairs):>8} {pa:>8.3f} {weighted:>9.3f}")
+        for weight, line, got, want in sorted(misses, reverse=True)[: args.show_misses]:
+            print(f"    [{weight}] {line[:100]}\n      ours  {got[:100]}\n      label {want[:100]}")
+    if not rows:
+        print(f"skipped: no */{args.shot_file} under {args.shots} with its set's 2k lines under {args.data}")
+        return
+    pa, weighted = (sum(r[k] for r in rows) / len(rows) for k in (0, 1))
+    print(f"loghub labels=full-sampled PA ours={pa:.3f} weighted={weighted:.3f} ({len(rows)} sets)")
 
 
 def _mean(values: list) -> float | None:
