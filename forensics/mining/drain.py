@@ -334,7 +334,7 @@ JOINED = re.compile(r"<(?:\*|[A-Z_]+)>(?:(?:--|[-:./#@])<(?:\*|[A-Z_]+)>)+")
 """Values written together, joined by punctuation and no space (`0000:00:1f.1`, `0xffa0-0xffa7`,
 `23/48`, `10.0.0.1#53`, `node-[192-223]`'s range), are one value: `<*>`, not `<NUM>:<NUM>:<NUM>.<NUM>`;
 one mark between them (or `--`), so that `bank <NUM>...<NUM>` keeps its dots.
-Their parts are no words of the statement, and a part count that varies (a PCI address, a range or
+Their parts are not words of the statement, and a part count that varies (a PCI address, a range or
 a lone number) would otherwise read as different statements. Loghub-2.0's labels of the full-size
 sets read them so (its `post_process` joins `<*>:<*>`, `<*>.<*>`, `<*>/<*>`, `<*>#<*>`, `<*>@<*>`).
 Applied to the text last, once Drain and the merges have grouped the lines."""
