@@ -331,9 +331,9 @@ PLACEHOLDER = re.compile(r"<(?:\*|[A-Z_]+)>")
 
 
 JOINED = re.compile(r"<(?:\*|[A-Z_]+)>(?:(?:--|[-:./#@])<(?:\*|[A-Z_]+)>)+")
-"""Values written together, joined by punctuation and no space (`0000:00:1f.1`, `0xffa0-0xffa7`,
-`23/48`, `10.0.0.1#53`, `node-[192-223]`'s range), are one value: `<*>`, not `<NUM>:<NUM>:<NUM>.<NUM>`;
-one mark between them (or `--`), so that `bank <NUM>...<NUM>` keeps its dots.
+"""Values written together, joined by punctuation and no space (`0000:3b:00.1`, `0x3c00-0x3c0f`,
+`7/16`, `10.0.0.1#53`, `node-[16-31]`'s range), are one value: `<*>`, not `<NUM>:<NUM>:<NUM>.<NUM>`;
+one mark between them (or `--`), so that `count <NUM>...<NUM>` keeps its dots.
 Their parts are not words of the statement, and a part count that varies (a PCI address, a range or
 a lone number) would otherwise read as different statements. Loghub-2.0's labels of the full-size
 sets read them so (its `post_process` joins `<*>:<*>`, `<*>.<*>`, `<*>/<*>`, `<*>#<*>`, `<*>@<*>`).

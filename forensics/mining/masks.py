@@ -16,7 +16,7 @@ MAX_TOKENS = 100
 
 SOURCE_FILE = r"[\w./\-]+\.(?:cc|cpp|cu|h|hpp|c|py|go|rs)"
 SOURCE_LOCATION = rf"(?:\.{{0,2}}/)*\b{SOURCE_FILE}:\d+\b"
-"""A source location (`transport/net.cc:1302`, `[kv_sweep.c:412]`, `(collect at IPLoM.py:673)`,
+"""A source location (`transport/net.cc:1302`, `[kv_sweep.c:412]`, `(collect at scheduler.py:412)`,
 `/usr/lib/python3/dist-packages/torch/distributed/c10d.py:212`, `../gloo/transport/tcp/pair.cc:144`): one
 value, `<SRC>`, file and line, as Loghub-2.0's labels of the full-size sets read it (`[<*>]:`; the
 Loghub-2k labels kept the file). The words after it name the statement; the file is still there to
@@ -116,9 +116,9 @@ templates. A bare `true` in prose stays a word. (Not among the parameters `param
 extracts: it is matched with the character before it.)"""
 
 EMPTY_VALUE = r"=(\s+[A-Za-z_][\w.\-]*=|$)"
-"""A key given no value (`logname= uid=0`, `ruser= rhost=...`, `error =` at the end of the line) is
-still a field: its value is a variable that is empty here, `logname=<*>`, as Loghub-2.0's labels of
-the full-size sets read it, so a line where it has one (`ruser=bob`) is the same statement. Only
+"""A key given no value (`peer= rank=3`, `reason= code=7 ...`, `detail =` at the end of the line) is
+still a field: its value is a variable that is empty here, `peer=<*>`, as Loghub-2.0's labels of
+the full-size sets read it, so a line where it has one (`peer=gpu-node-2`) is the same statement. Only
 before another key or the end of the line: `status= ok` is a value after a space."""
 
 
