@@ -374,8 +374,10 @@ def shot_scores(name: str, base: pl.Series, lines: list[str], answers: list[str]
     ids, text = ours(name, pl.concat([base, pl.Series(lines, dtype=pl.String)]))
     base_ids, shot_ids = ids[: len(base)], ids[len(base) :].to_list()
     counts = dict(base_ids.value_counts().iter_rows())
-    got = [normalise(t) for t in text[len(base) :].to_list()]
-    want = [normalise(a.replace("{variables}", "<*>")) for a in answers]
+    got = _normalised(text[len(base) :]).to_list()
+    want = _normalised(
+        pl.Series(answers, dtype=pl.String).str.replace_all("{variables}", "<*>", literal=True)
+    ).to_list()
     weights = [counts.get(i, 0) + 1 for i in shot_ids]
     ok = [g == w for g, w in zip(got, want, strict=True)]
     misses = [(weights[k], lines[k], got[k], want[k]) for k in range(len(ok)) if not ok[k]]
@@ -406,7 +408,7 @@ def shots(args) -> None:
     if not rows:
         print(f"skipped: no */{args.shot_file} under {args.shots} with its set's 2k lines under {args.data}")
         return
-    pa, weighted = (sum(r[k] for r in rows) / len(rows) for k in (0, 1))
+    pa, weighted = (_mean([r[k] for r in rows]) for k in (0, 1))
     print(f"loghub labels=full-sampled PA ours={pa:.3f} weighted={weighted:.3f} ({len(rows)} sets)")
 
 

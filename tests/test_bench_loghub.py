@@ -159,3 +159,32 @@ def test_mixed_mines_all_sets_as_one_source_and_reports_each(tmp_path):
     assert "(mined 8 lines as one source" in run.stdout
     assert any(line.startswith("Relay ") for line in out) and any(line.startswith("Pool ") for line in out)
     assert out[-1].startswith("loghub labels=full mixed GA ours=1.000 ")
+
+
+def test_shots_scores_sampled_lines_by_their_labels_weighted_by_the_lines_their_template_takes(tmp_path):
+    # Invented: a set's 2k lines (the corrected labels) beside LILAC-style samples of its full-size
+    # set, one `{"query", "answer"}` a line, variables as `{variables}`.
+    rows = [(f"queue {k} drained after {k * 7} ms", "E1", "queue <*> drained after <*> ms") for k in range(20)]
+    rows += [(f"peer 10.0.0.{k} said bye", "E2", "peer <*> said bye") for k in range(6)]
+    folder = tmp_path / "data" / "Toy"
+    folder.mkdir(parents=True)
+    body = "".join(f'{i},"{c}",{e},"{t}"\n' for i, (c, e, t) in enumerate(rows, 1))
+    (folder / "Toy_2k.log_structured_corrected.csv").write_text("LineId,Content,EventId,EventTemplate\n" + body)
+    shots = tmp_path / "shots" / "Toy"
+    shots.mkdir(parents=True)
+    (shots / "64shot.json").write_text(
+        '{"query": "queue 99 drained after 3 ms", "answer": "queue {variables} drained after {variables} ms"}\n'
+        '{"query": "peer 10.0.0.9 said bye", "answer": "{variables} said bye"}\n'
+        '{"query": "queue 99 drained after 3 ms", "answer": "queue {variables} drained after {variables} ms"}\n'
+    )
+
+    run = subprocess.run(
+        [sys.executable, str(BENCH), "--data", str(tmp_path / "data"), "--shots", str(tmp_path / "shots")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    # Two distinct lines: the queue line's text matches (it weighs 1 + its 20 lines), the peer's
+    # does not (`peer <*> said bye` against a label that makes `peer` a variable too; 1 + 6 lines).
+    assert run.stdout.strip().splitlines()[-1] == "loghub labels=full-sampled PA ours=0.500 weighted=0.750 (1 sets)"

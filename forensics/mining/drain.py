@@ -330,7 +330,7 @@ def merge_shards(shard_templates: pl.DataFrame, config: MinerConfig | None = Non
 PLACEHOLDER = re.compile(r"<(?:\*|[A-Z_]+)>")
 
 
-JOINED = re.compile(r"<(?:\*|[A-Z_]+)>(?:(?:--|[-:./#@])<(?:\*|[A-Z_]+)>)+")
+JOINED = re.compile(rf"{PLACEHOLDER.pattern}(?:(?:--|[-:./#@]){PLACEHOLDER.pattern})+")
 """Values written together, joined by punctuation and no space (`0000:3b:00.1`, `0x3c00-0x3c0f`,
 `7/16`, `10.0.0.1#53`, `node-[16-31]`'s range), are one value: `<*>`, not `<NUM>:<NUM>:<NUM>.<NUM>`;
 one mark between them (or `--`), so that `count <NUM>...<NUM>` keeps its dots.
