@@ -212,11 +212,11 @@ def grow(content: pl.Series, truth: pl.Series, truth_text: pl.Series, factor: in
     return pl.Series(out_content), pl.Series(out_truth), pl.Series(out_text)
 
 
-def ours(name: str, content: pl.Series) -> tuple[pl.Series, pl.Series]:
-    """Our template id and template text per line."""
+def ours(name: str, content: pl.Series, *, shard: bool = False) -> tuple[pl.Series, pl.Series]:
+    """Our template id and template text per line (`shard`: as one shard of a sharded run mines them)."""
     from forensics import mining
 
-    ids, names, _ = mining.cluster(pl.repeat(name, len(content), eager=True), content)
+    ids, names, _ = mining.cluster(pl.repeat(name, len(content), eager=True), content, shard=shard)
     text = ids.to_frame(mining.TEMPLATE_ID).join(
         names.select(mining.TEMPLATE_ID, mining.TEMPLATE), on=mining.TEMPLATE_ID, how="left", maintain_order="left"
     )
@@ -229,7 +229,7 @@ def ours_sharded(name: str, content: pl.Series, shards: int) -> pl.Series:
     from forensics import mining
 
     size = -(-len(content) // shards)
-    per_line = pl.concat([ours(name, content.slice(k, size))[1] for k in range(0, len(content), size)])
+    per_line = pl.concat([ours(name, content.slice(k, size), shard=True)[1] for k in range(0, len(content), size)])
     counts = per_line.to_frame(mining.TEMPLATE).group_by(mining.TEMPLATE).len(mining.COUNT)
     merged = mining.merge_shards(counts.with_columns(pl.lit(name).alias("source")))
     return per_line.replace_strict(merged["shard_template"], merged[mining.TEMPLATE_ID])

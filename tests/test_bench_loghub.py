@@ -136,7 +136,7 @@ def test_mixed_judges_each_set_on_its_own_lines(bench):
 
 
 def test_mixed_mines_all_sets_as_one_source_and_reports_each(tmp_path):
-    hosts = ["ana", "bo", "chen", "dara"]
+    hosts = ["ana", "bo", "chen", "dara", "eli"]
     _write_full_set(
         tmp_path,
         "Relay",
@@ -156,7 +156,7 @@ def test_mixed_mines_all_sets_as_one_source_and_reports_each(tmp_path):
     )
 
     out = run.stdout.splitlines()
-    assert "(mined 8 lines as one source" in run.stdout
+    assert "(mined 9 lines as one source" in run.stdout
     assert any(line.startswith("Relay ") for line in out) and any(line.startswith("Pool ") for line in out)
     assert out[-1].startswith("loghub labels=full mixed GA ours=1.000 ")
 

@@ -24,12 +24,23 @@ read, as a parameter and, for NCCL, as the event's component; an NCCL error unwi
 `proxy.cc`, `transport/net.cc`... is one template, `<SRC> -> <NUM>`."""
 
 
+DEVICE = (
+    r"\b(?:(?:eth|en|eno|ens|wlan|wl|awdl|utun|bond|ib|veth|vmnet|p2p|hsn|efa|rdma|bnxt_re|mlx\d+_)\d+"
+    r"|en[ps]\d+(?:s\d+)?(?:f\d+)?(?:np\d+)?|wlp\d+s\d+|nvme\d+(?:n\d+)?(?:p\d+)?|(?:sd[a-jl-z]|hd[a-c]|x?vd[a-z])\d*|disk\d+(?:s\d+)*)\b"
+)
+"""A network interface or a disk as the kernel and drivers name them (`eth0`, `en0`, `wl0`, `ib0`,
+`mlx5_1`, `enp3s0f1`, `sda`, `hda2`, `nvme0n1p1`, `disk0s3`): a value, `<DEV>`, the one the line is
+about, so the name stays visible as a parameter and the template does not print the first one seen
+(`mlx5_0` when `mlx5_1` failed). Loghub-2.0's labels of the full-size sets read them so."""
+
+
 MASKS: tuple[tuple[str, str], ...] = (
     (
         "TS",
         r"\b(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? +)?(?:\d{1,2} +)?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,4}"
-        r"(?: +\d{1,2})?(?: +\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)(?: +\d{4})?(?: [+-]\d{4}| [A-Z]{3})?\b"
-        r"|\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?",
+        r"(?: +\d{1,2})?(?: +\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)(?: +\d{4})?(?: [+-]\d{4}| [A-Z]{3,4})?(?: +\d{4})?\b"
+        r"|\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+        r"|\b\d{1,2}/(?:\d{1,2}|[A-Z][a-z]{2})/\d{4}(?:[ :]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?(?: [+-]\d{4})?",
     ),
     ("POD", r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-[a-f0-9]{8,10}-[a-z0-9]{5}\b"),
     ("REQ_ID", r"\b(?:chatcmpl|cmpl|chat|req|request|embd|tokn)-[0-9A-Za-z][0-9A-Za-z\-]{7,}"),
@@ -45,6 +56,7 @@ MASKS: tuple[tuple[str, str], ...] = (
         r"\b(?:[A-Za-z0-9][A-Za-z0-9\-]*\.){2,}(?:com|net|org|edu|io|ai|local|internal|cluster|svc|hk|cn|de|uk|jp|us|[a-z]{2})(?::\d{1,5})?\b"
         r"|\b[A-Za-z][A-Za-z0-9]*(?:[.-][A-Za-z0-9]+)+:\d{2,5}\b",
     ),
+    ("DEV", DEVICE),
     ("ID", r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*_-?\d{4,}(?:_[A-Za-z0-9]+)*\b"),
     ("NUM", r"\b[vV]?\d+(?:\.\d+)+(?:[eE][+-]?\d+)?\b"),
     ("NUM", r"\b\d{8,}\b"),
@@ -57,7 +69,7 @@ then reads `block <NUM>` or `peer <IP>`. HEX needs a 0x prefix or 8+ hex digits,
 words (`added`, `70B`) stay; 8+ decimal digits alone are a number, masked before it (`buffSize
 73400320`: `<NUM>`, not a hex id); pod names are masked first, before their hash can look like HEX
 and before a model name's `-chat-` can look like a request id; NUM
-takes thousands separators (`1,843,200`), versions (`0.10.2`; `v0.8.5` reads `v<NUM>`, `VERSION`) and unit suffixes (`112.5x`)
+takes thousands separators (`1,843,200`), versions (`0.10.2`; `v0.8.5` too, `VERSION`) and unit suffixes (`112.5x`)
 whole, and no sign, so `gpu-node-3` reads `gpu-node-<NUM>`. A decimal is masked before HEX,
 whose 8+ digits would otherwise take its fraction (`0.047113092` read `<NUM>.<HEX>`).
 
@@ -83,9 +95,16 @@ mask: the slash and the name before it are part of the one value, not structure 
 The character before it is kept (a token must start there: `http://10.0.0.1` stays a URL)."""
 
 
-VERSION = r"\b([vV])\d+(?:\.\d+)+\b"
-"""A version with its `v` (`v0.8.5`, an image tag's `:v0.9.1-evictfix`): `v<NUM>`, the `v` kept as a
-reader expects it; without this the `v` hides the version's start from NUM (`v0.<NUM>`)."""
+URL_AT_IP = r"\b[A-Za-z][A-Za-z0-9+.\-]*://<(?:IP|HOST)>(?:<PATH>|/[\w.\-@+~%]*)*"
+"""A URL whose host a mask took first (`http://10.0.0.1:8000/v1/models`, `hdfs://10.0.0.1:9000/logs/a.log`):
+one value, `<PATH>`, as a URL with a named host already is (`https://huggingface.co/...`), and as
+Loghub-2.0's labels of the full-size sets read it; scheme, host and path are not three words."""
+
+
+VERSION = r"\b[vV]\d+(?:\.\d+)+\b"
+"""A version with its `v` (`v0.8.5`, an image tag's `:v0.9.1-evictfix`): one value, `<NUM>`, the `v`
+with it, as Loghub-2.0's labels of the full-size sets read a word joined to a value (`driver
+<*>`, not `driver v<*>`); without this the `v` hides the version's start from NUM (`v0.<NUM>`)."""
 
 
 SIGNED = r"([=:(\[,]|\s)-<NUM>"
@@ -178,11 +197,13 @@ def elide_free_text(messages: pl.Series) -> pl.Series:
 def mask_expr(expr: pl.Expr) -> pl.Expr:
     """Apply the named masks to a string expression (vectorised); `<IP>,<IP>` lists become one `<IP>`
     (`_LISTS`); a request line's variable target makes its protocol a value (`REQUEST_LINE`)."""
-    expr = expr.str.replace_all(FREE_TEXT, "${1}<TEXT>").str.replace_all(VERSION, "${1}<NUM>")
+    expr = expr.str.replace_all(FREE_TEXT, "${1}<TEXT>").str.replace_all(VERSION, "<NUM>")
     for name, rx in MASKS:
         expr = expr.str.replace_all(rx, f"<{name}>")
         if name == "IP":
             expr = expr.str.replace_all(SOCKET, "${1}<IP>")
+        elif name == "HOST":
+            expr = expr.str.replace_all(URL_AT_IP, "<PATH>")
     return (
         expr.str.replace_all(SIGNED, "${1}<NUM>")
         .str.replace_all(SHORT_HEX, "${1}${2}<HEX>")

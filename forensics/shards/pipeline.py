@@ -133,7 +133,7 @@ def run_shard(spec: ShardSpec) -> ShardResult:
     t0 = time.perf_counter()
     r = ingestion.ingest_files(list(spec.files), hints=spec.hints, file_refs=spec.file_refs, limits=spec.limits)
     ev = r.events
-    mined = mining.mine(ev)
+    mined = mining.mine(ev, shard=True)
     ev = ev.with_columns(mined.template_ids.alias(SHARD_TEMPLATE_ID))
     if ev.height:
         _write_rows(
