@@ -47,7 +47,7 @@ MASKS: tuple[tuple[str, str], ...] = (
     ("UUID", r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
     (
         "IP",
-        r"(?:\b\d{1,3}(?:\.\d{1,3}){3}|\bfe80::[0-9a-fA-F:]+(?:%\w+)?|\b(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4})(?:<\d+>|:\d{1,5}\b)?",
+        r"(?:(?:::ffff:)?\b\d{1,3}(?:\.\d{1,3}){3}|\bfe80::[0-9a-fA-F:]+(?:%\w+)?|\b(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4})(?:<\d+>|:\d{1,5}\b)?",
     ),
     ("SRC", SOURCE_LOCATION),  # (before PATH: `lmcache/integration/vllm/adapter.py:1174` is one location)
     ("PATH", r"(?:\b[A-Za-z][A-Za-z0-9+.\-]*://[\w.\-]+|\b[A-Za-z]:|\b[\w.\-@+~]+)?(?:/[\w.\-@+~]+){2,}/?"),
@@ -80,6 +80,7 @@ print them and the parsing benchmarks' labels read them:
 * an id of words and a long number joined by `_` (`job_1733318220417_0042`,
   `KVClient_PREFILL_8812930441_3`): `<ID>`; `\\b` sees no edge inside it, so NUM
   cannot take its digits, and a constant one would stay literal;
+* an IPv4 address written as IPv6 (`::ffff:10.0.2.18`, an InfiniBand GID as NCCL prints it): `<IP>`;
 * a socket address as Java prints it, `/10.0.0.1:50010` or `host/10.0.0.1:50010`
   (`InetSocketAddress.toString`): `<IP>`, slash and name with it (`SOCKET`);
 * a relative path with its first segment (`lmcache/integration/vllm/adapter.py`: `<PATH>`, not

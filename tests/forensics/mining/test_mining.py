@@ -83,6 +83,10 @@ def _mask(text: str) -> str:
             "Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
             "Uvicorn running on <PATH> (Press CTRL+C to quit)",
         ),
+        (
+            "completion error localGid ::ffff:10.0.2.18 remoteGids ::ffff:10.0.4.20",
+            "completion error localGid <IP> remoteGids <IP>",
+        ),
         # a date and time however written is one value, the zone and year with it
         ("clock set: Thu Nov 10 18:21:22 MST 2005 ok", "clock set: <TS> ok"),
         ("built on 06/10/2013 17:26 GMT", "built on <TS> GMT"),
