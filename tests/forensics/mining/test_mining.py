@@ -90,6 +90,7 @@ def _mask(text: str) -> str:
         # a date and time however written is one value, the zone and year with it
         ("clock set: Thu Nov 10 18:21:22 MST 2005 ok", "clock set: <TS> ok"),
         ("built on 06/10/2013 17:26 GMT", "built on <TS> GMT"),
+        ("maintenance 2025/7/2 19:42:40, sleep 2025/7/2 19:29:59", "maintenance <TS>, sleep <TS>"),
         ("[06/Dec/2025:04:47:44 +0000] GET", "[<TS>] GET"),
         # a NIC or a disk is a value: the template must not print the first one seen
         ("NET/IB : Using [0]mlx5_1:1/IB ; OOB eth0", "NET/IB : Using [<NUM>]<DEV>:<NUM>/IB ; OOB <DEV>"),
