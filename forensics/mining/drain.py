@@ -219,8 +219,8 @@ def _unpinned(messages: pl.Series, groups: dedup.KeyGroups) -> dict[int, str] | 
     name the wrong rank (NICs and disks have a mask of their own, `masks.DEVICE`). Where the key's
     digit variants (`KeyGroups.others`) differ from the representative at a token the masks leave
     literal, that token becomes `<*>` inside the punctuation they share (`[<*>]:`); the members'
-    own values stay in their messages. Returns key ->
-    its new representative, for the keys that change (None: none does)."""
+    own values stay in their messages. Returns key -> its new representative, for the keys that
+    change (None: none does)."""
     varied = np.flatnonzero(groups.others[:, 0] >= 0) if len(groups.others) else np.array([], np.int64)
     if not len(varied):
         return None
@@ -376,9 +376,9 @@ GLUED = re.compile(rf"(/*){_NAME}[-@/]?{PLACEHOLDER.pattern}(?:[-@/](?:[A-Za-z0-
 
 def _glued(template: str) -> str:
     """`template` with each name glued to a value written as one value: `gpu-node-<NUM>`, `blk_<NUM>`,
-    `Filter@<HEX>`, `PS/<NUM>`, `v<NUM>` -> `<*>`, between the marks that part a key from its
+    `Filter@<HEX>`, `PS/<NUM>` -> `<*>`, between the marks that part a key from its
     value or a value from the next (`nodes:node-<NUM>` -> `nodes:<*>`, `spark://Tracker@<IP>` ->
-    `spark://<*>`). Joined by one `-`, `@` or `/` (or none, `eth<NUM>`): a dot is a file's or a
+    `spark://<*>`). Joined by one `-`, `@` or `/` (or none, `v<NUM>`): a dot is a file's or a
     field's (`generating core.<NUM>`, `error..<NUM>`); a value first stays (`<NUM>-byte`, `<NUM>.<NUM>`:
     `JOINED`'s), so does a key (`AttemptID:<*>`)."""
     if "<" not in template:
