@@ -30,14 +30,7 @@ import polars as pl
 
 from forensics import schema as s
 from forensics.mining import dedup
-from forensics.mining.masks import (
-    MAX_CHARS,
-    MAX_TOKENS,
-    elide_free_text,
-    first_line,
-    has_free_text,
-    mask_expr,
-)
+from forensics.mining.masks import MAX_CHARS, MAX_TOKENS, elide_free_text, first_line, has_free_text, mask_expr
 from forensics.mining.table import COUNT, FIRST_SEEN, LAST_SEEN, TEMPLATE, TEMPLATE_ID, TEMPLATES_COLUMNS
 
 
@@ -418,8 +411,8 @@ def as_values(templates: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
     source would read the same (`status=ready` / `status=failed`, split as an enum by
     `_split_enums`), both keep their words. Order-independent."""
     written = {(src, t): _as_value(t) for src, t in set(templates)}
-    sources: Counter[tuple[str, str]] = Counter((src, w) for (src, _), w in written.items())
-    return {(src, t): w if sources[(src, w)] == 1 else t for (src, t), w in written.items()}
+    readers: Counter[tuple[str, str]] = Counter((src, w) for (src, _), w in written.items())
+    return {(src, t): w if readers[(src, w)] == 1 else t for (src, t), w in written.items()}
 
 
 def _as_value(template: str) -> str:

@@ -70,8 +70,9 @@ then reads `block <NUM>` or `peer <IP>`. HEX needs a 0x prefix or 8+ hex digits,
 words (`added`, `70B`) stay; 8+ decimal digits alone are a number, masked before it (`buffSize
 73400320`: `<NUM>`, not a hex id); pod names are masked first, before their hash can look like HEX
 and before a model name's `-chat-` can look like a request id; NUM
-takes thousands separators (`1,843,200`), versions (`0.10.2`; `v0.8.5` too, `VERSION`) and unit suffixes (`112.5x`)
-whole, and no sign, so `gpu-node-3` reads `gpu-node-<NUM>`. A decimal is masked before HEX,
+takes thousands separators (`1,843,200`), versions (`0.10.2`, and `v0.8.5` with its `v`, as
+Loghub-2.0's labels of the full-size sets read it: `driver <*>`, not `driver v<*>`) and unit
+suffixes (`112.5x`) whole, and no sign, so `gpu-node-3` reads `gpu-node-<NUM>`. A decimal is masked before HEX,
 whose 8+ digits would otherwise take its fraction (`0.047113092` read `<NUM>.<HEX>`).
 
 Some values are one variable however many words their parts look like, as their writers
@@ -86,8 +87,7 @@ print them and the parsing benchmarks' labels read them:
   (`InetSocketAddress.toString`): `<IP>`, slash and name with it (`SOCKET`);
 * a relative path with its first segment (`lmcache/integration/vllm/adapter.py`: `<PATH>`, not
   `lmcache<PATH>`), and a URL's with its scheme and host (`https://huggingface.co/org/model/resolve`:
-  `<PATH>`, not `https:/<PATH>`); where the host was masked first, the scheme and host stay around
-  the path (`http://<IP><PATH>`).
+  `<PATH>`, not `https:/<PATH>`), and so where a mask took the host first (`URL_AT_IP`).
 A clock time stays `<NUM>:<NUM>:<NUM>`: the labels split it, and a date-time is `<TS>` anyway."""
 
 
@@ -101,12 +101,6 @@ URL_AT_IP = r"\b[A-Za-z][A-Za-z0-9+.\-]*://<(?:IP|HOST)>(?:<PATH>|/[\w.\-@+~%]*)
 """A URL whose host a mask took first (`http://10.0.0.1:8000/v1/models`, `hdfs://10.0.0.1:9000/logs/a.log`):
 one value, `<PATH>`, as a URL with a named host already is (`https://huggingface.co/...`), and as
 Loghub-2.0's labels of the full-size sets read it; scheme, host and path are not three words."""
-
-
-VERSION = r"\b[vV]\d+(?:\.\d+)+\b"
-"""A version with its `v` (`v0.8.5`, an image tag's `:v0.9.1-evictfix`): one value, `<NUM>`, the `v`
-with it, as Loghub-2.0's labels of the full-size sets read a word joined to a value (`driver
-<*>`, not `driver v<*>`); without this the `v` hides the version's start from NUM (`v0.<NUM>`)."""
 
 
 SIGNED = r"([=:(\[,]|\s)-<NUM>"
@@ -199,7 +193,7 @@ def elide_free_text(messages: pl.Series) -> pl.Series:
 def mask_expr(expr: pl.Expr) -> pl.Expr:
     """Apply the named masks to a string expression (vectorised); `<IP>,<IP>` lists become one `<IP>`
     (`_LISTS`); a request line's variable target makes its protocol a value (`REQUEST_LINE`)."""
-    expr = expr.str.replace_all(FREE_TEXT, "${1}<TEXT>").str.replace_all(VERSION, "<NUM>")
+    expr = expr.str.replace_all(FREE_TEXT, "${1}<TEXT>")
     for name, rx in MASKS:
         expr = expr.str.replace_all(rx, f"<{name}>")
         if name == "IP":
