@@ -77,7 +77,7 @@ whose 8+ digits would otherwise take its fraction (`0.047113092` read `<NUM>.<HE
 
 Some values are one variable however many words their parts look like, as their writers
 print them and the parsing benchmarks' labels read them:
-* a host with its port (`gpu-node-3:29500`, `msra-sa-41:8030`): `<HOST>`; a dotted or dashed
+* a host with its port (`gpu-node-3:29500`, `kv-store-2:8030`): `<HOST>`; a dotted or dashed
   name is required, so `memory:10240` stays a key and its value;
 * an id of words and a long number joined by `_` (`job_1733318220417_0042`,
   `KVClient_PREFILL_8812930441_3`): `<ID>`; `\\b` sees no edge inside it, so NUM
